@@ -1,0 +1,174 @@
+"""A lexical view of Jac source: which characters are code (not strings or comments), brace
+matching on code only, and unit headers (`def f(...) -> T {`, `can act with X entry {`, ...).
+
+This is deliberately not a parser: model output is often broken or truncated, and jaclang's own
+parser can hang on such input. Everything here is linear-time and total.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+STRING_PREFIX = re.compile(r"(?i)(rb|br|rf|fr|r|b|f|u)?('''|\"\"\"|'|\")")
+UNIT_KINDS = ("def", "can", "impl", "walker", "node", "obj", "edge", "class", "enum")
+# kind (with optional access tag such as def:pub) followed by a dotted name
+HEADER = re.compile(r"\b(" + "|".join(UNIT_KINDS) + r")(?::\w+)?\s+([A-Za-z_][\w.]*)")
+
+
+def literal_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, kind) of every comment ("comment", "block") and string ("string") in `text`,
+    in order. Unterminated strings or comments run to the end of the text."""
+    spans = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "#":
+            if text.startswith("#*", i):
+                end = text.find("*#", i + 2)
+                end, kind = (n if end < 0 else end + 2), "block"
+            else:
+                end = text.find("\n", i)
+                end, kind = (n if end < 0 else end), "comment"
+            spans.append((i, end, kind))
+            i = end
+            continue
+        m = STRING_PREFIX.match(text, i) if c in "'\"rRbBfFuU" else None
+        if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            end = _string_end(text, m.end(), m.group(2), "f" in (m.group(1) or "").lower())
+            spans.append((i, end, "string"))
+            i = end
+            continue
+        i += 1
+    return spans
+
+
+def code_mask(text: str) -> str:
+    """`text` with every character inside a string literal or comment replaced by a space
+    (newlines kept), so offsets are unchanged and searches over the result see only code."""
+    out = list(text)
+    for a, b, _ in literal_spans(text):
+        for k in range(a, b):
+            if out[k] != "\n":
+                out[k] = " "
+    return "".join(out)
+
+
+def _string_end(text: str, i: int, quote: str, fstring: bool) -> int:
+    """Offset just past the closing quote of a string whose body starts at `i`."""
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if text.startswith(quote, i):
+            return i + len(quote)
+        if c == "\n" and len(quote) == 1:
+            return i  # single-quoted strings end at the line (unterminated)
+        if fstring and c == "{":
+            if text.startswith("{{", i):
+                i += 2
+                continue
+            i = _fstring_expr_end(text, i + 1)
+            continue
+        i += 1
+    return n
+
+
+def _fstring_expr_end(text: str, i: int) -> int:
+    """Skip an f-string replacement field (which may hold nested strings and braces)."""
+    depth, n = 1, len(text)
+    while i < n and depth:
+        c = text[i]
+        m = STRING_PREFIX.match(text, i) if c in "'\"rRbBfFuU" else None
+        if m and c in "'\"" or (m and not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            i = _string_end(text, m.end(), m.group(2), "f" in (m.group(1) or "").lower())
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif c == "\n" and depth > 8:
+            return i
+        i += 1
+    return i
+
+
+def match_brace(mask: str, open_at: int) -> int | None:
+    """Offset of the `}` closing the `{` at `open_at` (on masked text), or None if unbalanced."""
+    depth = 0
+    for k in range(open_at, len(mask)):
+        c = mask[k]
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return k
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Header:
+    kind: str  # def, can, impl, walker, node, obj, edge, ...
+    name: str
+    start: int  # offset of the kind keyword
+    brace: int  # offset of the unit's opening `{`
+    signature: str  # header text from the keyword to the brace, whitespace collapsed
+
+
+def headers(text: str, mask: str | None = None) -> list[Header]:
+    """Every unit header in `text` whose `{` can be found (code only)."""
+    mask = code_mask(text) if mask is None else mask
+    found = []
+    for m in HEADER.finditer(mask):
+        brace = _header_brace(mask, m.end())
+        if brace is not None:
+            sig = " ".join(text[m.start():brace].split())
+            found.append(Header(m.group(1), m.group(2), m.start(), brace, sig))
+    return found
+
+
+def _header_brace(mask: str, i: int) -> int | None:
+    """The `{` that opens the body after a header name, skipping (...) and [...]; None if a `;`,
+    `}` or unbalanced bracket comes first."""
+    depth = 0
+    for k in range(i, len(mask)):
+        c = mask[k]
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif depth == 0 and c == "{":
+            return k
+        elif depth == 0 and c in ";}":
+            return None
+    return None
+
+
+def enclosing(mask: str, pos: int) -> list[int]:
+    """Offsets of the `{` of every brace block that contains `pos`, outermost first."""
+    stack: list[int] = []
+    for k in range(min(pos, len(mask))):
+        c = mask[k]
+        if c == "{":
+            stack.append(k)
+        elif c == "}" and stack:
+            stack.pop()
+    return stack
+
+
+def line_starts_in_code(text: str) -> list[bool]:
+    """For each line of `text`: does it start in code (True), rather than inside a multi-line
+    string or block comment (False)? Re-indenting must not touch the latter."""
+    inside = [(a, b) for a, b, kind in literal_spans(text) if kind != "comment"]
+    result, offset, j = [], 0, 0
+    for line in text.split("\n"):
+        while j < len(inside) and inside[j][1] <= offset:
+            j += 1
+        result.append(not (j < len(inside) and inside[j][0] < offset < inside[j][1]))
+        offset += len(line) + 1
+    return result

@@ -1,0 +1,181 @@
+"""The reward: extract a completion's body, splice it into the task's template, run it with the
+real Jac toolchain in isolation, and score it.
+
+Tiered and monotone (the reference harness's v3; SPEC §4.2): exact stdout 1.0 > runs with wrong
+output [0.40, 0.80] > compiles only [0.20, 0.35] > neither [0, 0.15]; an empty extraction is 0.0.
+Body similarity appears in every tier so a GRPO group whose rollouts all fail still has variance.
+`formula="additive"` gives the seed README's v2 score, for comparison only.
+
+`jac_behavioral` has mlx-lm-lora's reward signature and is registered in its registry on import:
+    --reward-functions-file <path to jacrl/reward.py> --reward-functions jac_behavioral
+(this file is then imported by path as `custom_rewards`, so it uses absolute imports only).
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import difflib
+import json
+import os
+from functools import lru_cache
+
+from jacrl.drivers import Unit
+from jacrl.executor import Executor, Verdict
+from jacrl.extract import dedent, extract_body, splice
+
+FORMULAS = ("tiered", "additive")
+# v2's idiom markers and weights (SPEC §4.3); only the additive formula uses them.
+IDIOMS = {"visit ": 3, "-->": 3, "<--": 3, "++>": 3, "<++": 3, "spawn": 3, "disengage": 3,
+          "report ": 2, " here": 2, " root": 2, "walker ": 2, "node ": 2, "edge ": 2,
+          "with entry": 1, "with exit": 1, "can ": 1, " obj ": 1, "has ": 1}
+
+
+@dataclasses.dataclass(frozen=True)
+class Hole:
+    """What the reward needs to grade one task: parsed from the task record's `answer` JSON."""
+
+    id: str
+    template: str
+    gold: str
+    unit: Unit
+    expected_output: str
+    timeout: float
+
+    @classmethod
+    def from_answer(cls, answer: str) -> Hole:
+        return _parse_answer(answer)
+
+
+@lru_cache(maxsize=4096)
+def _parse_answer(answer: str) -> Hole:
+    d = json.loads(answer)
+    return Hole(id=d["id"], template=d["template"], gold=d["gold"],
+                unit=Unit.from_json(d["unit"]), expected_output=d["expected_output"],
+                timeout=float(d.get("timeout", 20)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Scored:
+    """One graded completion: the score and everything that explains it."""
+
+    task_id: str
+    score: float
+    tier: str  # exact | runs | compiles | none | empty
+    body: str  # the extracted body
+    sim: float  # difflib ratio of body vs gold body (both dedented)
+    line_match: float  # fraction of expected output lines matched position by position
+    verdict: Verdict | None  # None when nothing was run (empty extraction)
+
+    @property
+    def exact(self) -> bool:
+        return self.tier == "exact"
+
+
+def exact_match(stdout: str, expected: str) -> bool:
+    """The headline metric: stdout equals the expected output, trailing and leading whitespace of
+    the whole output stripped (as the reference did)."""
+    return stdout.strip() == expected.strip()
+
+
+def body_similarity(body: str, gold: str) -> float:
+    return difflib.SequenceMatcher(None, dedent(body).strip(), dedent(gold).strip()).ratio()
+
+
+def line_match(stdout: str, expected: str) -> float:
+    want = expected.strip().split("\n")
+    got = stdout.strip().split("\n")
+    return sum(1 for i, w in enumerate(want) if i < len(got) and got[i] == w) / len(want)
+
+
+def idiom_score(body: str) -> float:
+    return min(sum(w * body.count(m) for m, w in IDIOMS.items()) / 8.0, 1.0)
+
+
+def score(body: str, verdict: Verdict | None, hole: Hole, formula: str = "tiered") -> Scored:
+    """Grade one extracted body given its run verdict."""
+    if formula not in FORMULAS:
+        raise ValueError(f"unknown reward formula {formula!r}; choose from {FORMULAS}")
+    if not body.strip() or verdict is None:
+        return Scored(hole.id, 0.0, "empty", body, 0.0, 0.0, None)
+    sim = body_similarity(body, hole.gold)
+    ran, compiled = verdict.ran, verdict.compiled or verdict.ran
+    exact = ran and exact_match(verdict.stdout, hole.expected_output)
+    lines = line_match(verdict.stdout, hole.expected_output) if ran else 0.0
+    tier = "exact" if exact else "runs" if ran else "compiles" if compiled else "none"
+    if formula == "additive":
+        output = 1.0 if exact else (0.5 * difflib.SequenceMatcher(
+            None, verdict.stdout.strip(), hole.expected_output.strip()).ratio() if ran else 0.0)
+        value = (0.25 * compiled + 0.25 * ran + 0.25 * output
+                 + 0.10 * (idiom_score(body) if ran else 0.0) + 0.15 * sim)
+    elif exact:
+        value = 1.0
+    elif ran:
+        value = 0.40 + 0.25 * lines + 0.15 * sim
+    elif compiled:
+        value = 0.20 + 0.15 * sim
+    else:
+        value = 0.15 * sim
+    return Scored(hole.id, round(value, 4) if value != 1.0 else 1.0, tier, body, sim, lines,
+                  verdict)
+
+
+# -- batch scoring ---------------------------------------------------------------------------
+
+_EXECUTOR: Executor | None = None
+
+
+def default_executor() -> Executor:
+    """One fork server per process, started on first use and stopped at exit."""
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        _EXECUTOR = Executor()
+        atexit.register(_EXECUTOR.close)
+    return _EXECUTOR
+
+
+def _pair(completions: list[str], answer: list[str]) -> list[str]:
+    if len(answer) == len(completions):
+        return list(answer)
+    if len(answer) == 1:
+        return list(answer) * len(completions)
+    raise ValueError(f"{len(completions)} completions but {len(answer)} answers: expected one "
+                     "answer per completion (or a single answer for all)")
+
+
+def score_completions(completions: list[str], answers: list[str], *,
+                      formula: str | None = None,
+                      executor: Executor | None = None) -> list[Scored]:
+    """Grade a batch: one run per distinct program (the executor dedups identical ones)."""
+    formula = formula or os.environ.get("JACRL_REWARD_FORMULA", "tiered")
+    executor = executor or default_executor()
+    holes = [Hole.from_answer(a) for a in _pair(completions, answers)]
+    bodies = [extract_body(c, h.unit) for c, h in zip(completions, holes)]
+    todo: dict[float, list[int]] = {}
+    for i, b in enumerate(bodies):
+        if b.strip():
+            todo.setdefault(holes[i].timeout, []).append(i)
+    verdicts: list[Verdict | None] = [None] * len(completions)
+    for timeout, idx in todo.items():
+        programs = [splice(holes[i].template, bodies[i]) for i in idx]
+        for i, v in zip(idx, executor.run_many(programs, timeout=timeout)):
+            verdicts[i] = v
+    return [score(b, v, h, formula) for b, v, h in zip(bodies, verdicts, holes)]
+
+
+def jac_behavioral(prompts: list[str], completions: list[str], answer: list[str],
+                   types: list | None = None) -> list[float]:
+    """mlx-lm-lora reward function: one float per completion, same order."""
+    del prompts, types  # grading needs only the completion and the task's answer record
+    return [s.score for s in score_completions(completions, answer)]
+
+
+def _register() -> None:
+    try:
+        from mlx_lm_lora.trainer.grpo_reward_functions import register_reward_function
+    except ImportError:  # mlx-lm-lora not installed: the function is still importable
+        return
+    register_reward_function("jac_behavioral")(jac_behavioral)
+
+
+_register()

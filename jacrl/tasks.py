@@ -1,0 +1,160 @@
+"""Build and validate tasks: drivers -> data/tasks.jsonl + data/templates/<id>.jac.
+
+A driver enters the set only if it runs twice (under two different string-hash seeds) with identical
+non-empty stdout and exit 0; its gold body, fenced, scores 1.0 through extraction + splice + run;
+the whole driver echoed back as an answer scores 1.0; and an empty body does not pass (the hole
+matters). Any failure prints `drivers/x.jac:LINE: reason` and nothing is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from jacrl.drivers import Driver, DriverError, parse_driver
+from jacrl.executor import Executor
+from jacrl.extract import splice
+from jacrl.reward import score_completions
+
+TIMEOUT = 20  # seconds; the reference's task timeout, kept so numbers compare
+PROMPT_SENTENCE = ("Complete the Jac file below: replace the `# TODO` line with the correct Jac "
+                   "code for that unit. Return only the replacement code, in a ```jac code block.")
+
+
+def prompt_text(driver: Driver) -> str:
+    """The task prompt, exactly as the reference harness wrote it (SPEC §2.1)."""
+    return f"{driver.instruction}\n\n{PROMPT_SENTENCE}\n\n```jac\n{driver.prompt_view}\n```"
+
+
+def answer_json(driver: Driver, expected_output: str, timeout: int = TIMEOUT) -> str:
+    """The record's `answer`: the reference's keys first (id, source, expected_output, timeout),
+    then ours. The template and gold body travel inside it, so the reward needs no file lookups."""
+    return json.dumps({
+        "id": driver.id, "source": driver.source, "expected_output": expected_output,
+        "timeout": timeout, "family": driver.family, "unit": driver.unit.to_json(),
+        "template": driver.template, "gold": driver.gold})
+
+
+def record(driver: Driver, expected_output: str) -> dict:
+    return {"prompt": prompt_text(driver), "answer": answer_json(driver, expected_output)}
+
+
+def fenced(body: str, tag: str = "jac") -> str:
+    return f"```{tag}\n{body}\n```"
+
+
+@dataclasses.dataclass
+class BuildReport:
+    built: list[dict]
+    failures: list[str]  # one line each: path:line: reason
+    seconds: float
+
+
+def validate(drivers: list[Driver], executors: tuple[Executor, Executor]) -> BuildReport:
+    """Run every check on every driver; batched so the fork server stays busy."""
+    t0 = time.perf_counter()
+    first, second = executors
+    failures: dict[str, str] = {}
+    runs1 = first.run_many([d.text for d in drivers], timeout=TIMEOUT)
+    runs2 = second.run_many([d.text for d in drivers], timeout=TIMEOUT)
+    ok: list[tuple[Driver, str]] = []
+    for d, a, b in zip(drivers, runs1, runs2):
+        where = f"{d.path}:{d.hole_line}"
+        if not a.ran or not a.stdout.strip():
+            err = (a.stderr.strip().splitlines() or [a.status])[-1]
+            failures[d.id] = f"{d.path}:1: driver does not run clean ({a.status}): {err}"
+        elif a.stdout != b.stdout:
+            failures[d.id] = f"{d.path}:1: nondeterministic stdout (differs between two runs)"
+        else:
+            ok.append((d, a.stdout))
+    answers = [answer_json(d, out) for d, out in ok]
+    checks = [("gold body", lambda d: fenced(d.gold)), ("echoed driver", lambda d: fenced(d.text))]
+    for name, make in checks:
+        scored = score_completions([make(d) for d, _ in ok], answers, formula="tiered",
+                                   executor=first)
+        for (d, _), s in zip(ok, scored):
+            if s.score != 1.0 and d.id not in failures:
+                why = (s.verdict.stderr.strip().splitlines() or [s.tier])[-1] if s.verdict else s.tier
+                failures[d.id] = (f"{d.path}:{d.hole_line}: {name} scores {s.score} "
+                                  f"({s.tier}), not 1.0: {why}")
+    empties = first.run_many([splice(d.template, "") for d, _ in ok], timeout=TIMEOUT)
+    for (d, out), v in zip(ok, empties):
+        if v.ran and v.stdout.strip() == out.strip() and d.id not in failures:
+            failures[d.id] = (f"{d.path}:{d.hole_line}: an empty body gives the same output: "
+                              "the hole does not matter")
+    built = [record(d, out) for d, out in ok if d.id not in failures]
+    return BuildReport(built, [failures[d.id] for d in drivers if d.id in failures],
+                       time.perf_counter() - t0)
+
+
+def load_all(drivers_dir: str | Path) -> tuple[list[Driver], list[str]]:
+    drivers, failures, seen = [], [], {}
+    for path in sorted(p for p in Path(drivers_dir).glob("*.jac") if p.is_file()):
+        try:
+            d = parse_driver(path)
+        except DriverError as e:
+            failures.append(str(e))
+            continue
+        if d.id in seen:
+            failures.append(f"{path}:{d.hole_line}: duplicate id {d.id!r} (also {seen[d.id]})")
+            continue
+        seen[d.id] = path
+        drivers.append(d)
+    return drivers, failures
+
+
+def build_tasks(drivers_dir: str | Path = "drivers", out_dir: str | Path = "data") -> BuildReport:
+    """Validate every driver and, only if all pass, write tasks.jsonl and templates/ atomically."""
+    t0 = time.perf_counter()
+    drivers, parse_failures = load_all(drivers_dir)
+    with Executor(hash_seed=1) as a, Executor(hash_seed=2) as b:
+        report = validate(drivers, (a, b))
+    report.failures = parse_failures + report.failures
+    report.seconds = time.perf_counter() - t0
+    if report.failures:
+        return report
+    write_tasks(report.built, out_dir)
+    return report
+
+
+def write_tasks(records: list[dict], out_dir: str | Path) -> None:
+    """Stage tasks.jsonl + templates/ beside the target, then swap them in."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".stage-", dir=out))
+    try:
+        (stage / "templates").mkdir()
+        with open(stage / "tasks.jsonl", "w") as fh:
+            for r in records:
+                fh.write(json.dumps(r) + "\n")
+        for r in records:
+            a = json.loads(r["answer"])
+            (stage / "templates" / f"{a['id']}.jac").write_text(a["template"])
+        old = out / "templates"
+        if old.exists():
+            os.replace(old, stage / "old-templates")  # removed with the stage below
+        os.replace(stage / "templates", old)
+        os.replace(stage / "tasks.jsonl", out / "tasks.jsonl")
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def read_tasks(path: str | Path = "data/tasks.jsonl") -> list[dict]:
+    """Task records; each gets a parsed `meta` (the answer JSON) beside the raw fields."""
+    rows = []
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+                r["meta"] = json.loads(r["answer"])
+            except (ValueError, KeyError) as e:
+                raise ValueError(f"{path}:{n}: bad task record: {e}") from None
+            rows.append(r)
+    return rows
