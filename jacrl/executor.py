@@ -140,6 +140,32 @@ def _set_pdeathsig() -> None:
         pass
 
 
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable: every job gets its own, empty
+
+
+def _private_tmp(work: str) -> bool:
+    """Linux, as root: give the job a mount namespace in which the world-writable directories are
+    fresh tmpfs mounts that vanish with it, so a job cannot leave files behind or read another
+    job's. Its own work dir is bind-mounted back in at the same path. False when unavailable."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    ms_bind, ms_rec, ms_private, ms_nosuid, ms_nodev = 0x1000, 0x4000, 0x40000, 0x2, 0x4
+    try:
+        os.unshare(os.CLONE_NEWNS)
+    except (AttributeError, OSError):
+        return False
+    if libc.mount(None, b"/", None, ms_rec | ms_private, None) != 0:
+        return False
+    for d in PRIVATE_DIRS:
+        if os.path.isdir(d) and libc.mount(b"tmpfs", d.encode(), b"tmpfs", ms_nosuid | ms_nodev,
+                                           b"size=64m,mode=1777") != 0:
+            return False
+    os.makedirs(work, exist_ok=True)  # inside the new tmpfs; the cwd is still the real dir
+    if libc.mount(b".", work.encode(), None, ms_bind, None) != 0:
+        return False
+    os.chdir(work)
+    return True
+
+
 def _fresh_main() -> types.ModuleType:
     """`jac run` executes a program inside the `jac` console script's __main__, which already holds
     `re`, `sys` and `start_cli`; give every job a fresh module seeded the same way (parity)."""
@@ -279,6 +305,8 @@ class ForkServer:
                                           errors="backslashreplace", line_buffering=True)
             sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
             if self.privileged:
+                if not _private_tmp(work):
+                    raise RuntimeError("could not give the job a private /tmp")
                 uid = JOB_UID_BASE + slot
                 os.setgroups([])
                 os.setgid(uid)

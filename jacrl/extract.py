@@ -58,6 +58,10 @@ def dedent(body: str) -> str:
     in_code = jacsyntax.line_starts_in_code(body)
     margins = [len(ln) - len(ln.lstrip(" \t")) for ln, c in zip(lines, in_code) if c and ln.strip()]
     cut = min(margins, default=0)
+    if cut == 0 and margins and margins[0] == 0 and len(margins) > 1 and min(margins[1:]) > 0:
+        # the first line lost its indentation (an answer that was .strip()ped): the others still
+        # carry the body's margin, which matters for indentation-sensitive `match` arms
+        cut = min(margins[1:])
     return "\n".join(ln[cut:] if c and ln[:cut].strip() == "" else ln
                      for ln, c in zip(lines, in_code))
 

@@ -1,0 +1,41 @@
+# jacrl — every target sets up what it needs. Python 3.12 is found on PATH or under pyenv;
+# conda users: `make test VENV=$CONDA_PREFIX` inside the env from environment.yml.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 \
+	/usr/local/bin/python3.12 /usr/bin/python3.12; do \
+	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo $$p; break; }; \
+	done)
+STAMP := $(VENV)/.jacrl-installed
+
+.PHONY: setup test demo lab tasks clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@if [ ! -x $(PY) ]; then \
+	  test -n "$(PYTHON312)" || { echo "Python 3.12 not found (pyenv install 3.12 or use conda)"; exit 1; }; \
+	  $(PYTHON312) -m venv $(VENV); fi
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@# Linux: MLX's CPU wheel ships a slow reference BLAS; Debian's OpenBLAS is picked up when present
+	-@if [ "$$(uname)" = Linux ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  ! ls /usr/lib/*-linux-gnu/openblas-pthread/libopenblas*.so* >/dev/null 2>&1; then \
+	  (apt-get update -qq && apt-get install -y -qq libopenblas0-pthread) >/dev/null 2>&1 || \
+	  echo "note: OpenBLAS not installed; MLX on CPU will be slower"; fi
+	touch $@
+
+test: setup
+	$(VENV)/bin/pytest -q
+
+tasks: setup
+	$(VENV)/bin/jacrl build-tasks
+
+demo: setup
+	$(VENV)/bin/jacrl demo
+
+lab: setup
+	$(VENV)/bin/jupyter lab notebooks/
+
+clean:
+	rm -rf $(VENV) .pytest_cache

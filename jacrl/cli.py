@@ -1,0 +1,85 @@
+"""`jacrl <verb>`: a thin argparse shell over the library's functions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _build_tasks(args: argparse.Namespace) -> int:
+    from jacrl.tasks import build_tasks
+
+    report = build_tasks(args.drivers, args.out)
+    for line in report.failures:
+        print(line, file=sys.stderr)
+    if report.failures:
+        print(f"build failed: {len(report.failures)} driver(s) rejected, nothing written",
+              file=sys.stderr)
+        return 1
+    print(f"built {len(report.built)} tasks -> {args.out}/tasks.jsonl in {report.seconds:.1f} s")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from jacrl.executor import Executor, run_subprocess
+
+    source = open(args.file).read()
+    if args.subprocess:
+        verdict = run_subprocess(source, args.timeout)
+    else:
+        with Executor() as ex:
+            verdict = ex.run(source, args.timeout)
+    sys.stdout.write(verdict.stdout)
+    sys.stderr.write(verdict.stderr)
+    print(json.dumps({k: v for k, v in verdict.to_json().items() if k not in ("stdout", "stderr")}),
+          file=sys.stderr)
+    return 0 if verdict.ran else 1
+
+
+def _score(args: argparse.Namespace) -> int:
+    from jacrl.reward import score_completions
+    from jacrl.tasks import read_tasks
+
+    tasks = {t["meta"]["id"]: t for t in read_tasks(args.tasks)}
+    if args.id not in tasks:
+        print(f"{args.tasks}: no task {args.id!r}", file=sys.stderr)
+        return 2
+    completion = sys.stdin.read() if args.completion == "-" else open(args.completion).read()
+    s = score_completions([completion], [tasks[args.id]["answer"]], formula=args.formula)[0]
+    print(json.dumps({"id": s.task_id, "score": s.score, "tier": s.tier, "sim": round(s.sim, 4),
+                      "line_match": round(s.line_match, 4), "body": s.body}, indent=1))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="jacrl", description=__doc__)
+    sub = ap.add_subparsers(dest="verb", required=True)
+
+    p = sub.add_parser("build-tasks", help="validate drivers/ and write data/tasks.jsonl")
+    p.add_argument("--drivers", default="drivers")
+    p.add_argument("--out", default="data")
+    p.set_defaults(func=_build_tasks)
+
+    p = sub.add_parser("run", help="run one .jac file in the isolated executor")
+    p.add_argument("file")
+    p.add_argument("--timeout", type=float, default=20.0)
+    p.add_argument("--subprocess", action="store_true", help="plain `jac run` backend")
+    p.set_defaults(func=_run)
+
+    p = sub.add_parser("score", help="score a completion against a task")
+    p.add_argument("id")
+    p.add_argument("completion", help="file with the completion text, or - for stdin")
+    p.add_argument("--tasks", default="data/tasks.jsonl")
+    p.add_argument("--formula", default="tiered", choices=["tiered", "additive"])
+    p.set_defaults(func=_score)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

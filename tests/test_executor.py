@@ -1,0 +1,151 @@
+"""Adversarial suite for the fork server: every hostile job ends within its timeout + 1 s, the
+server survives, the next job's output is right, nothing leaks between jobs or stays on disk."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from jacrl.executor import JOB_UID_BASE, Executor, ExecutorError, Limits
+
+HANG = "def f() {\n    has\n    x in y {\n"  # jaclang 0.16.7's parser loops and grows on this
+PROBE = 'with entry { print("probe", 6 * 7); }'
+TIMEOUT = 3.0
+
+HOSTILE = {
+    "parser_hang": HANG,
+    "busy_loop": 'with entry { print("start"); while True { } }',
+    "sleep": "import time;\nwith entry { time.sleep(1000); }",
+    "kill_parent": "import os;\nimport signal;\nwith entry { os.kill(os.getppid(), signal.SIGKILL); "
+                   "print(\"still here\"); }",
+    "kill_all": "import os;\nimport signal;\nwith entry { os.kill(-1, signal.SIGKILL); }",
+    "flood": 'with entry { while True { print("x" * 10000); } }',
+    "fork_sleep": 'import subprocess;\nwith entry { subprocess.Popen(["sleep", "60"]); '
+                  'print("forked"); }',
+    "setsid_escape": "import os;\nimport time;\nwith entry {\n    if os.fork() == 0 {\n"
+                     "        os.setsid();\n        time.sleep(60);\n    }\n    print(\"parent\");\n}",
+    "read_stdin": "with entry { x = input(); print(x); }",
+    "write_files": 'import os;\nwith entry {\n    open("out.txt", "w").write("a");\n'
+                   '    os.makedirs("sub/dir", exist_ok=True);\n'
+                   '    open("sub/dir/f.txt", "w").write("b");\n'
+                   '    open("/tmp/jacrl_escape_probe.txt", "w").write("c");\n    print("wrote");\n}',
+    "memory_hog": "with entry { x = bytearray(8 * 1024 * 1024 * 1024); print(len(x)); }",
+    "recursion": "def f(n: int) -> int { return f(n + 1); }\nwith entry { print(f(0)); }",
+    "exit_3": "import sys;\nwith entry { sys.exit(3); }",
+}
+
+
+def _job_processes() -> list[str]:
+    """Live processes of the job uids (killed ones may linger as zombies until init reaps them)."""
+    out = subprocess.run(["ps", "-eo", "uid=,stat=,pid=,args="], capture_output=True,
+                         text=True).stdout
+    return [ln for ln in out.splitlines()
+            if JOB_UID_BASE <= int(ln.split()[0]) < JOB_UID_BASE + 64
+            and not ln.split()[1].startswith("Z")]
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_job_is_contained(executor, name):
+    executor.run(PROBE)  # make sure a server is up
+    pid = executor.server_pid
+    t0 = time.perf_counter()
+    try:
+        v = executor.run(HOSTILE[name], timeout=TIMEOUT)
+    except ExecutorError:
+        # only possible when jobs share the server's uid (not root): the job killed the server
+        assert not executor.hello["privileged"]
+        v = None
+    elapsed = time.perf_counter() - t0
+    assert elapsed < TIMEOUT + 1.0, (name, elapsed)
+    if executor.hello.get("privileged"):
+        assert executor.server_pid == pid, f"{name} killed the server"
+        assert not _job_processes(), f"{name} left processes behind"
+    probe = executor.run(PROBE + f"\n# {name}")  # uncached: a fresh job after the hostile one
+    assert probe.ran and probe.stdout == "probe 42\n"
+    assert os.listdir(executor.hello["scratch"]) == []
+    assert not os.path.exists("/tmp/jacrl_escape_probe.txt")
+    if v is None:
+        return
+    assert not v.ran or name in ("kill_parent", "fork_sleep", "setsid_escape", "write_files",
+                                "kill_all")
+    if name == "parser_hang":
+        assert v.timed_out and not v.compiled
+    if name in ("busy_loop", "sleep"):
+        assert v.timed_out and v.compiled and v.exit_code is None
+    if name == "flood":
+        assert len(v.stdout.encode()) <= Limits().max_output
+    if name == "read_stdin":
+        assert v.status == "runtime_error" and not v.timed_out
+    if name == "exit_3":
+        assert v.exit_code == 3 and v.status == "exit"
+    if name == "memory_hog":
+        assert "MemoryError" in v.stderr or not v.ran
+
+
+def test_environment_is_minimal(executor, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "secret-token-value")
+    with Executor() as fresh:  # started with the secret in the caller's environment
+        v = fresh.run("import os;\nwith entry {\n    print(sorted(os.environ.keys()));\n"
+                      "    try { print(open('/proc/self/environ').read().count('secret')); }\n"
+                      "    except PermissionError { print(0); }\n}")
+    assert v.ran
+    assert v.stdout.splitlines()[0] == "['HOME', 'LANG', 'PATH']"
+    assert v.stdout.splitlines()[1] == "0"
+
+
+def test_nothing_leaks_between_jobs(executor):
+    writer = ("import os;\nimport json;\nglob counter: int = 41;\nnode Box { has n: int = 1; }\n"
+              "with entry {\n    root ++> Box(n=5);\n    json.LEAK = 1;\n"
+              "    os.environ['LEAKED'] = 'yes';\n    print(len([root -->]));\n}")
+    reader = ("import os;\nimport json;\nnode Box { has label: str = 'x'; }\n"
+              "with entry {\n    print(len([root -->]), hasattr(json, 'LEAK'), "
+              "'LEAKED' in os.environ, 'counter' in globals());\n}")
+    for k in range(2):  # twice each, distinct sources so nothing is served from the cache
+        a = executor.run(writer + f"\n# {k}")
+        b = executor.run(reader + f"\n# {k}")
+        assert a.stdout == "1\n", a
+        assert b.stdout == "0 False False False\n", b
+
+
+def test_same_archetype_names_defined_differently(executor):
+    one = ("node Profile { has name: str; }\nwalker W { has out: list[str] = [];\n"
+           "  can go with Root entry { visit [-->]; }\n"
+           "  can see with Profile entry { self.out.append(here.name); } }\n"
+           "with entry { root ++> Profile(name='ann'); print((root spawn W()).out); }")
+    two = ("node Profile { has age: int; }\nwalker W { has total: int = 0;\n"
+           "  can go with Root entry { visit [-->]; }\n"
+           "  can see with Profile entry { self.total += here.age; } }\n"
+           "with entry { root ++> Profile(age=3); root ++> Profile(age=4); "
+           "print((root spawn W()).total); }")
+    results = executor.run_many([one, two, one + "\n#", two + "\n#"])
+    assert [r.stdout for r in results] == ["['ann']\n", "7\n", "['ann']\n", "7\n"]
+
+
+def test_dedup_cache_runs_identical_programs_once(executor):
+    src = 'with entry { print("dedup-probe-%d"); }' % time.time_ns()
+    before = executor.jobs_executed
+    results = executor.run_many([src] * 5 + [src + " "])
+    assert executor.jobs_executed - before == 2
+    assert [r.cached for r in results] == [False, True, True, True, True, False]
+    again = executor.run(src)
+    assert again.cached and again.stdout == results[0].stdout
+    assert executor.jobs_executed - before == 2
+
+
+def test_timeouts_are_not_cached(executor):
+    src = "with entry { while True { } }"
+    a = executor.run(src, timeout=1.0)
+    b = executor.run(src, timeout=1.0)
+    assert a.timed_out and b.timed_out and not b.cached
+
+
+def test_server_death_is_an_error_then_recovers():
+    with Executor() as ex:
+        assert ex.run(PROBE).ran
+        os.kill(ex.server_pid, 9)
+        with pytest.raises(ExecutorError):
+            ex.run(PROBE + "\n# after death")
+        assert ex.run(PROBE + "\n# recovered").stdout == "probe 42\n"

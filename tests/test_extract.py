@@ -1,0 +1,101 @@
+"""Extraction and splicing, without running anything: every answer shape yields the gold body."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import HARNESS
+from variants import variants
+
+from jacrl.drivers import parse_driver
+from jacrl.extract import code_blocks, dedent, extract_body, splice
+from jacrl.jacsyntax import code_mask, headers, match_brace
+
+DRIVERS = [parse_driver(p) for p in HARNESS]
+
+
+def test_harness_covers_every_unit_kind():
+    kinds = {(d.unit.kind, bool(d.unit.containers), d.unit.partial) for d in DRIVERS}
+    assert ("def", False, False) in kinds  # pure function
+    assert ("def", True, False) in kinds  # obj method
+    assert ("can", True, False) in kinds  # walker / node ability
+    assert ("def", False, True) in kinds  # partial-body hole
+    assert len(DRIVERS) >= 6
+
+
+@pytest.mark.parametrize("d", DRIVERS, ids=lambda d: d.id)
+def test_every_variant_extracts_the_gold_body(d):
+    want = dedent(d.gold).strip("\n")
+    for name, completion in variants(d).items():
+        assert extract_body(completion, d.unit) == want, name
+
+
+@pytest.mark.parametrize("d", DRIVERS, ids=lambda d: d.id)
+def test_splicing_gold_restores_the_driver(d):
+    without_markers = "\n".join(ln for ln in d.text.split("\n") if "HOLE" not in ln)
+    assert splice(d.template, d.gold) == without_markers
+    # a body extracted from any shape splices back to the same program
+    assert splice(d.template, extract_body(f"```jac\n{d.text}\n```", d.unit)) == without_markers
+
+
+def test_braces_and_keywords_inside_strings_and_comments_are_not_code():
+    src = 'def f() -> str {\n    s = "def g() {";  # } can h with X entry {\n    return f"{{{s}}}";\n}\n'
+    mask = code_mask(src)
+    assert [h.name for h in headers(src, mask)] == ["f"]
+    assert match_brace(mask, src.index("{")) == len(src) - 2
+
+
+def test_unit_in_a_string_literal_is_not_taken():
+    d = next(d for d in DRIVERS if d.id == "arch_harness_account_deposit")
+    decoy = ('```jac\nglob note: str = "def deposit(amount: int) -> bool { return False; }";\n'
+             + d.text + "\n```")
+    assert extract_body(decoy, d.unit) == dedent(d.gold).strip("\n")
+
+
+def test_same_method_name_in_another_archetype_is_not_taken():
+    d = next(d for d in DRIVERS if d.id == "arch_harness_account_deposit")
+    # Ledger.deposit comes first in this echo; the hole is Account.deposit
+    text = d.text
+    ledger = text[text.index("obj Ledger"):text.index("with entry")]
+    echo = ledger + text.replace(ledger, "")
+    assert extract_body(f"```jac\n{echo}\n```", d.unit) == dedent(d.gold).strip("\n")
+
+
+def test_whole_unit_is_unwrapped_not_nested():
+    d = next(d for d in DRIVERS if d.id == "syn_harness_collatz_steps")
+    renamed = "def collatz(n: int) -> int {\n    return 0;\n}"
+    assert extract_body(renamed, d.unit) == "return 0;"
+    # but a bare body that merely starts with a local helper stays a body
+    body = "def helper(x: int) -> int {\n    return x;\n}\nreturn helper(n);"
+    assert extract_body(body, d.unit) == body
+
+
+def test_code_blocks_prefers_jac_fence_and_survives_truncation():
+    text = "```python\nprint(1)\n```\ntext\n```jac\nreturn 2;\n```"
+    assert code_blocks(text)[0] == "return 2;\n"
+    assert code_blocks("```jac\nreturn 3;") == ["return 3;"]
+    assert code_blocks("no fence") == ["no fence"]
+
+
+def test_partial_hole_answer_repeating_the_unit_keeps_only_the_middle():
+    d = next(d for d in DRIVERS if d.unit.partial)
+    got = extract_body(f"```jac\n{d.text}\n```", d.unit)
+    assert got == dedent(d.gold).strip("\n")
+    assert "return result" not in got
+
+
+def test_splice_keeps_multiline_strings_byte_for_byte():
+    template = 'def f() -> str {\n    __HOLE__\n}\n'
+    body = 's = """a\nb""";\nreturn s;'
+    assert splice(template, body) == 'def f() -> str {\n    s = """a\nb""";\n    return s;\n}\n'
+
+
+def test_splice_needs_exactly_one_hole():
+    with pytest.raises(ValueError):
+        splice("no hole here", "x;")
+
+
+def test_empty_and_marker_only_answers_extract_to_nothing():
+    d = DRIVERS[0]
+    assert extract_body("", d.unit) == ""
+    assert extract_body("```jac\n```", d.unit) == ""
+    assert extract_body("```jac\n    # TODO: write the body for this unit\n```", d.unit) == ""

@@ -1,0 +1,114 @@
+"""The reward on real jaclang runs: every answer shape built from a gold body scores exactly 1.0;
+empty, garbage and wrong bodies land below 1.0 in the right tier; fork-server verdicts equal the
+plain `jac run` subprocess backend's."""
+
+from __future__ import annotations
+
+import pytest
+from variants import variants
+
+from jacrl.executor import run_subprocess
+from jacrl.extract import extract_body, splice
+from jacrl.reward import Hole, idiom_score, jac_behavioral, score, score_completions
+
+# A body that compiles and runs but prints the wrong thing, per harness driver.
+WRONG = {
+    "syn_harness_collatz_steps": "return n + 1;",
+    "osp_harness_tally_walker": "self.names.append(here.name);\nvisit [-->];",
+    "osp_harness_node_greet": "self.visits += 2;\nvisit [-->];",
+    "arch_harness_account_deposit": "self.balance += amount;\nreturn True;",
+    "lib_harness_clamp_partial": "result.append(s);",
+    "text_harness_json_braces": 'return "{}";',
+    "err_harness_match_kind": 'return "zero";',
+}
+GARBAGE = "```jac\n@@@ not jac !!! {{{\n```"
+CRASHES = "x = [1][5];\nreturn 0;"  # compiles, then fails at run time
+
+
+def test_every_answer_shape_of_the_gold_scores_one(harness, executor):
+    completions, answers, names = [], [], []
+    for tid, (d, answer) in harness.items():
+        for name, completion in variants(d).items():
+            completions.append(completion)
+            answers.append(answer)
+            names.append(f"{tid}/{name}")
+    scored = score_completions(completions, answers, executor=executor)
+    bad = [(n, s.score, s.tier) for n, s in zip(names, scored) if s.score != 1.0]
+    assert not bad
+    assert len(scored) >= 7 * 11
+
+
+def test_failures_land_in_their_tiers(harness, executor):
+    for tid, (d, answer) in harness.items():
+        wrong, garbage, empty, crash = score_completions(
+            [f"```jac\n{WRONG[tid]}\n```", GARBAGE, "", f"```jac\n{CRASHES}\n```"],
+            [answer], executor=executor)
+        assert wrong.tier == "runs" and 0.40 <= wrong.score <= 0.80, (tid, wrong)
+        assert garbage.tier == "none" and garbage.score <= 0.15, (tid, garbage)
+        assert empty.tier == "empty" and empty.score == 0.0 and empty.verdict is None
+        assert crash.tier in ("compiles", "runs") and crash.score < 1.0, (tid, crash)
+        if crash.tier == "compiles":
+            assert 0.20 <= crash.score <= 0.35
+
+
+def test_tiers_are_monotone_and_sim_gives_variance(harness, executor):
+    d, answer = harness["syn_harness_collatz_steps"]
+    hole = Hole.from_answer(answer)
+    scored = score_completions(
+        [d.gold, "return n + 1;", "return steps;", "```jac\nsteps = 0;\nwhile n > 1 {\n```"],
+        [answer], executor=executor)
+    assert [s.tier for s in scored] == ["exact", "runs", "compiles", "none"]
+    values = [s.score for s in scored]
+    assert values == sorted(values, reverse=True)
+    # two different failing bodies get different rewards (no σ = 0 group)
+    a, b = score_completions(["```jac\nwhile {\n```", "```jac\nsteps = 0; while n > 1 {\n```"],
+                             [answer], executor=executor)
+    assert a.tier == b.tier == "none" and a.score != b.score
+    assert score(d.gold, scored[0].verdict, hole).sim == 1.0
+
+
+def test_additive_formula_for_comparison(harness, executor):
+    d, answer = harness["osp_harness_tally_walker"]
+    gold, wrong = score_completions([d.gold, WRONG[d.id]], [answer], formula="additive",
+                                    executor=executor)
+    assert gold.score > wrong.score
+    # compiles + runs + exact output + idiom (gated on runs) + body similarity 1.0
+    assert gold.score == pytest.approx(0.25 + 0.25 + 0.25 + 0.10 * idiom_score(d.gold) + 0.15)
+    with pytest.raises(ValueError):
+        score_completions([d.gold], [answer], formula="nope", executor=executor)
+
+
+def test_fork_server_verdicts_equal_subprocess_backend(harness, executor):
+    programs = []
+    for tid, (d, answer) in harness.items():
+        hole = Hole.from_answer(answer)
+        for body in (d.gold, WRONG[tid], "@@@ not jac", CRASHES):
+            programs.append(splice(hole.template, extract_body(body, hole.unit)))
+    fork = executor.run_many(programs)
+    for prog, f in zip(programs, fork):
+        s = run_subprocess(prog)
+        assert (f.compiled, f.ran, f.exit_code, f.stdout) == (s.compiled, s.ran, s.exit_code,
+                                                              s.stdout), prog
+
+
+def test_jac_behavioral_signature_and_pairing(harness):
+    d, answer = harness["syn_harness_collatz_steps"]
+    rewards = jac_behavioral(["p"] * 3, [d.gold, "", "return 0;"], [answer] * 3, types=[None] * 3)
+    assert rewards[0] == 1.0 and rewards[1] == 0.0 and 0.0 < rewards[2] < 1.0
+    assert jac_behavioral(["p"], [d.gold], [answer]) == [1.0]
+    with pytest.raises(ValueError):
+        jac_behavioral(["p"] * 3, [d.gold] * 3, [answer, answer])
+
+
+def test_registered_in_mlx_lm_lora_and_loadable_by_path(harness):
+    from mlx_lm_lora.trainer import grpo_reward_functions as registry
+    from mlx_lm_lora.train import load_reward_functions_from_file
+
+    import jacrl.reward
+
+    assert registry.REWARD_REGISTRY["jac_behavioral"] is jacrl.reward.jac_behavioral
+    # what `--reward-functions-file jacrl/reward.py --reward-functions jac_behavioral` does
+    load_reward_functions_from_file(jacrl.reward.__file__)
+    fn = registry.get_reward_function("jac_behavioral")
+    d, answer = harness["text_harness_json_braces"]
+    assert fn(["p"], [f"```jac\n{d.gold}\n```"], [answer]) == [1.0]

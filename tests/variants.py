@@ -1,0 +1,42 @@
+"""Answer shapes a model produces, all built from a driver's gold body."""
+
+from __future__ import annotations
+
+from jacrl.drivers import Driver
+
+
+def whole_unit(d: Driver) -> str:
+    """The hole's unit as written in the driver, header to closing brace (markers removed)."""
+    lines = [ln for ln in d.text.split("\n") if "HOLE" not in ln]
+    text = "\n".join(lines)
+    start = text.index(d.unit.signature.split("(")[0].split(" with ")[0])
+    depth, k = 0, text.index("{", start)
+    from jacrl.jacsyntax import code_mask, match_brace
+    close = match_brace(code_mask(text), k)
+    return text[start:close + 1]
+
+
+def variants(d: Driver) -> dict[str, str]:
+    gold = d.gold
+    echoed = d.text
+    echoed_clean = "\n".join(ln for ln in d.text.split("\n") if "HOLE" not in ln)
+    unit = whole_unit(d)
+    # truncated echo: the file up to just after the unit, fence never closed
+    cut = echoed_clean.index(unit) + len(unit) + 1
+    out = {
+        "bare": gold,
+        "bare_stripped": gold.strip(),
+        "fence_jac": f"```jac\n{gold}\n```",
+        "fence_Jac": f"```Jac\n{gold}\n```",
+        "fence_python": f"```python\n{gold}\n```",
+        "fence_bare": f"```\n{gold}\n```",
+        "prose": f"Here is the body you asked for:\n\n```jac\n{gold}\n```\n\nIt handles the edge cases.",
+        "unclosed_fence": f"```jac\n{gold}\n",
+        "whole_driver": f"```jac\n{echoed}\n```",
+        "whole_driver_clean": f"Sure, the complete file:\n```jac\n{echoed_clean}\n```\nDone.",
+        "truncated_echo": f"```jac\n{echoed_clean[:cut]}\nwith entry {{\n    print(",
+    }
+    if not d.unit.partial:
+        out["whole_unit"] = f"```jac\n{unit}\n```"
+        out["whole_unit_bare"] = unit
+    return out
