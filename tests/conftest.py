@@ -28,3 +28,19 @@ def harness(executor):
     runs = executor.run_many([d.text for d in drivers])
     assert all(v.ran and v.stdout.strip() for v in runs), [v.stderr for v in runs]
     return {d.id: (d, answer_json(d, v.stdout)) for d, v in zip(drivers, runs)}
+
+
+@pytest.fixture(scope="session")
+def harness_tasks(tmp_path_factory):
+    """The harness drivers built into real task records ({"prompt", "answer"}) in a temp data dir."""
+    import shutil
+
+    from jacrl.tasks import build_tasks, read_tasks
+
+    drivers = tmp_path_factory.mktemp("drivers")
+    for p in HARNESS:
+        shutil.copy(p, drivers)
+    out = tmp_path_factory.mktemp("data")
+    report = build_tasks(drivers, out)
+    assert not report.failures, report.failures
+    return [{"prompt": t["prompt"], "answer": t["answer"]} for t in read_tasks(out / "tasks.jsonl")]
