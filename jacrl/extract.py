@@ -72,11 +72,9 @@ def _find_unit_body(code: str, unit: Unit) -> str | None:
     heads = jacsyntax.headers(code, mask)
     by_brace = {h.brace: h for h in heads}
     best, best_rank = None, -1
-    for h in heads:
-        if h.kind != unit.kind or h.name != unit.name:
-            continue
-        containers = tuple(by_brace[b].name for b in jacsyntax.enclosing(mask, h.start)
-                           if b in by_brace)
+    named = [h for h in heads if h.kind == unit.kind and h.name == unit.name]
+    for h, chain in zip(named, jacsyntax.enclosing_many(mask, [h.start for h in named])):
+        containers = tuple(by_brace[b].name for b in chain if b in by_brace)
         rank = 2 if containers == unit.containers else (1 if not containers else 0)
         if rank > best_rank:
             best, best_rank = h, rank

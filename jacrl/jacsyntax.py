@@ -172,3 +172,39 @@ def line_starts_in_code(text: str) -> list[bool]:
         result.append(not (j < len(inside) and inside[j][0] < offset < inside[j][1]))
         offset += len(line) + 1
     return result
+
+
+def brace_map(mask: str) -> tuple[dict[int, int], dict[int, int | None]]:
+    """One pass over masked text: the closing offset of every matched `{`, and each `{`'s
+    enclosing `{` (None at top level)."""
+    close: dict[int, int] = {}
+    parent: dict[int, int | None] = {}
+    stack: list[int] = []
+    for m in re.finditer(r"[{}]", mask):
+        k = m.start()
+        if mask[k] == "{":
+            parent[k] = stack[-1] if stack else None
+            stack.append(k)
+        elif stack:
+            close[stack.pop()] = k
+    return close, parent
+
+
+def enclosing_many(mask: str, positions: list[int]) -> list[list[int]]:
+    """`enclosing(mask, p)` for many positions in one sweep."""
+    order = sorted(range(len(positions)), key=lambda i: positions[i])
+    result: list[list[int]] = [[] for _ in positions]
+    stack: list[int] = []
+    braces = [m.start() for m in re.finditer(r"[{}]", mask)]
+    j = 0
+    for i in order:
+        p = positions[i]
+        while j < len(braces) and braces[j] < p:
+            k = braces[j]
+            if mask[k] == "{":
+                stack.append(k)
+            elif stack:
+                stack.pop()
+            j += 1
+        result[i] = list(stack)
+    return result

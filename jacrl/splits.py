@@ -1,0 +1,198 @@
+"""Holdout / trainpool / valid, and the nested rungs of the ladder.
+
+* Holdout: whole sources (file-disjoint), chosen greedily so that every family is held out, until it
+  has at least `holdout_min` tasks. Held tasks whose gold body is a near-duplicate (difflib >=
+  `decontam`) of any train body are dropped (they go nowhere).
+* Trainpool: the rest, interleaved round-robin by family, so every prefix is family-balanced and the
+  rungs (its prefixes: 1 ⊂ 3 ⊂ 5 ⊂ 10 ⊂ 20 ⊂ all) are nested.
+* Valid: the pool's last `valid_n` interleaved tasks, never trained on, never from the holdout.
+Deterministic: a pure function of the tasks and the knobs (source order by a seeded hash).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+from jacrl.tasks import read_tasks
+
+SPLITS = ("holdout", "trainpool", "valid")
+RUNGS = (1, 3, 5, 10, 20, "all")
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitConfig:
+    holdout_min: int = dataclasses.field(default=40, metadata={"help": "held-out tasks, at least"})
+    valid_n: int = dataclasses.field(default=6, metadata={"help": "pool tail kept for validation"})
+    decontam: float = dataclasses.field(default=0.85, metadata={
+        "help": "drop a held task whose gold body has difflib ratio >= this with any train body"})
+    seed: int = dataclasses.field(default=0, metadata={"help": "orders sources before the greedy"})
+
+
+@dataclasses.dataclass
+class Splits:
+    holdout: list[dict]
+    trainpool: list[dict]
+    valid: list[dict]
+    dropped: list[str]  # ids removed by decontamination
+    holdout_sources: list[str]
+
+
+def _meta(t: dict) -> dict:
+    return t["meta"] if "meta" in t else json.loads(t["answer"])
+
+
+def _gold(t: dict) -> str:
+    return "\n".join(ln.strip() for ln in _meta(t)["gold"].strip().split("\n"))
+
+
+def make_splits(tasks: list[dict], cfg: SplitConfig = SplitConfig()) -> Splits:
+    by_source: dict[str, list[dict]] = {}
+    for t in tasks:
+        by_source.setdefault(_meta(t)["source"], []).append(t)
+    families = sorted({_meta(t)["family"] for t in tasks})
+    order = sorted(by_source, key=lambda s: hashlib.sha256(f"{cfg.seed}:{s}".encode()).hexdigest())
+    chosen: list[str] = []
+    covered: set[str] = set()
+    held = 0
+    while order and (held < cfg.holdout_min or covered != set(families)):
+        # most new families first, then the smaller source, then the seeded order
+        best = max(order, key=lambda s: (len({_meta(t)["family"] for t in by_source[s]} - covered),
+                                         -len(by_source[s]), -order.index(s)))
+        order.remove(best)
+        chosen.append(best)
+        covered |= {_meta(t)["family"] for t in by_source[best]}
+        held += len(by_source[best])
+    holdout = [t for s in chosen for t in by_source[s]]
+    pool = [t for s in sorted(by_source) if s not in chosen for t in by_source[s]]
+
+    train_golds = [_gold(t) for t in pool]
+    kept, dropped = [], []
+    for t in holdout:
+        g = _gold(t)
+        sm = difflib.SequenceMatcher(None, g, autojunk=False)
+        near = False
+        for other in train_golds:
+            sm.set_seq1(other)
+            if sm.real_quick_ratio() >= cfg.decontam and sm.quick_ratio() >= cfg.decontam \
+                    and sm.ratio() >= cfg.decontam:
+                near = True
+                break
+        (dropped.append(_meta(t)["id"]) if near else kept.append(t))
+
+    interleaved = interleave(pool)
+    n_valid = min(cfg.valid_n, max(0, len(interleaved) - 1))
+    cut = len(interleaved) - n_valid
+    return Splits(holdout=sorted(kept, key=lambda t: _meta(t)["id"]),
+                  trainpool=interleaved[:cut], valid=interleaved[cut:], dropped=dropped,
+                  holdout_sources=chosen)
+
+
+def interleave(tasks: list[dict]) -> list[dict]:
+    """Round-robin by family (families sorted, tasks by id within a family)."""
+    queues: dict[str, list[dict]] = {}
+    for t in sorted(tasks, key=lambda t: _meta(t)["id"]):
+        queues.setdefault(_meta(t)["family"], []).append(t)
+    out: list[dict] = []
+    while any(queues.values()):
+        for fam in sorted(queues):
+            if queues[fam]:
+                out.append(queues[fam].pop(0))
+    return out
+
+
+def rung_tasks(trainpool: list[dict], n: int | str) -> list[dict]:
+    """The first n pool tasks ('all' = the whole pool)."""
+    if n == "all":
+        return list(trainpool)
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"rung must be >= 1 or 'all', got {n}")
+    return trainpool[:n]
+
+
+def check_splits(s: Splits, rungs=RUNGS) -> list[str]:
+    """Problems with a split (empty list = healthy)."""
+    problems = []
+    ids = {name: [_meta(t)["id"] for t in getattr(s, name)] for name in SPLITS}
+    for a, b in (("holdout", "trainpool"), ("holdout", "valid"), ("trainpool", "valid")):
+        if set(ids[a]) & set(ids[b]):
+            problems.append(f"{a} and {b} share ids: {sorted(set(ids[a]) & set(ids[b]))[:5]}")
+    for name in SPLITS:
+        if len(ids[name]) != len(set(ids[name])):
+            problems.append(f"duplicate ids in {name}")
+    src = {name: {_meta(t)["source"] for t in getattr(s, name)} for name in SPLITS}
+    if src["holdout"] & (src["trainpool"] | src["valid"]):
+        problems.append(f"holdout shares sources with training: {sorted(src['holdout'] & src['trainpool'])}")
+    all_fams = {_meta(t)["family"] for name in SPLITS for t in getattr(s, name)}
+    held_fams = {_meta(t)["family"] for t in s.holdout}
+    if held_fams != all_fams:
+        problems.append(f"families missing from the holdout: {sorted(all_fams - held_fams)}")
+    prev: list[str] = []
+    for r in rungs:
+        cur = [_meta(t)["id"] for t in rung_tasks(s.trainpool, r)]
+        if cur[:len(prev)] != prev:
+            problems.append(f"rung {r} does not extend the previous rung")
+        prev = cur
+    if len(s.trainpool) >= 5 and len({_meta(t)["family"] for t in s.trainpool[:5]}) < 2:
+        problems.append("rung 5 spans fewer than 2 families")
+    return problems
+
+
+def report(s: Splits) -> str:
+    def fams(ts):
+        return ", ".join(f"{k} {v}" for k, v in sorted(Counter(_meta(t)["family"] for t in ts).items()))
+
+    lines = [f"holdout   {len(s.holdout):4d}  ({fams(s.holdout)})",
+             f"          sources: {', '.join(s.holdout_sources)}",
+             f"trainpool {len(s.trainpool):4d}  ({fams(s.trainpool)})",
+             f"valid     {len(s.valid):4d}  ({fams(s.valid)})",
+             f"decontamination dropped {len(s.dropped)}: {', '.join(s.dropped) or '-'}"]
+    for r in RUNGS:
+        lines.append(f"rung {str(r):>3}: {fams(rung_tasks(s.trainpool, r))}")
+    problems = check_splits(s)
+    lines.append("self-check: " + ("OK" if not problems else "; ".join(problems)))
+    return "\n".join(lines)
+
+
+def _plain(t: dict) -> dict:
+    return {"prompt": t["prompt"], "answer": t["answer"]}
+
+
+def write_splits(s: Splits, data_dir: str | Path = "data") -> None:
+    out = Path(data_dir) / "splits"
+    out.mkdir(parents=True, exist_ok=True)
+    for name in SPLITS:
+        tmp = out / f".{name}.jsonl.tmp"
+        with open(tmp, "w") as fh:
+            for t in getattr(s, name):
+                fh.write(json.dumps(_plain(t)) + "\n")
+        tmp.replace(out / f"{name}.jsonl")
+
+
+def build_splits(data_dir: str | Path = "data", cfg: SplitConfig = SplitConfig()) -> Splits:
+    s = make_splits(read_tasks(Path(data_dir) / "tasks.jsonl"), cfg)
+    problems = check_splits(s)
+    if problems:
+        raise ValueError(f"{data_dir}/splits: " + "; ".join(problems))
+    write_splits(s, data_dir)
+    return s
+
+
+def load_split(name: str, data_dir: str | Path = "data") -> list[dict]:
+    """Records ({"prompt", "answer"}) of holdout, trainpool or valid."""
+    if name not in SPLITS:
+        raise ValueError(f"unknown split {name!r}; choose from {SPLITS}")
+    path = Path(data_dir) / "splits" / f"{name}.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no splits yet; run `jacrl split`")
+    return [_plain(t) for t in read_tasks(path)]
+
+
+def rung(n: int | str, data_dir: str | Path = "data") -> list[dict]:
+    """The training tasks of rung n."""
+    return rung_tasks(load_split("trainpool", data_dir), n)
