@@ -35,9 +35,13 @@ import time
 import types
 from collections import OrderedDict
 
-# Jobs of fork slot i run as uid/gid JOB_UID_BASE + i when the server is root: a uid no real user
-# has, so killing "everything this uid owns" after a job kills exactly that job's leftovers.
-JOB_UID_BASE = 61000
+# When the server is root, job slot i runs as uid/gid JOB_UID_BASE + block*SLOTS_PER_BLOCK + i: uids
+# no real user has, and a block held (flock) by one server only, so killing "everything this uid
+# owns" after a job kills exactly that job's leftovers, even with several servers on one machine.
+JOB_UID_BASE = 200000
+SLOTS_PER_BLOCK = 16
+UID_BLOCKS = 1024
+LOCK_DIR = "/run/lock" if os.path.isdir("/run/lock") else tempfile.gettempdir()
 STATUS_MAX = 1 << 16
 
 
@@ -227,6 +231,7 @@ class ForkServer:
         self.limits = limits
         self.scratch = scratch
         self.privileged = os.geteuid() == 0
+        self.uid_base = self._claim_uid_block() if self.privileged else os.getuid()
         import jaclang  # noqa: F401  (installs the import hook)
         from jaclang.cli.commands import execution  # noqa: F401
         from jaclang.jac0core.helpers import dump_traceback  # noqa: F401
@@ -236,6 +241,22 @@ class ForkServer:
         # A normal user's process count includes their whole session: the job's cap is on top.
         self.nproc_base = 0 if self.privileged else sum(
             1 for p in os.listdir("/proc") if p.isdigit() and _owned_by_me(p))
+
+    def _claim_uid_block(self) -> int:
+        import fcntl
+
+        for block in range(UID_BLOCKS):
+            fd = os.open(os.path.join(LOCK_DIR, f"jacrl-uids-{block}.lock"), os.O_RDWR | os.O_CREAT,
+                         0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self._uid_lock = fd  # held (and inherited by no job: closed in children) until exit
+            os.set_inheritable(fd, False)
+            return JOB_UID_BASE + block * SLOTS_PER_BLOCK
+        raise RuntimeError(f"all {UID_BLOCKS} job uid blocks are in use")
 
     def _warm(self) -> None:
         """Run a representative program here, then reset every piece of state it touched, so
@@ -307,7 +328,8 @@ class ForkServer:
             if self.privileged:
                 if not _private_tmp(work):
                     raise RuntimeError("could not give the job a private /tmp")
-                uid = JOB_UID_BASE + slot
+                os.close(self._uid_lock)
+                uid = self.uid_base + slot
                 os.setgroups([])
                 os.setgid(uid)
                 os.setuid(uid)
@@ -362,7 +384,7 @@ class ForkServer:
         os.mkdir(work, 0o700)
         if self.privileged:
             os.chmod(jobdir, 0o711)  # the job may traverse to its cwd, not list its siblings
-            os.chown(work, JOB_UID_BASE + slot, JOB_UID_BASE + slot)
+            os.chown(work, self.uid_base + slot, self.uid_base + slot)
         rfd, wfd = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -401,7 +423,7 @@ class ForkServer:
             pid = os.fork()
             if pid == 0:
                 try:
-                    os.setuid(JOB_UID_BASE + job["slot"])
+                    os.setuid(self.uid_base + job["slot"])
                     os.kill(-1, signal.SIGKILL)
                 finally:
                     os._exit(0)
@@ -445,7 +467,7 @@ class ForkServer:
 
     def run_many(self, jobs: list[tuple[str, float]], concurrency: int) -> list[dict]:
         results: list[dict | None] = [None] * len(jobs)
-        free_slots = list(range(max(1, concurrency)))
+        free_slots = list(range(max(1, min(concurrency, SLOTS_PER_BLOCK))))
         running: dict[int, dict] = {}
         sel = selectors.DefaultSelector()
         nxt = 0
@@ -502,7 +524,8 @@ def serve(argv: list[str] | None = None) -> None:
     try:
         server = ForkServer(limits, scratch)
         proto.write(json.dumps({"ready": True, "scratch": scratch, "pid": os.getpid(),
-                                "privileged": server.privileged}) + "\n")
+                                "privileged": server.privileged, "uid_base": server.uid_base})
+                    + "\n")
         proto.flush()
         for line in sys.stdin:
             req = json.loads(line)

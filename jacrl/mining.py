@@ -127,7 +127,9 @@ def candidates(tree: str | Path | None = None, *, max_files: int = 200, timeout:
             for u, v in zip(cands, emptied):
                 if v.ran and v.stdout == a.stdout:
                     continue  # the body does not matter to the output
-                hole_id = "mined_" + re.sub(r"\W+", "_", f"{path.stem}_{u.name}").lower()
+                # a guessed family prefix, to be reviewed with the instruction
+                family = {"can": "osp", "impl": "arch"}.get(u.kind, "lib")
+                hole_id = f"{family}_mined_" + re.sub(r"\W+", "_", f"{path.stem}_{u.name}").lower()
                 out.append(Candidate(rel, u.kind, u.name, u.line, u.lines,
                                      _draft(text, u, rel, hole_id)))
         return out

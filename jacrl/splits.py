@@ -5,7 +5,8 @@
   `decontam`) of any train body are dropped (they go nowhere).
 * Trainpool: the rest, interleaved round-robin by family, so every prefix is family-balanced and the
   rungs (its prefixes: 1 ⊂ 3 ⊂ 5 ⊂ 10 ⊂ 20 ⊂ all) are nested.
-* Valid: the pool's last `valid_n` interleaved tasks, never trained on, never from the holdout.
+* Valid: `valid_n` tasks from the pool's tail, one family at a time; never trained on, never from
+  the holdout.
 Deterministic: a pure function of the tasks and the knobs (source order by a seeded hash).
 """
 
@@ -85,11 +86,19 @@ def make_splits(tasks: list[dict], cfg: SplitConfig = SplitConfig()) -> Splits:
         (dropped.append(_meta(t)["id"]) if near else kept.append(t))
 
     interleaved = interleave(pool)
+    # valid: the last task of each family in turn, so it spans families and no rung prefix moves
     n_valid = min(cfg.valid_n, max(0, len(interleaved) - 1))
-    cut = len(interleaved) - n_valid
+    valid_ids: list[str] = []
+    tails = {f: [_meta(t)["id"] for t in interleaved if _meta(t)["family"] == f]
+             for f in sorted({_meta(t)["family"] for t in interleaved})}
+    while len(valid_ids) < n_valid:
+        for fam in sorted(tails, key=lambda f: -len(tails[f])):
+            if tails[fam] and len(valid_ids) < n_valid:
+                valid_ids.append(tails[fam].pop())
     return Splits(holdout=sorted(kept, key=lambda t: _meta(t)["id"]),
-                  trainpool=interleaved[:cut], valid=interleaved[cut:], dropped=dropped,
-                  holdout_sources=chosen)
+                  trainpool=[t for t in interleaved if _meta(t)["id"] not in valid_ids],
+                  valid=[t for t in interleaved if _meta(t)["id"] in valid_ids],
+                  dropped=dropped, holdout_sources=chosen)
 
 
 def interleave(tasks: list[dict]) -> list[dict]:

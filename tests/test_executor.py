@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from jacrl.executor import JOB_UID_BASE, Executor, ExecutorError, Limits
+from jacrl.executor import SLOTS_PER_BLOCK, Executor, ExecutorError, Limits
 
 HANG = "def f() {\n    has\n    x in y {\n"  # jaclang 0.16.7's parser loops and grows on this
 PROBE = 'with entry { print("probe", 6 * 7); }'
@@ -38,12 +38,12 @@ HOSTILE = {
 }
 
 
-def _job_processes() -> list[str]:
+def _job_processes(uid_base: int) -> list[str]:
     """Live processes of the job uids (killed ones may linger as zombies until init reaps them)."""
     out = subprocess.run(["ps", "-eo", "uid=,stat=,pid=,args="], capture_output=True,
                          text=True).stdout
     return [ln for ln in out.splitlines()
-            if JOB_UID_BASE <= int(ln.split()[0]) < JOB_UID_BASE + 64
+            if uid_base <= int(ln.split()[0]) < uid_base + SLOTS_PER_BLOCK
             and not ln.split()[1].startswith("Z")]
 
 
@@ -62,7 +62,7 @@ def test_hostile_job_is_contained(executor, name):
     assert elapsed < TIMEOUT + 1.0, (name, elapsed)
     if executor.hello.get("privileged"):
         assert executor.server_pid == pid, f"{name} killed the server"
-        assert not _job_processes(), f"{name} left processes behind"
+        assert not _job_processes(executor.hello["uid_base"]), f"{name} left processes behind"
     probe = executor.run(PROBE + f"\n# {name}")  # uncached: a fresh job after the hostile one
     assert probe.ran and probe.stdout == "probe 42\n"
     assert os.listdir(executor.hello["scratch"]) == []
