@@ -52,6 +52,34 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _split(args: argparse.Namespace) -> int:
+    from jacrl.splits import SplitConfig, build_splits, report
+
+    cfg = SplitConfig(holdout_min=args.holdout_min, valid_n=args.valid_n, seed=args.seed)
+    print(report(build_splits(args.data, cfg)))
+    return 0
+
+
+def _rung(args: argparse.Namespace) -> int:
+    from jacrl.splits import rung
+
+    for t in rung(args.n, args.data):
+        meta = json.loads(t["answer"])
+        print(f"{meta['id']:45s} {meta['family']:5s} {meta['source']}")
+    return 0
+
+
+def _mine(args: argparse.Namespace) -> int:
+    from jacrl.mining import candidates, inventory, write_drafts
+
+    df = inventory(args.tree)
+    print(df.groupby("kind").agg(units=("name", "size"), lines=("lines", "sum")).to_string())
+    if args.drafts:
+        paths = write_drafts(candidates(args.tree), args.drafts)
+        print(f"{len(paths)} draft drivers -> {args.drafts}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="jacrl", description=__doc__)
     sub = ap.add_subparsers(dest="verb", required=True)
@@ -60,6 +88,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--drivers", default="drivers")
     p.add_argument("--out", default="data")
     p.set_defaults(func=_build_tasks)
+
+    p = sub.add_parser("split", help="holdout / trainpool / valid -> data/splits/")
+    p.add_argument("--data", default="data")
+    p.add_argument("--holdout-min", type=int, default=40)
+    p.add_argument("--valid-n", type=int, default=6)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_split)
+
+    p = sub.add_parser("rung", help="list the training tasks of rung N")
+    p.add_argument("n", help="1, 3, 5, 10, 20 or all")
+    p.add_argument("--data", default="data")
+    p.set_defaults(func=_rung)
+
+    p = sub.add_parser("mine", help="inventory a .jac tree; --drafts DIR writes hole candidates")
+    p.add_argument("tree", nargs="?", default=None, help="default: jaclang's bundled sources")
+    p.add_argument("--drafts", default=None)
+    p.set_defaults(func=_mine)
 
     p = sub.add_parser("run", help="run one .jac file in the isolated executor")
     p.add_argument("file")

@@ -56,7 +56,7 @@ def make_splits(tasks: list[dict], cfg: SplitConfig = SplitConfig()) -> Splits:
     for t in tasks:
         by_source.setdefault(_meta(t)["source"], []).append(t)
     families = sorted({_meta(t)["family"] for t in tasks})
-    order = sorted(by_source, key=lambda s: hashlib.sha256(f"{cfg.seed}:{s}".encode()).hexdigest())
+    order = sorted(by_source, key=lambda s: _seeded(cfg.seed, s))
     chosen: list[str] = []
     covered: set[str] = set()
     held = 0
@@ -85,7 +85,7 @@ def make_splits(tasks: list[dict], cfg: SplitConfig = SplitConfig()) -> Splits:
                 break
         (dropped.append(_meta(t)["id"]) if near else kept.append(t))
 
-    interleaved = interleave(pool)
+    interleaved = interleave(pool, cfg.seed)
     # valid: the last task of each family in turn, so it spans families and no rung prefix moves
     n_valid = min(cfg.valid_n, max(0, len(interleaved) - 1))
     valid_ids: list[str] = []
@@ -101,10 +101,15 @@ def make_splits(tasks: list[dict], cfg: SplitConfig = SplitConfig()) -> Splits:
                   dropped=dropped, holdout_sources=chosen)
 
 
-def interleave(tasks: list[dict]) -> list[dict]:
-    """Round-robin by family (families sorted, tasks by id within a family)."""
+def _seeded(seed: int, key: str) -> str:
+    return hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()
+
+
+def interleave(tasks: list[dict], seed: int = 0) -> list[dict]:
+    """Round-robin by family (families sorted; within a family a seeded shuffle of ids, so a
+    prefix mixes apps rather than taking the alphabetically first one)."""
     queues: dict[str, list[dict]] = {}
-    for t in sorted(tasks, key=lambda t: _meta(t)["id"]):
+    for t in sorted(tasks, key=lambda t: _seeded(seed, _meta(t)["id"])):
         queues.setdefault(_meta(t)["family"], []).append(t)
     out: list[dict] = []
     while any(queues.values()):
