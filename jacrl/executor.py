@@ -43,6 +43,7 @@ SLOTS_PER_BLOCK = 16
 UID_BLOCKS = 1024
 LOCK_DIR = "/run/lock" if os.path.isdir("/run/lock") else tempfile.gettempdir()
 STATUS_MAX = 1 << 16
+HAVE_PIDFD = hasattr(os, "pidfd_open")  # Linux; macOS polls
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,10 +130,14 @@ with entry {
 
 
 def _vm_size() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
+    """The server's address-space size (Linux); 0 where /proc is absent (no RLIMIT_AS then)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return 0
 
 
@@ -239,7 +244,7 @@ class ForkServer:
         self._warm()
         self.base_vm = _vm_size()
         # A normal user's process count includes their whole session: the job's cap is on top.
-        self.nproc_base = 0 if self.privileged else sum(
+        self.nproc_base = 0 if self.privileged or not os.path.isdir("/proc") else sum(
             1 for p in os.listdir("/proc") if p.isdigit() and _owned_by_me(p))
 
     def _claim_uid_block(self) -> int:
@@ -305,8 +310,9 @@ class ForkServer:
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
                 signal.signal(sig, signal.SIG_DFL)
             lim = self.limits
-            mem = self.base_vm + lim.mem_mb * 2**20
-            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+            if self.base_vm:  # macOS does not enforce RLIMIT_AS
+                mem = self.base_vm + lim.mem_mb * 2**20
+                resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
             cpu = int(timeout) + 2
             resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
             fsize = lim.fsize_mb * 2**20
@@ -334,7 +340,8 @@ class ForkServer:
                 os.setgid(uid)
                 os.setuid(uid)
             nproc = self.nproc_base + lim.nproc
-            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+            if self.privileged or self.nproc_base:  # macOS counts differently: no cap there
+                resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
             os.environ.clear()
             os.environ.update(minimal_env(work))
             path = os.path.join(work, "snippet.jac")
@@ -400,7 +407,8 @@ class ForkServer:
             pass
         os.set_blocking(rfd, False)
         # Wait on process exit (pidfd), not pipe EOF: a job can close its pipe and keep running.
-        return dict(pid=pid, rfd=rfd, pfd=os.pidfd_open(pid), jobdir=jobdir, t0=t0,
+        return dict(pid=pid, rfd=rfd, pfd=os.pidfd_open(pid) if HAVE_PIDFD else None,
+                    jobdir=jobdir, t0=t0,
                     deadline=t0 + timeout, buf=b"", slot=slot)
 
     def _drain(self, job: dict) -> None:
@@ -436,12 +444,12 @@ class ForkServer:
         except OSError:
             return ""
 
-    def _finish(self, job: dict, timed_out: bool) -> dict:
-        _, wstatus = os.waitpid(job["pid"], 0)
+    def _finish(self, job: dict, wstatus: int, timed_out: bool) -> dict:
         seconds = time.perf_counter() - job["t0"]
         self._drain(job)
         os.close(job["rfd"])
-        os.close(job["pfd"])
+        if job["pfd"] is not None:
+            os.close(job["pfd"])
         self._kill_leftovers(job)
         stdout = self._read(os.path.join(job["jobdir"], "stdout"), self.limits.max_output)
         stderr = self._read(os.path.join(job["jobdir"], "stderr"), 64 * 1024)
@@ -468,7 +476,7 @@ class ForkServer:
     def run_many(self, jobs: list[tuple[str, float]], concurrency: int) -> list[dict]:
         results: list[dict | None] = [None] * len(jobs)
         free_slots = list(range(max(1, min(concurrency, SLOTS_PER_BLOCK))))
-        running: dict[int, dict] = {}
+        running: dict[int, dict] = {}  # by pid
         sel = selectors.DefaultSelector()
         nxt = 0
         while nxt < len(jobs) or running:
@@ -476,25 +484,29 @@ class ForkServer:
                 job = self._spawn(*jobs[nxt], slot=free_slots.pop())
                 job["idx"] = nxt
                 nxt += 1
-                running[job["pfd"]] = job
-                sel.register(job["pfd"], selectors.EVENT_READ, job)
+                running[job["pid"]] = job
+                if job["pfd"] is not None:
+                    sel.register(job["pfd"], selectors.EVENT_READ, job)
             wait = max(0.0, min(j["deadline"] for j in running.values()) - time.perf_counter())
-            for key, _ in sel.select(timeout=wait):
-                job = key.data
-                sel.unregister(job["pfd"])
-                del running[job["pfd"]]
-                results[job["idx"]] = self._finish(job, False)
-                free_slots.append(job["slot"])
+            if HAVE_PIDFD:
+                sel.select(timeout=wait)  # a pidfd turns readable when its process exits
+            else:  # macOS: poll
+                time.sleep(min(wait, 0.002))
             now = time.perf_counter()
-            for pfd, job in list(running.items()):
-                if now >= job["deadline"]:
+            for pid, job in list(running.items()):
+                done, wstatus = os.waitpid(pid, os.WNOHANG)
+                timed_out = not done and now >= job["deadline"]
+                if timed_out:
                     try:
-                        os.killpg(job["pid"], signal.SIGKILL)
+                        os.killpg(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-                    sel.unregister(pfd)
-                    del running[pfd]
-                    results[job["idx"]] = self._finish(job, True)
+                    _, wstatus = os.waitpid(pid, 0)
+                if done or timed_out:
+                    if job["pfd"] is not None:
+                        sel.unregister(job["pfd"])
+                    del running[pid]
+                    results[job["idx"]] = self._finish(job, wstatus, timed_out)
                     free_slots.append(job["slot"])
         sel.close()
         return results  # type: ignore[return-value]
