@@ -99,3 +99,26 @@ def test_empty_and_marker_only_answers_extract_to_nothing():
     assert extract_body("", d.unit) == ""
     assert extract_body("```jac\n```", d.unit) == ""
     assert extract_body("```jac\n    # TODO: write the body for this unit\n```", d.unit) == ""
+
+
+def test_every_shape_of_every_corpus_driver_extracts_the_gold():
+    from conftest import ROOT
+
+    from jacrl.drivers import load_drivers
+
+    checked = 0
+    for d in load_drivers(ROOT / "drivers"):
+        want = dedent(d.gold).strip("\n")
+        for name, completion in variants(d).items():
+            assert extract_body(completion, d.unit) == want, (d.id, name)
+            checked += 1
+    assert checked > 2000
+
+
+def test_nested_quotes_in_fstrings_and_block_comments_are_masked():
+    src = ('def f() -> str {\n    x = f"{d["k"]} {{" + f"{ {1: 2}[1] }";\n'
+           "    #* } block { *#\n    return x;\n}\ndef g() { }\n")
+    mask = code_mask(src)
+    assert [(h.name, src[h.brace]) for h in headers(src, mask)] == [("f", "{"), ("g", "{")]
+    assert mask[match_brace(mask, src.index("{"))] == "}" and match_brace(mask, src.index("{")) \
+        == src.index("}\ndef g")

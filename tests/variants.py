@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from jacrl.drivers import Driver
+from jacrl.jacsyntax import code_mask, enclosing, headers, match_brace
 
 
 def whole_unit(d: Driver) -> str:
-    """The hole's unit as written in the driver, header to closing brace (markers removed)."""
-    lines = [ln for ln in d.text.split("\n") if "HOLE" not in ln]
-    text = "\n".join(lines)
-    start = text.index(d.unit.signature.split("(")[0].split(" with ")[0])
-    depth, k = 0, text.index("{", start)
-    from jacrl.jacsyntax import code_mask, match_brace
-    close = match_brace(code_mask(text), k)
-    return text[start:close + 1]
+    """The hole's unit as written in the driver (modifiers, header to closing brace; markers
+    removed), found from the marker's position like the driver parser does."""
+    text = d.text
+    mask = code_mask(text)
+    marker = text.index(">>>HOLE")
+    by_brace = {h.brace: h for h in headers(text, mask)}
+    head = [by_brace[b] for b in enclosing(mask, marker) if b in by_brace][-1]
+    line_start = text.rfind("\n", 0, head.start) + 1
+    start = line_start + len(text[line_start:head.start]) - len(text[line_start:head.start].lstrip())
+    unit = text[start:match_brace(mask, head.brace) + 1]
+    return "\n".join(ln for ln in unit.split("\n") if "HOLE" not in ln)
 
 
 def variants(d: Driver) -> dict[str, str]:
@@ -22,7 +26,7 @@ def variants(d: Driver) -> dict[str, str]:
     echoed_clean = "\n".join(ln for ln in d.text.split("\n") if "HOLE" not in ln)
     unit = whole_unit(d)
     # truncated echo: the file up to just after the unit, fence never closed
-    cut = echoed_clean.index(unit) + len(unit) + 1
+    cut = echoed_clean.index(unit) + len(unit) + 1  # just past this unit's closing brace
     out = {
         "bare": gold,
         "bare_stripped": gold.strip(),
