@@ -118,11 +118,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", default="data/tasks.jsonl")
     p.add_argument("--formula", default="tiered", choices=["tiered", "additive"])
     p.set_defaults(func=_score)
+
+    from jacrl import evaluate, ladder, models, train
+
+    models.add_arguments(sub.add_parser("tiny-model", help="rebuild the embedded jac-tiny model"))
+    train.add_cli(sub)
+    evaluate.add_cli(sub)
+    ladder.add_cli(sub)
     return ap
+
+
+MLX_VERBS = ("tiny-model", "train", "eval", "generate", "ladder", "demo")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.verb in MLX_VERBS:
+        from jacrl.models import ensure_fast_blas
+
+        ensure_fast_blas()  # Linux: re-exec with OpenBLAS preloaded (only works at process start)
     return args.func(args)
 
 

@@ -175,6 +175,31 @@ def _private_tmp(work: str) -> bool:
     return True
 
 
+def _import_compiler() -> None:
+    """Import every module of jaclang's compiler and runtime now. jaclang loads some lazily (e.g.
+    `jac0core.diagnostic_utils` for inherited archetypes), and a job running as an unprivileged uid
+    cannot read the server's module cache (~/.cache/jac): a lazy load inside a job then fails with
+    "No module named ...". Importing up front costs ~0.5 s once and makes the first job of each
+    kind as fast as the rest."""
+    import importlib
+
+    import jaclang
+
+    root = os.path.dirname(jaclang.__file__)
+    for sub in ("jac0core", "compiler", "runtimelib"):
+        for dirpath, dirnames, files in os.walk(os.path.join(root, sub)):
+            dirnames[:] = sorted(d for d in dirnames
+                                 if d not in ("impl", "tests") and not d.endswith(".impl"))
+            for f in sorted(files):
+                if not f.endswith(".jac") or f.count(".") > 1:  # skip .impl/.na/.cl/.test annexes
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, f[:-4]), os.path.dirname(root))
+                try:
+                    importlib.import_module(rel.replace(os.sep, "."))
+                except Exception:  # noqa: BLE001  (an optional backend, e.g. native, may be absent)
+                    pass
+
+
 class _Reaper:
     """A small root helper, forked before jaclang is imported: for a job uid it forks a child that
     becomes that uid and kills every process the uid owns (kill(-1) kills all processes the caller
@@ -288,6 +313,7 @@ class ForkServer:
         from jaclang.cli.commands import execution  # noqa: F401
         from jaclang.jac0core.helpers import dump_traceback  # noqa: F401
 
+        _import_compiler()
         self._warm()
         self.base_vm = _vm_size()
         # A normal user's process count includes their whole session: the job's cap is on top.
