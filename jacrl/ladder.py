@@ -1,0 +1,846 @@
+"""The ladder: cells = rungs x models x conditions, each one papermill run of
+notebooks/30_training.ipynb, whose executed copy is kept as the cell's record.
+
+    jacrl ladder plan    every cell, its key, whether its rows exist, and the exact command; runs nothing
+    jacrl ladder run     run the cells without rows; a failing cell is recorded and the ladder goes on
+    jacrl ladder show    the pivot with Wilson CIs, McNemar vs base; writes figures/
+    jacrl demo           tasks/splits if needed, a small ladder on jac-tiny, the table and figures
+
+Conditions (SPEC §6.2): `base` (the model as is), `sft` (gold SFT on the rung's tasks), `sft_grpo`
+(GRPO continuing the sft adapter — the same content-addressed SFT artifact the sft cell trained),
+`raw_grpo` (GRPO on the base), and `sft_grpo_tuned`, not in the default list: sft_grpo with
+GRPO learning rate 1e-5 and 2.5x the GRPO iterations (the reference's hand-made tuned run).
+
+Each cell evaluates `gen` (the holdout, greedy + n samples) and `mem` (the rung's own tasks,
+greedy) and appends one row per evaluation to results/rl_ladder.jsonl, only at the end of the
+cell, each row one write + fsync, under a lock, skipping (cell key, kind) pairs already there.
+
+Cell key = sha256 of everything that defines the cell: rung, model (name + file hashes),
+condition, seed, the resolved SFT/GRPO hyperparameters (iterations included), the evaluation
+settings, the hash of the tasks it trains/validates/evaluates on, the code version (jacrl/*.py)
+and the training notebook's code. `run` skips a cell only when rows with its key exist for both
+kinds; a cell killed mid-way (even SIGKILL) has no rows, so it runs again. Its directory
+results/cells/<key>/ holds 30_training.ipynb (executed), log.txt, status.json (running | done |
+failed, with the error) and the artifacts' metrics.jsonl.
+
+Scoping: flags, else JACRL_LADDER_RUNGS / _MODELS / _CONDITIONS (comma lists) and
+JACRL_LADDER_ITERS ("50" for both stages, or "sft=50,grpo=20"). Hyperparameters: the train
+dataclasses' defaults, then JACRL_SFT_* / JACRL_GRPO_* env vars, then the ladder's iterations and
+seed, then the condition's own overrides, then `--set sft.KEY=V` / `--set grpo.KEY=V`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO_ROOT / "notebooks" / "30_training.ipynb"
+RUNGS = ("1", "3", "5", "10", "20", "all")
+DEFAULT_CONDITIONS = ("base", "sft", "sft_grpo", "raw_grpo")
+KINDS = ("gen", "mem")
+RESULTS_FILE = "rl_ladder.jsonl"
+
+
+def _f(default, help: str):
+    """A knob: its default and its help text in one place."""
+    return field(default=default, metadata={"help": help})
+
+
+# -------------------------------------------------------------------------------------------
+# conditions
+# -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Condition:
+    sft: bool  # gold SFT on the rung's tasks first
+    grpo: bool  # then GRPO (continuing the SFT adapter when sft is True)
+    grpo_lr: float | None = None  # fixed GRPO learning rate (tuned variant)
+    grpo_iters_scale: float = 1.0  # GRPO iterations = round(scale * the ladder's grpo_iters)
+    help: str = ""
+
+
+CONDITIONS: dict[str, Condition] = {
+    "base": Condition(False, False, help="the model as is"),
+    "sft": Condition(True, False, help="gold LoRA SFT on the rung's tasks"),
+    "sft_grpo": Condition(True, True, help="GRPO continuing the sft adapter"),
+    "raw_grpo": Condition(False, True, help="GRPO on the base model (control)"),
+    "sft_grpo_tuned": Condition(True, True, grpo_lr=1e-5, grpo_iters_scale=2.5,
+                                help="sft_grpo with GRPO lr 1e-5 and 2.5x the iterations"),
+}
+
+
+# -------------------------------------------------------------------------------------------
+# configuration
+# -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LadderConfig:
+    """Every knob of a ladder run (defaults = the reference's ladder, SPEC §6)."""
+
+    rungs: tuple[str, ...] = _f(RUNGS, "rungs: training-pool prefix sizes or 'all'")
+    models: tuple[str, ...] = _f(("jac-tiny",), "registry names or MLX model dirs")
+    conditions: tuple[str, ...] = _f(DEFAULT_CONDITIONS, f"of {', '.join(CONDITIONS)}")
+    seed: int = _f(0, "training and sampling seed")
+    sft_iters: int = _f(200, "SFT iterations (reference RFT_ITERS)")
+    grpo_iters: int = _f(200, "GRPO iterations (reference GRPO_ITERS)")
+    sft_set: dict = field(default_factory=dict, metadata={
+        "help": "SFTConfig overrides, e.g. {'learning_rate': 1e-3}"})
+    grpo_set: dict = field(default_factory=dict, metadata={
+        "help": "GRPOConfig overrides, e.g. {'group_size': 2}"})
+    gen_limit: int = _f(0, "first N holdout tasks for gen (0 = all)")
+    mem_limit: int = _f(0, "first N rung tasks for mem (0 = all)")
+    n: int = _f(8, "temperature samples per gen task (reference JAC_LADDER_K)")
+    k: tuple[int, ...] = _f((1, 2, 4, 8), "pass@k values reported (each <= n)")
+    temperature: float = _f(1.0, "gen sampling temperature (reference ladder: 1.0)")
+    max_tokens: int = _f(512, "completion budget for every eval")
+    batch_size: int = _f(32, "sequences decoded together (throughput only)")
+    data_dir: str = _f("data", "tasks.jsonl + splits/")
+    results_dir: str = _f("results", f"{RESULTS_FILE} and cells/")
+    figures_dir: str = _f("figures", "where show writes PNGs")
+    artifacts_dir: str = _f("artifacts", "content-addressed training artifacts")
+    notebook: str = _f(str(NOTEBOOK), "the per-cell notebook")
+    cell_timeout: int = _f(0, "seconds per cell before it is killed and marked failed (0 = none)")
+
+    @property
+    def results_file(self) -> Path:
+        return Path(self.results_dir) / RESULTS_FILE
+
+
+def _csv(s: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in str(s).split(",") if x.strip())
+
+
+def parse_iters(s: str) -> dict[str, int]:
+    """'50' -> {sft: 50, grpo: 50}; 'sft=50,grpo=20' -> as given."""
+    s = str(s).strip()
+    if re.fullmatch(r"\d+", s):
+        return {"sft": int(s), "grpo": int(s)}
+    out = {}
+    for part in _csv(s):
+        k, sep, v = part.partition("=")
+        if not sep or k.strip() not in ("sft", "grpo") or not v.strip().isdigit():
+            raise ValueError(f"iterations: expected N or sft=N,grpo=M, got {s!r}")
+        out[k.strip()] = int(v)
+    return out
+
+
+def parse_sets(items: Sequence[str]) -> dict[str, dict[str, str]]:
+    """['sft.iters=5', 'grpo.group_size=2'] -> {'sft': {...}, 'grpo': {...}}."""
+    out: dict[str, dict[str, str]] = {"sft": {}, "grpo": {}}
+    for it in items:
+        k, sep, v = it.partition("=")
+        stage, dot, name = k.strip().partition(".")
+        if not sep or not dot or stage not in out:
+            raise ValueError(f"--set expects sft.KEY=VALUE or grpo.KEY=VALUE, got {it!r}")
+        out[stage][name] = v.strip()
+    return out
+
+
+def from_env(cfg: LadderConfig, env: Mapping[str, str] = os.environ) -> LadderConfig:
+    """Apply JACRL_LADDER_RUNGS / _MODELS / _CONDITIONS / _ITERS."""
+    ch: dict = {}
+    if env.get("JACRL_LADDER_RUNGS"):
+        ch["rungs"] = _csv(env["JACRL_LADDER_RUNGS"])
+    if env.get("JACRL_LADDER_MODELS"):
+        ch["models"] = _csv(env["JACRL_LADDER_MODELS"])
+    if env.get("JACRL_LADDER_CONDITIONS"):
+        ch["conditions"] = _csv(env["JACRL_LADDER_CONDITIONS"])
+    if env.get("JACRL_LADDER_ITERS"):
+        it = parse_iters(env["JACRL_LADDER_ITERS"])
+        ch.update({f"{k}_iters": v for k, v in it.items()})
+    return validate(dataclasses.replace(cfg, **ch))
+
+
+def validate(cfg: LadderConfig) -> LadderConfig:
+    bad = [c for c in cfg.conditions if c not in CONDITIONS]
+    if bad:
+        raise ValueError(f"unknown condition(s) {bad}; choose from {', '.join(CONDITIONS)}")
+    for r in cfg.rungs:
+        if r != "all" and not (r.isdigit() and int(r) >= 1):
+            raise ValueError(f"rung must be a positive integer or 'all', got {r!r}")
+    if not cfg.rungs or not cfg.models or not cfg.conditions:
+        raise ValueError("the ladder needs at least one rung, model and condition")
+    return cfg
+
+
+# -------------------------------------------------------------------------------------------
+# cells
+# -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One ladder cell, fully resolved. `params()` are the notebook's papermill parameters."""
+
+    rung: str
+    model: str  # as given (registry name or path)
+    label: str  # the model's name in tags and tables
+    condition: str
+    seed: int
+    sft_iters: int
+    grpo_iters: int
+    sft_set: dict
+    grpo_set: dict
+    sft: dict | None  # resolved SFTConfig fields (None: no SFT stage)
+    grpo: dict | None  # resolved GRPOConfig fields
+    eval: dict  # gen_limit, mem_limit, n, k, temperature, max_tokens
+    batch_size: int
+    data_dir: str
+    results: str
+    artifacts: str
+    key: str
+    key_parts: dict = field(repr=False, default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"r{self.rung}/{self.label}/{self.condition}"
+
+    def tag(self, kind: str) -> str:
+        return f"{self.name}/{kind}"
+
+    def params(self) -> dict:
+        e = self.eval
+        return {"rung": self.rung, "model": self.model, "condition": self.condition,
+                "seed": self.seed, "sft_iters": self.sft_iters, "grpo_iters": self.grpo_iters,
+                "sft_set": json.dumps(self.sft_set, sort_keys=True),
+                "grpo_set": json.dumps(self.grpo_set, sort_keys=True),
+                "gen_limit": e["gen_limit"], "mem_limit": e["mem_limit"], "n": e["n"],
+                "k": ",".join(map(str, e["k"])), "temperature": e["temperature"],
+                "max_tokens": e["max_tokens"], "batch_size": self.batch_size,
+                "data_dir": self.data_dir, "results": self.results, "artifacts": self.artifacts,
+                "cell_key": self.key}
+
+
+def model_label(model: str) -> str:
+    """The registry name, or the model directory's name; safe in tags and file names."""
+    from jacrl.models import read_registry
+
+    name = model if model in read_registry() and not Path(model).is_dir() else Path(model).name
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name) or "model"
+
+
+def model_fingerprint(model: str) -> str:
+    from jacrl.evaluate import dir_hash
+    from jacrl.models import ModelError, resolve
+
+    try:
+        return dir_hash(resolve(model))
+    except ModelError as e:
+        return f"missing: {e}"
+
+
+def notebook_hash(path: str | os.PathLike = NOTEBOOK) -> str:
+    """sha256 of the notebook's code cells (outputs and metadata do not count)."""
+    try:
+        nb = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return "missing"
+    code = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    return hashlib.sha256(json.dumps(code).encode()).hexdigest()
+
+
+def cell_tasks(rung: str, data_dir: str | os.PathLike, gen_limit: int = 0,
+               mem_limit: int = 0) -> dict[str, list[dict]]:
+    """{"train": the rung's tasks, "valid", "gen": holdout[:gen_limit], "mem": train[:mem_limit]}."""
+    from jacrl import splits
+
+    train = splits.rung("all" if rung == "all" else int(rung), data_dir)
+    valid = splits.load_split("valid", data_dir)
+    hold = splits.load_split("holdout", data_dir)
+    return {"train": train, "valid": valid, "gen": hold[:gen_limit] if gen_limit else hold,
+            "mem": train[:mem_limit] if mem_limit else train}
+
+
+def stage_configs(condition: str, seed: int, sft_iters: int, grpo_iters: int,
+                  sft_set: Mapping | None = None, grpo_set: Mapping | None = None,
+                  env: Mapping[str, str] = os.environ):
+    """(SFTConfig | None, GRPOConfig | None) of a condition, resolved in the documented order."""
+    from jacrl import train as tr
+
+    c = CONDITIONS[condition]
+    sft = grpo = None
+    if c.sft:
+        sft = tr.configure(tr.SFTConfig(), env=env)
+        sft = tr.configure(sft, {"iters": sft_iters, "seed": seed, **(sft_set or {})})
+    if c.grpo:
+        grpo = tr.configure(tr.GRPOConfig(), env=env)
+        own: dict = {"iters": max(1, round(grpo_iters * c.grpo_iters_scale)), "seed": seed}
+        if c.grpo_lr is not None:
+            own["learning_rate"] = c.grpo_lr
+        grpo = tr.configure(grpo, {**own, **(grpo_set or {})})
+    return sft, grpo
+
+
+def make_cell(rung, model: str = "jac-tiny", condition: str = "base", *, seed: int = 0,
+              sft_iters: int = 200, grpo_iters: int = 200, sft_set=None, grpo_set=None,
+              gen_limit: int = 0, mem_limit: int = 0, n: int = 8, k=(1, 2, 4, 8),
+              temperature: float = 1.0, max_tokens: int = 512, batch_size: int = 32,
+              data_dir: str = "data", results: str = f"results/{RESULTS_FILE}",
+              artifacts: str = "artifacts", notebook: str | os.PathLike = NOTEBOOK,
+              env: Mapping[str, str] = os.environ, **_ignored) -> Cell:
+    """Resolve one cell and compute its key. Accepts the notebook's parameters as given by
+    papermill (JSON strings for the *_set dicts, a comma string for k)."""
+    from jacrl.evaluate import code_version, data_hash
+
+    rung = str(rung)
+    if condition not in CONDITIONS:
+        raise ValueError(f"unknown condition {condition!r}; choose from {', '.join(CONDITIONS)}")
+    sft_set = json.loads(sft_set) if isinstance(sft_set, str) else dict(sft_set or {})
+    grpo_set = json.loads(grpo_set) if isinstance(grpo_set, str) else dict(grpo_set or {})
+    ks = tuple(int(x) for x in (k.split(",") if isinstance(k, str) else k) if str(x).strip())
+    sft, grpo = stage_configs(condition, int(seed), int(sft_iters), int(grpo_iters), sft_set,
+                              grpo_set, env)
+    ev = {"gen_limit": int(gen_limit), "mem_limit": int(mem_limit), "n": int(n), "k": list(ks),
+          "temperature": float(temperature), "max_tokens": int(max_tokens)}
+    tasks = cell_tasks(rung, data_dir, int(gen_limit), int(mem_limit))
+    label = model_label(str(model))
+    parts = {
+        "rung": rung, "model": label, "model_hash": model_fingerprint(str(model)),
+        "condition": condition, "seed": int(seed),
+        "sft": dataclasses.asdict(sft) if sft else None,
+        "grpo": dataclasses.asdict(grpo) if grpo else None,
+        "eval": ev,
+        "data_hash": data_hash([t for name in ("train", "valid", "gen", "mem")
+                                for t in tasks[name]]),
+        "code_version": code_version(),
+        "notebook": notebook_hash(notebook),
+    }
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+    key = f"r{rung}-{label}-{condition}-{digest[:12]}"
+    return Cell(rung=rung, model=str(model), label=label, condition=condition, seed=int(seed),
+                sft_iters=int(sft_iters), grpo_iters=int(grpo_iters), sft_set=sft_set,
+                grpo_set=grpo_set, sft=parts["sft"], grpo=parts["grpo"], eval=ev,
+                batch_size=int(batch_size), data_dir=str(data_dir), results=str(results),
+                artifacts=str(artifacts), key=key, key_parts=parts)
+
+
+def plan(cfg: LadderConfig) -> list[Cell]:
+    """Every cell of the ladder, in order: rung, then model, then condition. Reads only."""
+    cfg = validate(cfg)
+    absdir = {f: str(Path(getattr(cfg, f)).resolve())
+              for f in ("data_dir", "results_dir", "artifacts_dir")}
+    cells = []
+    for rung in cfg.rungs:
+        for model in cfg.models:
+            m = model if not Path(model).expanduser().is_dir() \
+                else str(Path(model).expanduser().resolve())
+            for cond in cfg.conditions:
+                cells.append(make_cell(
+                    rung, m, cond, seed=cfg.seed, sft_iters=cfg.sft_iters,
+                    grpo_iters=cfg.grpo_iters, sft_set=cfg.sft_set, grpo_set=cfg.grpo_set,
+                    gen_limit=cfg.gen_limit, mem_limit=cfg.mem_limit, n=cfg.n, k=cfg.k,
+                    temperature=cfg.temperature, max_tokens=cfg.max_tokens,
+                    batch_size=cfg.batch_size, data_dir=absdir["data_dir"],
+                    results=str(Path(absdir["results_dir"]) / RESULTS_FILE),
+                    artifacts=absdir["artifacts_dir"], notebook=cfg.notebook))
+    return cells
+
+
+def cell_dir(cfg: LadderConfig, cell: Cell) -> Path:
+    return Path(cfg.results_dir).resolve() / "cells" / cell.key
+
+
+def command(cfg: LadderConfig, cell: Cell) -> list[str]:
+    """The papermill command that runs the cell."""
+    out = cell_dir(cfg, cell) / Path(cfg.notebook).name
+    cmd = [sys.executable, "-m", "papermill", str(Path(cfg.notebook).resolve()), str(out),
+           "--cwd", str(REPO_ROOT), "--log-output", "--no-progress-bar", "-k", "python3"]
+    for name, value in cell.params().items():
+        if isinstance(value, str):
+            cmd += ["-r", name, value]
+        else:
+            cmd += ["-p", name, repr(value) if isinstance(value, float) else str(value)]
+    return cmd
+
+
+# -------------------------------------------------------------------------------------------
+# rows
+# -------------------------------------------------------------------------------------------
+
+
+def rows_by_key(results: str | os.PathLike) -> dict[str, set[str]]:
+    """{cell key: kinds present} in a results file (a torn line is skipped silently here;
+    `show` and the analysis notebook report it)."""
+    import warnings
+
+    from jacrl.report import load_rows
+
+    out: dict[str, set[str]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        rows = load_rows(results)
+    for r in rows:
+        if r.get("cell_key"):
+            out.setdefault(r["cell_key"], set()).add(r.get("kind", ""))
+    return out
+
+
+def is_done(present: Mapping[str, set[str]], key: str) -> bool:
+    return set(KINDS) <= present.get(key, set())
+
+
+def append_cell_rows(results: str | os.PathLike, rows: Sequence[dict]) -> int:
+    """Append the rows whose (cell_key, kind) is not in the file yet, each with one write + fsync
+    (jacrl.evaluate.append_row), holding an exclusive lock on `<results>.lock` meanwhile so a
+    straggler and a resumed run cannot both append. Returns how many were appended."""
+    from jacrl.evaluate import append_row
+
+    results = Path(results)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    with open(results.with_name(results.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        present = rows_by_key(results)
+        n = 0
+        for row in rows:
+            if row.get("kind") in present.get(row["cell_key"], set()):
+                continue
+            append_row(results, row)
+            present.setdefault(row["cell_key"], set()).add(row["kind"])
+            n += 1
+        return n
+
+
+# -------------------------------------------------------------------------------------------
+# what the notebook does (one cell)
+# -------------------------------------------------------------------------------------------
+
+
+def train_cell(cell: Cell, log: Callable[[str], None] = print) -> dict:
+    """Train (or reuse) the cell's artifacts: {"sft": Artifact, "grpo": Artifact} as needed.
+    The SFT stage is labelled "sft" for every condition, so sft_grpo reuses the sft cell's one."""
+    from jacrl import train as tr
+
+    tasks = cell_tasks(cell.rung, cell.data_dir)
+    arts: dict = {}
+    if cell.sft is not None:
+        arts["sft"] = tr.sft(cell.model, tasks["train"], tasks["valid"],
+                             tr.from_dict(tr.SFTConfig, cell.sft), cell.artifacts,
+                             condition="sft", log=log)
+    if cell.grpo is not None:
+        arts["grpo"] = tr.grpo(cell.model, tasks["train"], tasks["valid"],
+                               tr.from_dict(tr.GRPOConfig, cell.grpo), cell.artifacts,
+                               parent=arts.get("sft"), condition=cell.condition, log=log)
+    return arts
+
+
+def adapter_of(arts: Mapping) -> Path | None:
+    """The adapter to evaluate: the last stage's."""
+    last = arts.get("grpo") or arts.get("sft")
+    return Path(last.adapter_path) if last is not None else None
+
+
+def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None = None,
+                  progress: bool = True) -> list[dict]:
+    """The gen and mem rows of the cell (not yet written)."""
+    from jacrl.evaluate import evaluate
+
+    tasks = cell_tasks(cell.rung, cell.data_dir, cell.eval["gen_limit"], cell.eval["mem_limit"])
+    adapter = adapter_of(arts)
+    e = cell.eval
+    plans = [("gen", "holdout", tasks["gen"], e["n"]), ("mem", "rung", tasks["mem"], 0)]
+    it = plans
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(plans, desc=f"eval {cell.name}", unit="eval")
+    rows = []
+    for kind, split, ts, n in it:
+        row = evaluate(cell.model, adapter, ts, n=n, temperature=e["temperature"],
+                       k=e["k"] if n else (1,), seed=cell.seed, max_tokens=e["max_tokens"],
+                       tag=cell.tag(kind), split=split, kind=kind, batch_size=cell.batch_size,
+                       log=log)
+        row.update({
+            "cell_key": cell.key, "model_name": cell.label, "rung": cell.rung,
+            "condition": cell.condition,
+            "ladder": {"sft": cell.sft, "grpo": cell.grpo, "eval": cell.eval,
+                       "artifacts": {s: str(a.path) for s, a in arts.items()},
+                       "artifact_keys": {s: a.key for s, a in arts.items()},
+                       "key_parts": {k: v for k, v in cell.key_parts.items()
+                                     if k in ("model_hash", "data_hash", "code_version",
+                                              "notebook")}},
+        })
+        rows.append(row)
+    return rows
+
+
+# -------------------------------------------------------------------------------------------
+# running the ladder
+# -------------------------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def write_status(path: Path, status: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(status, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def read_status(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def notebook_error(nb_path: Path, log_path: Path) -> str:
+    """`Name: message` of the first error output of an executed notebook, else the log's tail."""
+    try:
+        nb = json.loads(nb_path.read_text())
+        for c in nb.get("cells", []):
+            for o in c.get("outputs", []):
+                if o.get("output_type") == "error":
+                    return f"{o.get('ename')}: {o.get('evalue')}"
+    except (OSError, ValueError):
+        pass
+    try:
+        lines = [ln for ln in log_path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    errs = [ln for ln in lines if re.match(r"^\w*(Error|Exception)\b", ln.strip())]
+    return (errs[-1] if errs else "\n".join(lines[-5:]))[-2000:]
+
+
+def kernel_env() -> dict[str, str]:
+    """The cell's environment: ours + OpenBLAS preloaded (Linux) + this venv first on PATH."""
+    from jacrl.models import fast_blas_env
+
+    env = {**os.environ, **fast_blas_env(), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "PYTHONUNBUFFERED": "1"}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def _prctl():
+    """libc's prctl, looked up in the parent (the forked child must not import or lock)."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def _die_with_parent(prctl):
+    """preexec_fn for the papermill child: SIGKILL when the ladder process dies
+    (PR_SET_PDEATHSIG = 1, kept across exec); the kernel then sees its parent gone and exits, so a
+    killed ladder leaves no orphan cell running. Calls only the pre-resolved function."""
+    if prctl is None:
+        return None
+    return lambda: prctl(1, 9)
+
+
+def run_cell(cfg: LadderConfig, cell: Cell, log: Callable[[str], None] = print) -> dict:
+    """Run one cell through papermill; returns (and writes) its status."""
+    d = cell_dir(cfg, cell)
+    d.mkdir(parents=True, exist_ok=True)
+    cmd = command(cfg, cell)
+    status = {"key": cell.key, "cell": cell.name, "status": "running", "started": _now(),
+              "pid": os.getpid(), "command": shlex.join(cmd), "params": cell.params(),
+              "key_parts": cell.key_parts}
+    write_status(d / "status.json", status)
+    t0 = time.time()
+    log_path = d / "log.txt"
+    rc, error = None, ""
+    with open(log_path, "w") as logf:
+        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=kernel_env(),
+                                cwd=str(REPO_ROOT), start_new_session=True,
+                                preexec_fn=_die_with_parent(_prctl()))  # noqa: PLW1509 (no locks)
+        try:
+            rc = proc.wait(timeout=cfg.cell_timeout or None)
+        except subprocess.TimeoutExpired:
+            error = f"timed out after {cfg.cell_timeout} s"
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+    done = is_done(rows_by_key(cell.results), cell.key)
+    if rc == 0 and done:
+        status.update(status="done")
+    else:
+        if not error:
+            error = notebook_error(d / Path(cfg.notebook).name, log_path) if rc else \
+                "the notebook finished without writing both rows"
+        status.update(status="failed", error=error, returncode=rc)
+    status.update(finished=_now(), seconds=round(time.time() - t0, 1))
+    for stage, path in _artifact_paths(cell).items():
+        src = Path(path) / "metrics.jsonl"
+        if src.is_file():
+            shutil.copy(src, d / f"metrics-{stage}.jsonl")
+    write_status(d / "status.json", status)
+    return status
+
+
+def _artifact_paths(cell: Cell) -> dict[str, str]:
+    from jacrl.report import load_rows
+
+    for r in reversed(load_rows(cell.results)):
+        if r.get("cell_key") == cell.key:
+            return (r.get("ladder") or {}).get("artifacts", {})
+    return {}
+
+
+def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = True) -> list[dict]:
+    """Run every cell whose rows are missing; keep going past failures. Returns the statuses."""
+    cells = plan(cfg)
+    results = cfg.results_file.resolve()
+    statuses = []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(cells), desc="ladder", unit="cell")
+        if log is print:
+            log = bar.write  # lines above the bar, not through it
+    for i, cell in enumerate(cells, 1):
+        head = f"[{i}/{len(cells)}] {cell.name} ({cell.key})"
+        if is_done(rows_by_key(results), cell.key):
+            log(f"{head}: rows exist, skipped")
+            statuses.append({"key": cell.key, "cell": cell.name, "status": "skipped"})
+        else:
+            log(f"{head}: running")
+            st = run_cell(cfg, cell, log)
+            msg = f"{head}: {st['status']} in {st['seconds']:.0f} s"
+            log(msg + (f" — {st['error']}" if st.get("error") else ""))
+            statuses.append(st)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    failed = [s for s in statuses if s["status"] == "failed"]
+    log(f"ladder: {len(cells)} cells, {sum(s['status'] == 'done' for s in statuses)} run, "
+        f"{sum(s['status'] == 'skipped' for s in statuses)} skipped, {len(failed)} failed"
+        + (f" (see {cfg.results_dir}/cells/<key>/status.json)" if failed else ""))
+    return statuses
+
+
+def plan_text(cfg: LadderConfig) -> str:
+    cells = plan(cfg)
+    present = rows_by_key(cfg.results_file)
+    lines = [f"{len(cells)} cells; rows -> {cfg.results_file}"]
+    for i, c in enumerate(cells, 1):
+        state = "done (rows exist)" if is_done(present, c.key) else "to run"
+        lines.append(f"[{i}/{len(cells)}] {c.name}  key={c.key}  {state}")
+        lines.append("    " + shlex.join(command(cfg, c)))
+    return "\n".join(lines)
+
+
+def show(results_dir: str | os.PathLike = "results", figures_dir: str | os.PathLike | None = "figures",
+         ) -> tuple[str, list[Path]]:
+    """The printed table and the figures written (none when figures_dir is None)."""
+    from jacrl import report
+
+    rows = report.load_rows(Path(results_dir) / RESULTS_FILE)
+    text = report.show_text(rows)
+    figs = report.write_figures(rows, figures_dir) if figures_dir and rows else []
+    return text, figs
+
+
+# -------------------------------------------------------------------------------------------
+# demo
+# -------------------------------------------------------------------------------------------
+
+# jac-tiny is a 4M-parameter test fixture: high learning rates, all layers, tiny budgets, so the
+# whole ladder machinery runs in minutes on two CPU cores. Not a recipe for real models.
+DEMO_SFT = {"learning_rate": 1e-3, "warmup": 0, "lora_layers": -1, "lora_rank": 8,
+            "grad_checkpoint": False, "batch_size": 1, "steps_per_report": 2,
+            "steps_per_eval": 1000, "val_batches": 1}
+DEMO_GRPO = {"learning_rate": 1e-4, "group_size": 2, "max_completion_length": 64,
+             "max_seq_length": 2048, "lora_layers": -1, "lora_rank": 8, "grad_checkpoint": False,
+             "steps_per_report": 1}
+
+
+def demo_config(**over) -> LadderConfig:
+    base = LadderConfig(rungs=("1", "3"), models=("jac-tiny",), conditions=DEFAULT_CONDITIONS,
+                        sft_iters=12, grpo_iters=3, sft_set=dict(DEMO_SFT),
+                        grpo_set=dict(DEMO_GRPO), gen_limit=6, n=4, k=(1, 2, 4), max_tokens=64,
+                        temperature=1.0)
+    return dataclasses.replace(base, **over)
+
+
+def ensure_data(data_dir: str | os.PathLike = "data", drivers: str | os.PathLike = "drivers",
+                log: Callable[[str], None] = print) -> None:
+    """Build tasks.jsonl (slow: every driver runs) and splits/ when missing."""
+    from jacrl import splits, tasks
+
+    d = Path(data_dir)
+    if not (d / "tasks.jsonl").is_file():
+        log(f"building tasks from {drivers}/ into {d}/ (runs every driver; a few minutes)")
+        rep = tasks.build_tasks(drivers, d)
+        if rep.failures:
+            raise RuntimeError("task build failed:\n" + "\n".join(rep.failures))
+    if not all((d / "splits" / f"{s}.jsonl").is_file() for s in splits.SPLITS):
+        log(f"building splits in {d}/splits")
+        splits.build_splits(d)
+
+
+def demo(results_dir: str = "results", figures_dir: str = "figures", data_dir: str = "data",
+         artifacts_dir: str = "artifacts", model: str = "jac-tiny",
+         log: Callable[[str], None] = print) -> dict:
+    """Tasks/splits if needed; the demo ladder (rungs 1 and 3, four conditions, jac-tiny);
+    the table; figures/ladder.png. Returns {"seconds", "statuses", "table", "figures"}."""
+    from jacrl.models import ModelError, resolve
+
+    t0 = time.time()
+    ensure_data(data_dir, REPO_ROOT / "drivers", log)
+    try:
+        resolve(model)
+    except ModelError as e:
+        raise SystemExit(f"{e}\n(the demo needs the model; `jacrl tiny-model` builds jac-tiny)")
+    cfg = from_env(demo_config(models=(model,), results_dir=results_dir, figures_dir=figures_dir,
+                               data_dir=data_dir, artifacts_dir=artifacts_dir))
+    statuses = run(cfg, log)
+    table, figs = show(results_dir, figures_dir)
+    log(table)
+    for p in figs:
+        log(f"wrote {p}")
+    secs = round(time.time() - t0, 1)
+    log(f"demo: {secs:.0f} s")
+    return {"seconds": secs, "statuses": statuses, "table": table, "figures": figs}
+
+
+# -------------------------------------------------------------------------------------------
+# CLI
+# -------------------------------------------------------------------------------------------
+
+
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    d = LadderConfig()
+    p.add_argument("--rungs", help=f"comma list (env JACRL_LADDER_RUNGS; default {','.join(d.rungs)})")
+    p.add_argument("--models", help="comma list of registry names / model dirs "
+                                    f"(env JACRL_LADDER_MODELS; default {','.join(d.models)})")
+    p.add_argument("--conditions", help=f"comma list of {', '.join(CONDITIONS)} (env "
+                                        f"JACRL_LADDER_CONDITIONS; default {','.join(d.conditions)})")
+    p.add_argument("--iters", help="N or sft=N,grpo=M (env JACRL_LADDER_ITERS; default "
+                                   f"sft={d.sft_iters},grpo={d.grpo_iters})")
+    p.add_argument("--seed", type=int, help=_help("seed"))
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="STAGE.KEY=V",
+                   help="hyperparameter override, e.g. sft.learning_rate=1e-3, grpo.group_size=2")
+    p.add_argument("--gen-limit", type=int, help=_help("gen_limit"))
+    p.add_argument("--mem-limit", type=int, help=_help("mem_limit"))
+    p.add_argument("-n", "--samples", type=int, help=_help("n"))
+    p.add_argument("-k", help=_help("k") + " (comma list)")
+    p.add_argument("--temperature", type=float, help=_help("temperature"))
+    p.add_argument("--max-tokens", type=int, help=_help("max_tokens"))
+    p.add_argument("--batch-size", type=int, help=_help("batch_size"))
+    p.add_argument("--demo", action="store_true",
+                   help="start from the demo's tiny settings (jac-tiny, rungs 1,3, few iterations)")
+    _paths(p)
+    p.add_argument("--cell-timeout", type=int, help=_help("cell_timeout"))
+    return p
+
+
+def _paths(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", default="data")
+    p.add_argument("--results", default="results", help="results dir (rl_ladder.jsonl, cells/)")
+    p.add_argument("--figures", default="figures")
+    p.add_argument("--artifacts", default="artifacts")
+
+
+def _help(name: str) -> str:
+    return next(f.metadata["help"] for f in dataclasses.fields(LadderConfig) if f.name == name)
+
+
+def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> LadderConfig:
+    """Defaults (or the demo's), then JACRL_LADDER_* env vars, then flags."""
+    cfg = demo_config() if args.demo else LadderConfig()
+    cfg = from_env(cfg, env)
+    ch: dict = {}
+    if args.rungs:
+        ch["rungs"] = _csv(args.rungs)
+    if args.models:
+        ch["models"] = _csv(args.models)
+    if args.conditions:
+        ch["conditions"] = _csv(args.conditions)
+    if args.iters:
+        ch.update({f"{k}_iters": v for k, v in parse_iters(args.iters).items()})
+    sets = parse_sets(args.sets)
+    flags = {"seed": args.seed, "gen_limit": args.gen_limit, "mem_limit": args.mem_limit,
+             "n": args.samples, "k": tuple(int(x) for x in _csv(args.k)) if args.k else None,
+             "temperature": args.temperature, "max_tokens": args.max_tokens,
+             "batch_size": args.batch_size, "cell_timeout": args.cell_timeout}
+    ch.update({name: v for name, v in flags.items() if v is not None})
+    ch.update(sft_set={**cfg.sft_set, **sets["sft"]}, grpo_set={**cfg.grpo_set, **sets["grpo"]},
+              data_dir=args.data_dir, results_dir=args.results, figures_dir=args.figures,
+              artifacts_dir=args.artifacts)
+    return validate(dataclasses.replace(cfg, **ch))
+
+
+def _cmd_plan(args) -> int:
+    print(plan_text(config_from_args(args)))
+    return 0
+
+
+def _cmd_run(args) -> int:
+    statuses = run(config_from_args(args))
+    return 1 if any(s["status"] == "failed" for s in statuses) else 0
+
+
+def _cmd_show(args) -> int:
+    text, figs = show(args.results, None if args.no_figures else args.figures)
+    print(text)
+    for p in figs:
+        print(f"wrote {p}")
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    demo(args.results, args.figures, args.data_dir, args.artifacts, args.model)
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    """Register `ladder {plan,run,show}` and `demo` on an argparse subparsers object."""
+    p = subparsers.add_parser("ladder", help="the ladder: plan / run / show",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="ladder_verb", required=True)
+    q = sub.add_parser("plan", help="print every cell and its command; runs nothing")
+    add_arguments(q).set_defaults(func=_cmd_plan)
+    q = sub.add_parser("run", help="run the cells without rows (resumable)")
+    add_arguments(q).set_defaults(func=_cmd_run)
+    q = sub.add_parser("show", help="pivot with Wilson CIs, McNemar vs base; write figures")
+    q.add_argument("--results", default="results")
+    q.add_argument("--figures", default="figures")
+    q.add_argument("--no-figures", action="store_true")
+    q.set_defaults(func=_cmd_show)
+    p = subparsers.add_parser("demo", help="a small ladder on jac-tiny: results/ and "
+                                           "figures/ladder.png in minutes")
+    _paths(p)
+    p.add_argument("--model", default="jac-tiny")
+    p.set_defaults(func=_cmd_demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="jacrl", description="the ladder")
+    add_cli(ap.add_subparsers(dest="verb", required=True))
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""jacrl.evaluate: metrics from known completions (real jaclang), a real MLX eval row on jac-tiny,
+and the append-only results file."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+
+import pytest
+
+from jacrl import evaluate as ev
+from jacrl.stats import pass_at_k, wilson
+
+REF_FIELDS = {"tag", "model", "adapter", "tasks", "k", "runs", "pass1", "passk", "near_pass",
+              "norm_pass", "run_pct", "pass1_pct", "passk_pct", "near_pct", "avg_osim",
+              "avg_idiom", "by_family"}
+OUR_FIELDS = {"n", "temperature", "seed", "max_tokens", "split", "kind", "wilson_lo", "wilson_hi",
+              "pass_at_k", "bestofk", "truncation_pct", "sample_truncation_pct",
+              "sample_run_pct", "artifact", "provenance", "seconds", "per_task"}
+
+
+def gold(task) -> str:
+    return "```jac\n" + json.loads(task["answer"])["gold"] + "\n```"
+
+
+def wrong_output(task) -> str:
+    """A body that runs but prints nothing useful (the unit returns early / does nothing)."""
+    return "```jac\nprint('nope');\n```"
+
+
+def test_grade_counts_known_completions(harness_tasks):
+    tasks = harness_tasks[:4]
+    greedy = [gold(tasks[0]), gold(tasks[1]), "no code here", "```jac\n}}}{{{\n```"]
+    # 4 samples per task: task0 all right; task1 2 right (not first); task2 first garbage then gold;
+    # task3 nothing right
+    samples = [
+        [gold(tasks[0])] * 4,
+        ["junk", gold(tasks[1]), "junk", gold(tasks[1])],
+        ["junk", gold(tasks[2]), "junk", "junk"],
+        ["junk"] * 4,
+    ]
+    m = ev.grade(tasks, greedy, samples, k=(1, 2, 4, 8))
+    assert m["tasks"] == 4 and m["pass1"] == 2 and m["pass1_pct"] == 50.0
+    assert m["runs"] >= 2 and m["near_pass"] >= 2 and m["norm_pass"] >= 2
+    assert m["k"] == 4 and set(m["pass_at_k"]) == {"1", "2", "4"}  # 8 > n is dropped
+    correct = [4, 2, 1, 0]
+    assert [p["samples_correct"] for p in m["per_task"]] == correct
+    for kk in (1, 2, 4):
+        want = 100 * sum(pass_at_k(4, c, kk) for c in correct) / 4
+        assert m["pass_at_k"][str(kk)] == pytest.approx(want, abs=0.01)
+    assert m["passk"] == 3  # greedy or any of the first 4 samples
+    lo, hi = wilson(2, 4)
+    assert (m["wilson_lo"], m["wilson_hi"]) == (round(100 * lo, 2), round(100 * hi, 2))
+    # best-of-k: first sample that RUNS, in sample order; "junk" does not run
+    assert [p["deploy"] for p in m["per_task"]][:3] == [True, True, True]
+    assert m["bestofk"]["deploy"] == 3 and m["bestofk"]["oracle"] == 3
+    assert sum(t for _, t in m["by_family"].values()) == 4
+
+
+def test_grade_deploy_is_not_an_oracle(harness_tasks):
+    """A sample that runs with the wrong output comes first: deploy takes it (no gold peeking)."""
+    task = harness_tasks[0]
+    m = ev.grade([task], ["junk"], [[wrong_output(task), gold(task)]], k=(2,))
+    p = m["per_task"][0]
+    if p["samples_ran"] == 2:  # the wrong body runs in this template
+        assert p["deploy"] is False and m["bestofk"]["oracle"] == 1
+    assert m["pass1"] == 0 and m["passk"] == 1
+
+
+def test_grade_greedy_only(harness_tasks):
+    m = ev.grade(harness_tasks[:2], [gold(t) for t in harness_tasks[:2]])
+    assert m["pass1"] == 2 and m["k"] == 1 and m["pass_at_k"] == {} and m["bestofk"] is None
+    assert m["avg_osim"] == 1.0 and m["near_pct"] == 100.0
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """The embedded model (JACRL_TEST_MODEL may point elsewhere while developing)."""
+    from jacrl.models import ModelError, resolve
+
+    name = os.environ.get("JACRL_TEST_MODEL", "jac-tiny")
+    try:
+        resolve(name)
+    except ModelError as e:
+        pytest.skip(f"{name} not built: {e}")
+    return name
+
+
+def test_evaluate_row_schema_on_tiny(tiny, harness_tasks):
+    tasks = harness_tasks[:2]
+    row = ev.evaluate(tiny, None, tasks, n=2, temperature=0.8, k=(1, 2), seed=0,
+                      max_tokens=48, tag="test/tiny", split="harness", kind="gen")
+    assert REF_FIELDS <= set(row) and OUR_FIELDS <= set(row)
+    assert row["tasks"] == 2 and row["n"] == 2 and row["k"] == 2
+    assert 0 <= row["wilson_lo"] <= row["pass1_pct"] <= row["wilson_hi"] <= 100
+    assert set(row["pass_at_k"]) == {"1", "2"}
+    assert len(row["per_task"]) == 2 and all("samples_correct" in p for p in row["per_task"])
+    prov = row["provenance"]
+    for key in ("git_commit", "code_version", "jaclang", "mlx", "mlx-lm", "model_hash",
+                "data_hash", "time"):
+        assert key in prov
+    assert prov["model_hash"] and prov["data_hash"] == ev.data_hash(tasks)
+    assert row["model"] and row["adapter"] == ""
+    json.dumps(row)  # serializable
+    # fixed seed: the same call gives the same samples
+    again = ev.evaluate(tiny, None, tasks, n=2, temperature=0.8, k=(1, 2), seed=0,
+                        max_tokens=48)
+    assert [p["samples_correct"] for p in again["per_task"]] == \
+        [p["samples_correct"] for p in row["per_task"]]
+
+
+def test_generate_is_seeded_and_reports_truncation(tiny, harness_tasks):
+    lm, tok = ev.load_model(tiny)
+    prompts = [harness_tasks[0]["prompt"]]
+    a = ev.generate(lm, tok, prompts, n=3, temperature=1.0, max_tokens=16, seed=7)
+    b = ev.generate(lm, tok, prompts, n=3, temperature=1.0, max_tokens=16, seed=7)
+    assert [s.text for s in a[0]] == [s.text for s in b[0]]
+    assert all(s.tokens <= 16 for s in a[0])
+    assert all(s.truncated == (s.tokens == 16) for s in a[0])
+
+
+def test_append_and_read_rows_roundtrip(tmp_path):
+    path = tmp_path / "deep" / "results.jsonl"
+    rows = [{"tag": "a", "pass1": 1, "by_family": {"lib": [1, 2]}}, {"tag": "b", "x": "ü"}]
+    for r in rows:
+        ev.append_row(path, r)
+    assert ev.read_rows(path) == rows
+    assert path.read_text().count("\n") == 2
+
+
+def test_torn_last_line_is_ignored_and_next_append_is_clean(tmp_path):
+    path = tmp_path / "results.jsonl"
+    ev.append_row(path, {"tag": "ok"})
+    with open(path, "a") as f:
+        f.write('{"tag": "torn", "pass1"')  # a crash mid-write
+    with pytest.warns(UserWarning, match="torn last line"):
+        assert ev.read_rows(path) == [{"tag": "ok"}]
+    ev.append_row(path, {"tag": "after"})  # starts on its own line
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert ev.read_rows(path) == [{"tag": "ok"}, {"tag": "after"}]
+    assert any("unparseable line 2" in str(x.message) for x in w)
+
+
+def test_cli_parsers_build():
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="verb")
+    ev.add_cli(sub)
+    args = ap.parse_args(["eval", "--model", "jac-tiny", "--split", "holdout", "-n", "4",
+                          "-k", "1,4", "--out", ""])
+    assert args.func is ev.run_eval and args.samples == 4 and args.k == "1,4"
+    args = ap.parse_args(["generate", "--id", "x", "-k", "3"])
+    assert args.func is ev.run_generate and args.k == 3

@@ -1,0 +1,291 @@
+"""jacrl.ladder and jacrl.report: scoping, plan runs nothing, keys, row dedup, the show table against
+the statistics, a failing cell recorded while the ladder goes on, and a ladder killed with SIGKILL
+then resumed (real papermill, real jac-tiny, real jaclang) leaving exactly one row per evaluation."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from jacrl import ladder, report
+from jacrl.stats import mcnemar_exact, wilson
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def data_dir():
+    d = ROOT / "data"
+    if not all((d / "splits" / f"{s}.jsonl").is_file() for s in ("holdout", "trainpool", "valid")):
+        pytest.skip("data/splits not built (jacrl build-tasks, jacrl split)")
+    return str(d)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from jacrl.models import ModelError, resolve
+
+    name = os.environ.get("JACRL_TEST_MODEL", "jac-tiny")
+    try:
+        resolve(name)
+    except ModelError as e:
+        pytest.skip(f"{name} not built: {e}")
+    return name
+
+
+def _args(*argv: str):
+    return ladder.build_parser().parse_args(["ladder", *argv])
+
+
+# -------------------------------------------------------------------------------------------
+# configuration and plan (nothing runs)
+# -------------------------------------------------------------------------------------------
+
+
+def test_env_scopes_and_flags_win():
+    env = {"JACRL_LADDER_RUNGS": "1,all", "JACRL_LADDER_MODELS": "a,b",
+           "JACRL_LADDER_CONDITIONS": "base,sft_grpo_tuned", "JACRL_LADDER_ITERS": "sft=5,grpo=3"}
+    cfg = ladder.from_env(ladder.LadderConfig(), env)
+    assert cfg.rungs == ("1", "all") and cfg.models == ("a", "b")
+    assert cfg.conditions == ("base", "sft_grpo_tuned")
+    assert (cfg.sft_iters, cfg.grpo_iters) == (5, 3)
+    assert ladder.parse_iters("7") == {"sft": 7, "grpo": 7}
+    cfg = ladder.config_from_args(_args("plan", "--rungs", "3", "--iters", "9",
+                                        "--set", "grpo.group_size=2", "-n", "4"), env)
+    assert cfg.rungs == ("3",) and cfg.models == ("a", "b") and cfg.sft_iters == 9
+    assert cfg.grpo_set == {"group_size": "2"} and cfg.n == 4
+    with pytest.raises(ValueError):
+        ladder.from_env(ladder.LadderConfig(), {"JACRL_LADDER_CONDITIONS": "base,nope"})
+    with pytest.raises(ValueError):
+        ladder.parse_iters("sft=x")
+
+
+def test_condition_configs():
+    sft, grpo = ladder.stage_configs("sft_grpo_tuned", 3, 10, 4, {}, {"group_size": 2}, env={})
+    assert sft.iters == 10 and sft.seed == 3
+    assert grpo.iters == 10 and grpo.learning_rate == 1e-5 and grpo.group_size == 2  # 2.5 x 4
+    assert ladder.stage_configs("base", 0, 1, 1, env={}) == (None, None)
+    sft, grpo = ladder.stage_configs("raw_grpo", 0, 1, 6, env={"JACRL_GRPO_BETA": "0.5"})
+    assert sft is None and grpo.iters == 6 and grpo.beta == 0.5
+
+
+def test_plan_runs_nothing_and_keys_are_stable(data_dir, tmp_path, capsys):
+    res, arts = tmp_path / "results", tmp_path / "artifacts"
+    argv = ["--models", "jac-tiny,nonexistent-model", "--rungs", "1,3", "--iters", "sft=4,grpo=2",
+            "--data-dir", data_dir, "--results", str(res), "--artifacts", str(arts)]
+    assert ladder.main(["ladder", "plan", *argv]) == 0
+    out = capsys.readouterr().out
+    cfg = ladder.config_from_args(_args("plan", *argv))
+    cells = ladder.plan(cfg)
+    assert len(cells) == 2 * 2 * 4
+    assert len({c.key for c in cells}) == len(cells)
+    for c in cells:
+        assert c.key in out and ladder.shlex.join(ladder.command(cfg, c)) in out
+    assert out.count("papermill") == len(cells) and out.count("to run") == len(cells)
+    assert not res.exists() and not arts.exists()  # plan wrote nothing
+    assert [c.key for c in ladder.plan(cfg)] == [c.key for c in cells]  # stable
+    # everything that defines a cell changes its key
+    one = {"rung": "1", "model": "jac-tiny", "condition": "sft", "data_dir": data_dir,
+           "sft_iters": 4}
+    k0 = ladder.make_cell(**one).key
+    assert ladder.make_cell(**{**one, "sft_iters": 5}).key != k0
+    assert ladder.make_cell(**{**one, "seed": 1}).key != k0
+    assert ladder.make_cell(**{**one, "gen_limit": 3}).key != k0
+    assert ladder.make_cell(**{**one, "sft_set": {"learning_rate": 1e-3}}).key != k0
+    assert ladder.make_cell(**{**one, "rung": "3"}).key != k0
+    other = tmp_path / "data"
+    shutil.copytree(Path(data_dir) / "splits", other / "splits")
+    lines = (other / "splits" / "holdout.jsonl").read_text().splitlines(keepends=True)
+    (other / "splits" / "holdout.jsonl").write_text("".join(lines[:-1]))
+    assert ladder.make_cell(**{**one, "data_dir": str(other)}).key != k0
+    # the paths where things are written do not define the cell
+    assert ladder.make_cell(**{**one, "results": str(res / "x.jsonl")}).key == k0
+
+
+# -------------------------------------------------------------------------------------------
+# rows and the show table (synthetic rows; no model)
+# -------------------------------------------------------------------------------------------
+
+
+def _row(key, model, rung, cond, kind, passed, n, k_pct=None):
+    per_task = [{"id": f"t{i}", "greedy_exact": bool(p)} for i, p in enumerate(passed)]
+    p1 = sum(passed)
+    return {"tag": f"r{rung}/{model}/{cond}/{kind}", "cell_key": key, "model_name": model,
+            "rung": rung, "condition": cond, "kind": kind, "tasks": n, "pass1": p1,
+            "pass1_pct": round(100 * p1 / n, 2), "pass_at_k": k_pct or {}, "per_task": per_task}
+
+
+def test_append_cell_rows_never_duplicates(tmp_path):
+    res = tmp_path / "rl_ladder.jsonl"
+    gen = _row("K", "m", "1", "base", "gen", [1, 0], 2)
+    mem = _row("K", "m", "1", "base", "mem", [1], 1)
+    assert ladder.append_cell_rows(res, [gen]) == 1  # as if killed between the two appends
+    with open(res, "a") as f:
+        f.write('{"torn": ')  # and a torn write after it
+    assert ladder.append_cell_rows(res, [gen, mem]) == 1
+    assert ladder.append_cell_rows(res, [gen, mem]) == 0
+    with pytest.warns(UserWarning, match="unparseable"):
+        rows = report.load_rows(res)
+    assert [(r["cell_key"], r["kind"]) for r in rows] == [("K", "gen"), ("K", "mem")]
+    assert ladder.is_done(ladder.rows_by_key(res), "K")
+
+
+def test_show_reproduces_the_statistics(tmp_path, capsys):
+    base = [1, 1, 1, 1, 1, 1, 1] + [0] * 11  # 7/18 -> Wilson 20-61 (SPEC §7.3)
+    sft = [1, 1, 1, 1, 1, 0, 0] + [1] * 6 + [0] * 5  # 11/18 -> 39-80
+    rows = [
+        _row("a", "m", "1", "base", "gen", base, 18, {"1": 38.89, "8": 55.5}),
+        _row("a", "m", "1", "base", "mem", [0], 1),
+        _row("b", "m", "1", "sft", "gen", sft, 18, {"1": 61.11, "8": 72.22}),
+        _row("b", "m", "1", "sft", "mem", [1], 1),
+        _row("c", "m", "all", "sft", "gen", [0] * 4, 4),
+        {"tag": "not/a/ladder/row/at/all", "tasks": 3, "pass1": 1},
+    ]
+    res = tmp_path / "results"
+    ladder.append_cell_rows(res / "rl_ladder.jsonl", [r for r in rows if "cell_key" in r])
+    assert ladder.main(["ladder", "show", "--results", str(res),
+                        "--figures", str(tmp_path / "fig")]) == 0
+    out = capsys.readouterr().out
+    assert "38.9 [20-61] p@8 55.5 m0" in out and "61.1 [39-80] p@8 72.2 m100" in out
+    assert "0.0 [0-49] m·" in out  # rung all: no samples, no mem row
+    assert (tmp_path / "fig" / "ladder.png").stat().st_size > 1000
+    table = report.ladder_table(rows)
+    assert list(table.columns) == ["1", "all"]
+    assert list(table.index) == [("m", "base"), ("m", "sft")]
+    df = report.frame(rows)
+    for r in df.itertuples():
+        lo, hi = wilson(r.pass1, r.tasks)
+        assert (r.ci_lo, r.ci_hi) == (round(100 * lo, 2), round(100 * hi, 2))
+    mc = report.mcnemar_vs_base(rows)
+    got = mc[(mc.kind == "gen") & (mc.condition == "sft")].iloc[0]
+    want = mcnemar_exact([bool(x) for x in base], [bool(x) for x in sft])
+    assert (got.lost, got.gained, got.n) == (want["b"], want["c"], 18) == (2, 6, 18)
+    assert got.p == round(want["p"], 4)
+
+
+def test_reference_tags_are_read():
+    row = {"tag": "r20/jac-qwen3coder/sft/gen", "tasks": 18, "pass1": 11, "pass1_pct": 61.11}
+    assert report.cell_of(row) == ("jac-qwen3coder", "20", "sft", "gen")
+    assert report.cell_of({"tag": "corr/jac/r20/sft"}) is None
+
+
+# -------------------------------------------------------------------------------------------
+# running (papermill)
+# -------------------------------------------------------------------------------------------
+
+
+def test_a_failing_cell_is_recorded_and_the_ladder_goes_on(data_dir, tmp_path):
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('condition = "base"')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell('raise ValueError("boom " + condition)')]
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "py3"}
+    path = tmp_path / "fail.ipynb"
+    nbformat.write(nb, path)
+    cfg = ladder.LadderConfig(rungs=("1",), models=("jac-tiny",), conditions=("base", "sft"),
+                              data_dir=data_dir, results_dir=str(tmp_path / "results"),
+                              notebook=str(path))
+    statuses = ladder.run(cfg, log=lambda s: None, progress=False)
+    assert [s["status"] for s in statuses] == ["failed", "failed"]
+    assert statuses[0]["error"] == "ValueError: boom base"
+    assert statuses[1]["error"] == "ValueError: boom sft"
+    for s in statuses:
+        d = Path(cfg.results_dir) / "cells" / s["key"]
+        st = json.loads((d / "status.json").read_text())
+        assert st["status"] == "failed" and st["error"].startswith("ValueError")
+        assert (d / "fail.ipynb").is_file() and (d / "log.txt").is_file()
+    assert not cfg.results_file.exists()
+
+
+def _procs_mentioning(text: str) -> list[int]:
+    pids = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if text.encode() in (p / "cmdline").read_bytes():
+                    pids.append(int(p.name))
+            except OSError:
+                pass
+    return pids
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
+def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
+    """Kill the ladder with SIGKILL while its second cell runs; the papermill child dies with it;
+    a resumed run skips the finished cell, reruns the killed one, and the results file holds
+    exactly one row per (cell, kind); show reproduces the numbers from those rows."""
+    res = tmp_path / "results"
+    argv = ["--models", tiny, "--rungs", "1,3", "--conditions", "base", "--gen-limit", "2",
+            "-n", "2", "-k", "1,2", "--max-tokens", "16", "--data-dir", data_dir,
+            "--results", str(res), "--artifacts", str(tmp_path / "artifacts")]
+    cfg = ladder.config_from_args(_args("run", *argv))
+    first, second = ladder.plan(cfg)
+    status2 = ladder.cell_dir(cfg, second) / "status.json"
+    with open(tmp_path / "ladder.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "jacrl.ladder", "ladder", "run", *argv],
+                                stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        deadline = time.time() + 600
+        while time.time() < deadline and proc.poll() is None:
+            if ladder.read_status(status2).get("status") == "running":
+                break
+            time.sleep(0.5)
+        assert proc.poll() is None, (tmp_path / "ladder.log").read_text()
+        time.sleep(4)  # the second cell's kernel is starting or working
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    present = ladder.rows_by_key(cfg.results_file)
+    assert ladder.is_done(present, first.key) and not ladder.is_done(present, second.key)
+    assert ladder.read_status(status2)["status"] == "running"  # killed mid-way
+    for _ in range(40):  # the papermill child gets SIGKILL with its parent (PR_SET_PDEATHSIG)
+        if not _procs_mentioning(second.key):
+            break
+        time.sleep(0.5)
+    assert not _procs_mentioning(second.key)
+
+    assert ladder.main(["ladder", "run", *argv]) == 0
+    out = capsys.readouterr().out
+    assert f"{first.name} ({first.key}): rows exist, skipped" in out
+    assert f"{second.name} ({second.key}): done" in out
+    rows = report.load_rows(cfg.results_file)
+    pairs = [(r["cell_key"], r["kind"]) for r in rows]
+    assert sorted(pairs) == sorted({(c.key, k) for c in (first, second) for k in ("gen", "mem")})
+    assert ladder.read_status(status2)["status"] == "done"
+    assert (ladder.cell_dir(cfg, second) / "30_training.ipynb").is_file()
+
+    assert ladder.main(["ladder", "run", *argv]) == 0  # a third run does nothing
+    assert "0 run, 2 skipped" in capsys.readouterr().out
+    assert len(report.load_rows(cfg.results_file)) == 4
+
+    assert ladder.main(["ladder", "show", "--results", str(res),
+                        "--figures", str(tmp_path / "fig")]) == 0
+    out = capsys.readouterr().out
+    for r in rows:
+        assert r["tasks"] == (2 if r["kind"] == "gen" else int(r["rung"]))
+        if r["kind"] == "gen":
+            lo, hi = wilson(r["pass1"], r["tasks"])
+            assert f"{100 * r['pass1'] / r['tasks']:.1f} [{100 * lo:.0f}-{100 * hi:.0f}]" in out
+            assert f"p@2 {r['pass_at_k']['2']:.1f}" in out
+    assert (tmp_path / "fig" / "ladder.png").is_file()
+
+
+def test_readme_demo_table_is_what_ladder_show_prints():
+    """The README's demo table is reproduced by `jacrl ladder show` on the committed rows."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    rows = re.findall(r"^\| (jac-tiny) \| (\w+) \| (.+?) \| (.+?) \|$", readme, re.M)
+    assert len(rows) == 4
+    table, _ = ladder.show(ROOT / "results", None)
+    lines = table.splitlines()
+    for _model, cond, r1, r3 in rows:
+        line = next(ln for ln in lines if re.search(rf"\b{cond}\b", ln) and "p@" in ln)
+        assert r1 in line and r3 in line, (cond, line)
