@@ -44,3 +44,16 @@ def harness_tasks(tmp_path_factory):
     report = build_tasks(drivers, out)
     assert not report.failures, report.failures
     return [{"prompt": t["prompt"], "answer": t["answer"]} for t in read_tasks(out / "tasks.jsonl")]
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    """The embedded model, committed under models/jac-tiny (JACRL_TEST_MODEL may point elsewhere).
+    Missing is a failure, not a skip: the tests exist to run real MLX on it."""
+    import os
+
+    from jacrl.models import resolve
+
+    name = os.environ.get("JACRL_TEST_MODEL", "jac-tiny")
+    resolve(name)  # raises ModelError with the registry path when it is not there
+    return name

@@ -4,7 +4,6 @@ and the append-only results file."""
 from __future__ import annotations
 
 import json
-import os
 import warnings
 
 import pytest
@@ -72,19 +71,6 @@ def test_grade_greedy_only(harness_tasks):
     m = ev.grade(harness_tasks[:2], [gold(t) for t in harness_tasks[:2]])
     assert m["pass1"] == 2 and m["k"] == 1 and m["pass_at_k"] == {} and m["bestofk"] is None
     assert m["avg_osim"] == 1.0 and m["near_pct"] == 100.0
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    """The embedded model (JACRL_TEST_MODEL may point elsewhere while developing)."""
-    from jacrl.models import ModelError, resolve
-
-    name = os.environ.get("JACRL_TEST_MODEL", "jac-tiny")
-    try:
-        resolve(name)
-    except ModelError as e:
-        pytest.skip(f"{name} not built: {e}")
-    return name
 
 
 def test_evaluate_row_schema_on_tiny(tiny, harness_tasks):

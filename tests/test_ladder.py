@@ -30,18 +30,6 @@ def data_dir():
     return str(d)
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    from jacrl.models import ModelError, resolve
-
-    name = os.environ.get("JACRL_TEST_MODEL", "jac-tiny")
-    try:
-        resolve(name)
-    except ModelError as e:
-        pytest.skip(f"{name} not built: {e}")
-    return name
-
-
 def _args(*argv: str):
     return ladder.build_parser().parse_args(["ladder", *argv])
 

@@ -5,7 +5,6 @@ ends with a `SUMMARY {json}` line that these tests read."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -39,18 +38,6 @@ def execute(name: str, out_dir: Path, **params) -> tuple[dict, dict]:
 
 def images(nb: dict) -> int:
     return sum("image/png" in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", []))
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    from jacrl.models import ModelError, resolve
-
-    name = os.environ.get("JACRL_TEST_MODEL", "jac-tiny")
-    try:
-        resolve(name)
-    except ModelError as e:
-        pytest.skip(f"{name} not built: {e}")
-    return name
 
 
 @pytest.fixture(scope="module")

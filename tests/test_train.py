@@ -30,19 +30,6 @@ QUICK = tr.SFTConfig(iters=3, learning_rate=1e-3, warmup=0, batch_size=1, lora_l
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    """The embedded model (JACRL_TEST_MODEL may point elsewhere while developing)."""
-    from jacrl.models import ModelError, resolve
-
-    name = os.environ.get("JACRL_TEST_MODEL", "jac-tiny")
-    try:
-        resolve(name)
-    except ModelError as e:
-        pytest.skip(f"{name} not built: {e}")
-    return name
-
-
-@pytest.fixture(scope="module")
 def out_root(tmp_path_factory):
     return tmp_path_factory.mktemp("artifacts")
 
