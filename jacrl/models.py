@@ -85,6 +85,7 @@ def resolve(model: str | os.PathLike, *, registry: Path = REGISTRY) -> Path:
     candidate = Path(model).expanduser()
     if candidate.is_dir():
         path, origin = candidate, f"directory {_display(candidate)}"
+        where = ""
     else:
         entries = read_registry(registry)
         entry = entries.get(str(model))
@@ -96,10 +97,11 @@ def resolve(model: str | os.PathLike, *, registry: Path = REGISTRY) -> Path:
             )
         # Registry paths are relative to the repo root (the registry's parent's parent).
         path = (registry.resolve().parent.parent / Path(entry["path"]).expanduser()).resolve()
-        origin = f"model {str(model)!r} ({entry['path']} in {_display(registry)})"
+        origin = f"model {str(model)!r} (path {entry['path']!r} in {_display(registry)})"
+        where = f" at {_display(path)}"
     if not (path / "config.json").is_file():
         hint = " (build it with `jacrl tiny-model`)" if path.name == "jac-tiny" else ""
-        raise ModelError(f"{origin} has no config.json at {_display(path)}{hint}")
+        raise ModelError(f"{origin} has no config.json{where}{hint}")
     return path.resolve()
 
 
@@ -534,7 +536,7 @@ def build_tiny_model(
         sha256=_sha256(weights),
     )
     metrics = {"config": dataclasses.asdict(cfg), **dataclasses.asdict(result)}
-    metrics["out_dir"] = str(out_dir)
+    metrics["out_dir"] = _display(out_dir)
     (tmp / "build_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     (tmp / "MODEL_CARD.md").write_text(_model_card(cfg, result, model_cfg, command))
 
