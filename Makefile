@@ -8,7 +8,7 @@ PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 	done)
 STAMP := $(VENV)/.jacrl-installed
 
-.PHONY: setup test demo lab tasks clean
+.PHONY: setup test demo ladder lab tasks clean
 
 setup: $(STAMP)
 
@@ -33,6 +33,9 @@ tasks: setup
 
 demo: setup
 	$(VENV)/bin/jacrl demo
+
+ladder: setup  # the full ladder; scope with JACRL_LADDER_RUNGS / _MODELS / _CONDITIONS / _ITERS
+	$(VENV)/bin/jacrl ladder run
 
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
