@@ -151,14 +151,7 @@ def _header_brace(mask: str, i: int) -> int | None:
 
 def enclosing(mask: str, pos: int) -> list[int]:
     """Offsets of the `{` of every brace block that contains `pos`, outermost first."""
-    stack: list[int] = []
-    for k in range(min(pos, len(mask))):
-        c = mask[k]
-        if c == "{":
-            stack.append(k)
-        elif c == "}" and stack:
-            stack.pop()
-    return stack
+    return enclosing_many(mask, [pos])[0]
 
 
 def line_starts_in_code(text: str) -> list[bool]:
@@ -174,24 +167,22 @@ def line_starts_in_code(text: str) -> list[bool]:
     return result
 
 
-def brace_map(mask: str) -> tuple[dict[int, int], dict[int, int | None]]:
-    """One pass over masked text: the closing offset of every matched `{`, and each `{`'s
-    enclosing `{` (None at top level)."""
+def brace_map(mask: str) -> dict[int, int]:
+    """One pass over masked text: the closing offset of every matched `{`."""
     close: dict[int, int] = {}
-    parent: dict[int, int | None] = {}
     stack: list[int] = []
     for m in re.finditer(r"[{}]", mask):
         k = m.start()
         if mask[k] == "{":
-            parent[k] = stack[-1] if stack else None
             stack.append(k)
         elif stack:
             close[stack.pop()] = k
-    return close, parent
+    return close
 
 
 def enclosing_many(mask: str, positions: list[int]) -> list[list[int]]:
-    """`enclosing(mask, p)` for many positions in one sweep."""
+    """For each position, the offsets of the `{` of every block containing it, outermost first;
+    one sweep for all positions."""
     order = sorted(range(len(positions)), key=lambda i: positions[i])
     result: list[list[int]] = [[] for _ in positions]
     stack: list[int] = []

@@ -47,7 +47,7 @@ def units(text: str, file: str = "") -> list[UnitInfo]:
     mask = jacsyntax.code_mask(text)
     heads = jacsyntax.headers(text, mask)
     by_brace = {h.brace: h for h in heads}
-    closes, _ = jacsyntax.brace_map(mask)
+    closes = jacsyntax.brace_map(mask)
     chains = jacsyntax.enclosing_many(mask, [h.start for h in heads])
     found = []
     for h, chain in zip(heads, chains):
