@@ -18,11 +18,18 @@ $(STAMP): pyproject.toml
 	  $(PYTHON312) -m venv $(VENV); fi
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
-	@# Linux: MLX's CPU wheel ships a slow reference BLAS; Debian's OpenBLAS is picked up when present
-	-@if [ "$$(uname)" = Linux ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-	  ! ls /usr/lib/*-linux-gnu/openblas-pthread/libopenblas*.so* >/dev/null 2>&1; then \
-	  (apt-get update -qq && apt-get install -y -qq libopenblas0-pthread) >/dev/null 2>&1 || \
-	  echo "note: OpenBLAS not installed; MLX on CPU will be slower"; fi
+	@# Linux: bubblewrap sandboxes the jobs that run model code (jacrl.sandbox); MLX's CPU wheel
+	@# ships a slow reference BLAS, and Debian's OpenBLAS is picked up when present
+	@if [ "$$(uname)" = Linux ]; then \
+	  pkgs=""; command -v bwrap >/dev/null || pkgs="bubblewrap"; \
+	  ls /usr/lib/*-linux-gnu/openblas-pthread/libopenblas*.so* >/dev/null 2>&1 || \
+	    pkgs="$$pkgs libopenblas0-pthread"; \
+	  if [ -n "$$pkgs" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && apt-get install -y -qq $$pkgs) >/dev/null 2>&1 || \
+	      echo "note: could not install $$pkgs"; \
+	  elif [ -n "$$pkgs" ]; then echo "note: install $$pkgs (e.g. sudo apt-get install $$pkgs)"; fi; \
+	  command -v bwrap >/dev/null || echo "note: without bubblewrap jacrl refuses to run model" \
+	    "code unless JACRL_ALLOW_UNSANDBOXED=1 (README: isolation)"; fi
 	touch $@
 
 test: setup

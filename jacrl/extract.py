@@ -3,28 +3,44 @@
 A model answers a hole in many shapes: a bare body; the body in a fence of any tag (```jac,
 ```Jac, ```python, bare ```); the whole unit (`def f(...) -> T { ... }`); the whole driver file
 echoed back with the answer inside; prose around any of these; a fence left open by a truncated
-generation. The hole's unit (kind, name, enclosing archetypes, the body lines around a partial hole)
-comes from the driver at build time, and the unit is located by it in code only: braces and unit
-keywords inside strings, f-strings and comments are ignored.
+generation; any of these inside `<answer>...</answer>` after a `<think>...</think>` (the tags
+mlx-lm-lora's default GRPO system prompt asks for; thinking is never taken as the answer). The
+hole's unit (kind, name, enclosing archetypes, the body lines around a partial hole) comes from the
+driver at build time, and the unit is located by it in code only: braces and unit keywords inside
+strings, f-strings and comments are ignored.
 """
 
 from __future__ import annotations
 
 import re
-import textwrap
 
 from jacrl import jacsyntax
 from jacrl.drivers import HOLE_TOKEN, TODO_LINE, Unit
 
 FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+.#-]*)[ \t]*$", re.M)
 MARKER_LINE = re.compile(r"^[ \t]*#\s*(>>>HOLE|<<<HOLE)\b.*$\n?", re.M)
+THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.S | re.I)  # unclosed: runs to the end
+ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.S | re.I)  # unclosed: truncated
 UNIT_START = re.compile(r"^\s*(?:@[^\n]*\n\s*)*(?:(?:async|static|override)\s+)*"
                         r"(def|can|impl)\b")
 
 
+def answer_text(completion: str) -> str:
+    """The completion without its thinking: every `<think>...</think>` (an unclosed one runs to the
+    end) and everything up to a `</think>` whose `<think>` was in the prompt are dropped; then the
+    content of the last `<answer>` (to `</answer>` or the end), if there is one."""
+    text = THINK.sub("", completion)
+    close = text.lower().rfind("</think>")
+    if close >= 0:
+        text = text[close + len("</think>"):]
+    answers = ANSWER.findall(text)
+    return answers[-1] if answers else text
+
+
 def code_blocks(completion: str) -> list[str]:
-    """The fenced blocks of a completion, ```jac-tagged ones first, then in order (an unclosed last
-    fence runs to the end); the whole completion when it has no fence."""
+    """The fenced blocks of a completion's answer (`answer_text`), ```jac-tagged ones first, then
+    in order (an unclosed last fence runs to the end); the whole answer when it has no fence."""
+    completion = answer_text(completion)
     fences = list(FENCE.finditer(completion))
     if not fences:
         return [completion]
@@ -53,17 +69,44 @@ def _normalize(body: str) -> str:
 
 
 def dedent(body: str) -> str:
-    """textwrap.dedent that leaves lines inside multi-line strings alone."""
+    """textwrap.dedent that leaves lines inside multi-line strings alone; idempotent.
+
+    One exception to the common margin: an answer that was .strip()ped lost the indentation of its
+    first line only. When the first code line is shallower than every later one and some later line
+    starts a statement (bracket depth 0), the later lines are cut to their own margin (this matters
+    for indentation-sensitive `match` arms). A first line that opens a bracket continued by deeper
+    lines (`x = f(` + args) is left as written, so a second pass never cuts again.
+    """
     lines = body.split("\n")
     in_code = jacsyntax.line_starts_in_code(body)
-    margins = [len(ln) - len(ln.lstrip(" \t")) for ln, c in zip(lines, in_code) if c and ln.strip()]
-    cut = min(margins, default=0)
-    if cut == 0 and margins and margins[0] == 0 and len(margins) > 1 and min(margins[1:]) > 0:
-        # the first line lost its indentation (an answer that was .strip()ped): the others still
-        # carry the body's margin, which matters for indentation-sensitive `match` arms
-        cut = min(margins[1:])
-    return "\n".join(ln[cut:] if c and ln[:cut].strip() == "" else ln
+    code = [i for i, (ln, c) in enumerate(zip(lines, in_code)) if c and ln.strip()]
+    margin = {i: len(lines[i]) - len(lines[i].lstrip(" \t")) for i in code}
+    cut = min(margin.values(), default=0)
+    if len(code) > 1:
+        rest = min(margin[i] for i in code[1:])
+        depth = _line_depths(body)
+        if margin[code[0]] < rest and any(depth[i] == 0 for i in code[1:]):
+            cut = rest
+    # strip up to `cut` leading whitespace (the first line may have less)
+    return "\n".join(ln[min(cut, len(ln) - len(ln.lstrip(" \t"))):] if c else ln
                      for ln, c in zip(lines, in_code))
+
+
+def _line_depths(body: str) -> list[int]:
+    """Bracket depth (code only) at the start of each line, after its leading closers: 0 for a
+    line that starts a statement or closes a block back to the top."""
+    mask = jacsyntax.code_mask(body)
+    depths, depth = [], 0
+    for line in mask.split("\n"):
+        lead = line.lstrip()
+        k = len(lead) - len(lead.lstrip(")]}"))
+        depths.append(max(depth - k, 0))
+        for c in line:
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth = max(depth - 1, 0)  # a stray closer (a partial body) does not go negative
+    return depths
 
 
 def _find_unit_body(code: str, unit: Unit) -> str | None:

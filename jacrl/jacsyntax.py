@@ -43,6 +43,22 @@ def literal_spans(text: str) -> list[tuple[int, int, str]]:
     return spans
 
 
+# what a body may hold and still have no code: Jac has no `pass` (models write it anyway), `...`
+# and empty braces are placeholders, a lone `;` ends nothing
+PLACEHOLDER = re.compile(r"\bpass\b|\.\.\.|[{};\s]")
+
+
+def has_code(text: str) -> bool:
+    """Is anything left of `text` once comments (`#`, `#* *#`), whitespace and placeholders
+    (`pass`, `...`, braces, `;`) are removed? String literals are code: `return "# x";` is."""
+    parts, last = [], 0
+    for a, b, kind in literal_spans(text):
+        parts += [text[last:a], " S " if kind == "string" else " "]
+        last = b
+    parts.append(text[last:])
+    return bool(PLACEHOLDER.sub("", "".join(parts)))
+
+
 def code_mask(text: str) -> str:
     """`text` with every character inside a string literal or comment replaced by a space
     (newlines kept), so offsets are unchanged and searches over the result see only code."""

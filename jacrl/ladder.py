@@ -16,7 +16,8 @@ greedy) and appends one row per evaluation to results/rl_ladder.jsonl, only at t
 cell, each row one write + fsync, under a lock, skipping (cell key, kind) pairs already there.
 
 Cell key = sha256 of everything that defines the cell: rung, model (name + file hashes),
-condition, seed, the resolved SFT/GRPO hyperparameters (iterations included), the evaluation
+condition, seed, the resolved SFT/GRPO hyperparameters (iterations and, for GRPO conditions, the
+reward formula included; base and sft cells do not depend on the formula), the evaluation
 settings, the hash of the tasks it trains/validates/evaluates on, the code version (jacrl/*.py)
 and the training notebook's code. `run` skips a cell only when rows with its key exist for both
 kinds; a cell killed mid-way (even SIGKILL) has no rows, so it runs again. Its directory
@@ -25,8 +26,10 @@ failed, with the error) and the artifacts' metrics.jsonl.
 
 Scoping: flags, else JACRL_LADDER_RUNGS / _MODELS / _CONDITIONS (comma lists) and
 JACRL_LADDER_ITERS ("50" for both stages, or "sft=50,grpo=20"). Hyperparameters: the train
-dataclasses' defaults, then JACRL_SFT_* / JACRL_GRPO_* env vars, then the ladder's iterations and
-seed, then the condition's own overrides, then `--set sft.KEY=V` / `--set grpo.KEY=V`.
+dataclasses' defaults (the GRPO reward formula's is JACRL_REWARD_FORMULA, else tiered), then
+JACRL_SFT_* / JACRL_GRPO_* env vars, then the ladder's iterations, seed and `--reward-formula`, then
+the condition's own overrides, then `--set sft.KEY=V` / `--set grpo.KEY=V`. The resolved formula
+is passed to the notebook as a parameter and recorded in each row (`reward_formula`).
 """
 
 from __future__ import annotations
@@ -104,6 +107,8 @@ class LadderConfig:
         "help": "SFTConfig overrides, e.g. {'learning_rate': 1e-3}"})
     grpo_set: dict = field(default_factory=dict, metadata={
         "help": "GRPOConfig overrides, e.g. {'group_size': 2}"})
+    reward_formula: str = _f("", "GRPO reward formula, tiered | additive ('' = "
+                                 "JACRL_REWARD_FORMULA, else tiered)")
     gen_limit: int = _f(0, "first N holdout tasks for gen (0 = all)")
     mem_limit: int = _f(0, "first N rung tasks for mem (0 = all)")
     n: int = _f(8, "temperature samples per gen task (reference JAC_LADDER_K)")
@@ -177,6 +182,10 @@ def validate(cfg: LadderConfig) -> LadderConfig:
             raise ValueError(f"rung must be a positive integer or 'all', got {r!r}")
     if not cfg.rungs or not cfg.models or not cfg.conditions:
         raise ValueError("the ladder needs at least one rung, model and condition")
+    if cfg.reward_formula:
+        from jacrl.reward import check_formula
+
+        check_formula(cfg.reward_formula)
     return cfg
 
 
@@ -200,6 +209,7 @@ class Cell:
     grpo_set: dict
     sft: dict | None  # resolved SFTConfig fields (None: no SFT stage)
     grpo: dict | None  # resolved GRPOConfig fields
+    reward_formula: str  # the GRPO stage's resolved formula; "" without one
     eval: dict  # gen_limit, mem_limit, n, k, temperature, max_tokens
     batch_size: int
     data_dir: str
@@ -221,6 +231,7 @@ class Cell:
                 "seed": self.seed, "sft_iters": self.sft_iters, "grpo_iters": self.grpo_iters,
                 "sft_set": json.dumps(self.sft_set, sort_keys=True),
                 "grpo_set": json.dumps(self.grpo_set, sort_keys=True),
+                "reward_formula": self.reward_formula,
                 "gen_limit": e["gen_limit"], "mem_limit": e["mem_limit"], "n": e["n"],
                 "k": ",".join(map(str, e["k"])), "temperature": e["temperature"],
                 "max_tokens": e["max_tokens"], "batch_size": self.batch_size,
@@ -271,9 +282,11 @@ def cell_tasks(rung: str, data_dir: str | os.PathLike, gen_limit: int = 0,
 
 def stage_configs(condition: str, seed: int, sft_iters: int, grpo_iters: int,
                   sft_set: Mapping | None = None, grpo_set: Mapping | None = None,
-                  env: Mapping[str, str] = os.environ):
-    """(SFTConfig | None, GRPOConfig | None) of a condition, resolved in the documented order."""
+                  env: Mapping[str, str] = os.environ, reward_formula: str = ""):
+    """(SFTConfig | None, GRPOConfig | None) of a condition, resolved in the documented order.
+    reward_formula "": the default, JACRL_REWARD_FORMULA in `env` (else tiered)."""
     from jacrl import train as tr
+    from jacrl.reward import default_formula
 
     c = CONDITIONS[condition]
     sft = grpo = None
@@ -281,8 +294,10 @@ def stage_configs(condition: str, seed: int, sft_iters: int, grpo_iters: int,
         sft = tr.configure(tr.SFTConfig(), env=env)
         sft = tr.configure(sft, {"iters": sft_iters, "seed": seed, **(sft_set or {})})
     if c.grpo:
-        grpo = tr.configure(tr.GRPOConfig(), env=env)
+        grpo = tr.configure(tr.GRPOConfig(reward_formula=default_formula(env)), env=env)
         own: dict = {"iters": max(1, round(grpo_iters * c.grpo_iters_scale)), "seed": seed}
+        if reward_formula:
+            own["reward_formula"] = reward_formula
         if c.grpo_lr is not None:
             own["learning_rate"] = c.grpo_lr
         grpo = tr.configure(grpo, {**own, **(grpo_set or {})})
@@ -291,7 +306,8 @@ def stage_configs(condition: str, seed: int, sft_iters: int, grpo_iters: int,
 
 def make_cell(rung, model: str = "jac-tiny", condition: str = "base", *, seed: int = 0,
               sft_iters: int = 200, grpo_iters: int = 200, sft_set=None, grpo_set=None,
-              gen_limit: int = 0, mem_limit: int = 0, n: int = 8, k=(1, 2, 4, 8),
+              reward_formula: str = "", gen_limit: int = 0, mem_limit: int = 0, n: int = 8,
+              k=(1, 2, 4, 8),
               temperature: float = 1.0, max_tokens: int = 512, batch_size: int = 32,
               data_dir: str = "data", results: str = f"results/{RESULTS_FILE}",
               artifacts: str = "artifacts", notebook: str | os.PathLike = NOTEBOOK,
@@ -307,7 +323,7 @@ def make_cell(rung, model: str = "jac-tiny", condition: str = "base", *, seed: i
     grpo_set = json.loads(grpo_set) if isinstance(grpo_set, str) else dict(grpo_set or {})
     ks = tuple(int(x) for x in (k.split(",") if isinstance(k, str) else k) if str(x).strip())
     sft, grpo = stage_configs(condition, int(seed), int(sft_iters), int(grpo_iters), sft_set,
-                              grpo_set, env)
+                              grpo_set, env, str(reward_formula or ""))
     ev = {"gen_limit": int(gen_limit), "mem_limit": int(mem_limit), "n": int(n), "k": list(ks),
           "temperature": float(temperature), "max_tokens": int(max_tokens)}
     tasks = cell_tasks(rung, data_dir, int(gen_limit), int(mem_limit))
@@ -327,7 +343,8 @@ def make_cell(rung, model: str = "jac-tiny", condition: str = "base", *, seed: i
     key = f"r{rung}-{label}-{condition}-{digest[:12]}"
     return Cell(rung=rung, model=str(model), label=label, condition=condition, seed=int(seed),
                 sft_iters=int(sft_iters), grpo_iters=int(grpo_iters), sft_set=sft_set,
-                grpo_set=grpo_set, sft=parts["sft"], grpo=parts["grpo"], eval=ev,
+                grpo_set=grpo_set, sft=parts["sft"], grpo=parts["grpo"],
+                reward_formula=grpo.reward_formula if grpo else "", eval=ev,
                 batch_size=int(batch_size), data_dir=str(data_dir), results=str(results),
                 artifacts=str(artifacts), key=key, key_parts=parts)
 
@@ -346,7 +363,8 @@ def plan(cfg: LadderConfig) -> list[Cell]:
                 cells.append(make_cell(
                     rung, m, cond, seed=cfg.seed, sft_iters=cfg.sft_iters,
                     grpo_iters=cfg.grpo_iters, sft_set=cfg.sft_set, grpo_set=cfg.grpo_set,
-                    gen_limit=cfg.gen_limit, mem_limit=cfg.mem_limit, n=cfg.n, k=cfg.k,
+                    reward_formula=cfg.reward_formula, gen_limit=cfg.gen_limit,
+                    mem_limit=cfg.mem_limit, n=cfg.n, k=cfg.k,
                     temperature=cfg.temperature, max_tokens=cfg.max_tokens,
                     batch_size=cfg.batch_size, data_dir=absdir["data_dir"],
                     results=str(Path(absdir["results_dir"]) / RESULTS_FILE),
@@ -469,7 +487,7 @@ def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None =
                        log=log)
         row.update({
             "cell_key": cell.key, "model_name": cell.label, "rung": cell.rung,
-            "condition": cell.condition,
+            "condition": cell.condition, "reward_formula": cell.reward_formula or None,
             "ladder": {"sft": cell.sft, "grpo": cell.grpo, "eval": cell.eval,
                        "artifacts": {s: str(a.path) for s, a in arts.items()},
                        "artifact_keys": {s: a.key for s, a in arts.items()},
@@ -726,6 +744,8 @@ def demo(results_dir: str = "results", figures_dir: str = "figures", data_dir: s
 
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    from jacrl.reward import FORMULAS
+
     d = LadderConfig()
     p.add_argument("--rungs", help=f"comma list (env JACRL_LADDER_RUNGS; default {','.join(d.rungs)})")
     p.add_argument("--models", help="comma list of registry names / model dirs "
@@ -737,6 +757,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help=_help("seed"))
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="STAGE.KEY=V",
                    help="hyperparameter override, e.g. sft.learning_rate=1e-3, grpo.group_size=2")
+    p.add_argument("--reward-formula", choices=FORMULAS, help=_help("reward_formula"))
     p.add_argument("--gen-limit", type=int, help=_help("gen_limit"))
     p.add_argument("--mem-limit", type=int, help=_help("mem_limit"))
     p.add_argument("-n", "--samples", type=int, help=_help("n"))
@@ -779,7 +800,8 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.envir
     flags = {"seed": args.seed, "gen_limit": args.gen_limit, "mem_limit": args.mem_limit,
              "n": args.samples, "k": tuple(int(x) for x in _csv(args.k)) if args.k else None,
              "temperature": args.temperature, "max_tokens": args.max_tokens,
-             "batch_size": args.batch_size, "cell_timeout": args.cell_timeout}
+             "batch_size": args.batch_size, "cell_timeout": args.cell_timeout,
+             "reward_formula": args.reward_formula}
     ch.update({name: v for name, v in flags.items() if v is not None})
     ch.update(sft_set={**cfg.sft_set, **sets["sft"]}, grpo_set={**cfg.grpo_set, **sets["grpo"]},
               data_dir=args.data_dir, results_dir=args.results, figures_dir=args.figures,

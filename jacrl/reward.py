@@ -2,7 +2,12 @@
 real Jac toolchain in isolation, and score it.
 
 Tiered and monotone (the reference harness's v3; SPEC §4.2): exact stdout 1.0 > runs with wrong
-output [0.40, 0.80] > compiles only [0.20, 0.35] > neither [0, 0.15]; an empty extraction is 0.0.
+output [0.40, 0.80] > compiles only [0.20, 0.35] > neither [0, 0.15]; no code 0.0.
+No credit without code: a body with nothing left once comments (`#`, `#* *#`), blank lines and
+placeholders (`pass`, `...`, empty braces `{}`, `;`) are removed (the prompt's own `# TODO` line,
+`pass`, `# ...`) is tier "empty", scores 0.0 and is never run; run, a comment-only body would earn
+the "runs" tier, as much as an honest wrong attempt. The check is lexical and string-aware
+(`return "# x";` is code): any statement counts.
 Body similarity appears in every tier so a GRPO group whose rollouts all fail still has variance.
 `formula="additive"` gives the seed README's v2 score, for comparison only.
 
@@ -18,11 +23,13 @@ import dataclasses
 import difflib
 import json
 import os
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 from jacrl.drivers import Unit
 from jacrl.executor import Executor, Verdict
 from jacrl.extract import dedent, extract_body, splice
+from jacrl.jacsyntax import has_code
 
 FORMULAS = ("tiered", "additive")
 # v2's idiom markers and weights (SPEC §4.3); only the additive formula uses them.
@@ -65,7 +72,7 @@ class Scored:
     body: str  # the extracted body
     sim: float  # difflib ratio of body vs gold body (both dedented)
     line_match: float  # fraction of expected output lines matched position by position
-    verdict: Verdict | None  # None when nothing was run (empty extraction)
+    verdict: Verdict | None  # None when nothing was run (no code: tier "empty")
 
     @property
     def exact(self) -> bool:
@@ -96,7 +103,7 @@ def score(body: str, verdict: Verdict | None, hole: Hole, formula: str = "tiered
     """Grade one extracted body given its run verdict."""
     if formula not in FORMULAS:
         raise ValueError(f"unknown reward formula {formula!r}; choose from {FORMULAS}")
-    if not body.strip() or verdict is None:
+    if verdict is None or not has_code(body):
         return Scored(hole.id, 0.0, "empty", body, 0.0, 0.0, None)
     sim = body_similarity(body, hole.gold)
     ran, compiled = verdict.ran, verdict.compiled or verdict.ran
@@ -143,17 +150,34 @@ def _pair(completions: list[str], answer: list[str]) -> list[str]:
                      "answer per completion (or a single answer for all)")
 
 
+def check_formula(formula: str) -> str:
+    if formula not in FORMULAS:
+        raise ValueError(f"unknown reward formula {formula!r}; choose from {', '.join(FORMULAS)}")
+    return formula
+
+
+def default_formula(env: Mapping[str, str] = os.environ) -> str:
+    """JACRL_REWARD_FORMULA, else "tiered". Training configs read it once, when created (the
+    formula is then part of the artifact key); training never relies on it at call time."""
+    value = env.get("JACRL_REWARD_FORMULA", "").strip() or "tiered"
+    if value not in FORMULAS:
+        raise ValueError(f"JACRL_REWARD_FORMULA={value!r} is not a reward formula; choose from "
+                         f"{', '.join(FORMULAS)}")
+    return value
+
+
 def score_completions(completions: list[str], answers: list[str], *,
                       formula: str | None = None,
                       executor: Executor | None = None) -> list[Scored]:
-    """Grade a batch: one run per distinct program (the executor dedups identical ones)."""
-    formula = formula or os.environ.get("JACRL_REWARD_FORMULA", "tiered")
+    """Grade a batch: one run per distinct program (the executor dedups identical ones).
+    formula None: `default_formula()`."""
+    formula = check_formula(formula or default_formula())
     executor = executor or default_executor()
     holes = [Hole.from_answer(a) for a in _pair(completions, answers)]
     bodies = [extract_body(c, h.unit) for c, h in zip(completions, holes)]
     todo: dict[float, list[int]] = {}
     for i, b in enumerate(bodies):
-        if b.strip():
+        if has_code(b):  # no code, no run: tier "empty"
             todo.setdefault(holes[i].timeout, []).append(i)
     verdicts: list[Verdict | None] = [None] * len(completions)
     for timeout, idx in todo.items():
@@ -164,10 +188,24 @@ def score_completions(completions: list[str], answers: list[str], *,
 
 
 def jac_behavioral(prompts: list[str], completions: list[str], answer: list[str],
-                   types: list | None = None) -> list[float]:
-    """mlx-lm-lora reward function: one float per completion, same order."""
+                   types: list | None = None, formula: str | None = None) -> list[float]:
+    """mlx-lm-lora reward function: one float per completion, same order. formula None:
+    `default_formula()` at call time (the mlx-lm-lora CLI path); training uses `reward_function`."""
     del prompts, types  # grading needs only the completion and the task's answer record
-    return [s.score for s in score_completions(completions, answer)]
+    return [s.score for s in score_completions(completions, answer, formula=formula)]
+
+
+def reward_function(formula: str) -> Callable[..., list[float]]:
+    """`jac_behavioral` with the formula bound (what jacrl.train hands to mlx-lm-lora), so the
+    environment cannot change what a keyed artifact was trained on."""
+    check_formula(formula)
+
+    def bound(prompts, completions, answer, types=None):
+        return jac_behavioral(prompts, completions, answer, types, formula=formula)
+
+    bound.__name__ = "jac_behavioral"  # mlx-lm-lora names its reward metrics after it
+    bound.formula = formula
+    return bound
 
 
 def _register() -> None:

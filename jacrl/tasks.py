@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
 from jacrl.drivers import Driver, DriverError, parse_driver
-from jacrl.executor import Executor
+from jacrl.executor import Executor, Verdict
 from jacrl.extract import splice
 from jacrl.reward import score_completions
 
@@ -48,6 +49,32 @@ def fenced(body: str, tag: str = "jac") -> str:
     return f"```{tag}\n{body}\n```"
 
 
+# stderr lines that only locate or decorate an error: frames, source excerpts, elisions
+NOISE = re.compile(r"^(at |File \"|--> |\d*\s*\||\.\.\. \[|Traceback \(|help: )")
+HEADLINE = re.compile(r"^(?:✖\s*)?[\w.]*(?:Error|Exception|Exit|Interrupt)\b")
+# where: jaclang's `--> file.jac:L:C` / `at f() file.jac:L` (innermost first), Python's
+# `File "file.jac", line L` (innermost last)
+JAC_AT = re.compile(r"\.jac:(\d+)")
+PY_AT = re.compile(r"\.jac\", line (\d+)")
+
+
+def failure(v: Verdict) -> tuple[int | None, str]:
+    """(line in the program or None, the one stderr line that names the cause) of a failed run:
+    the exception line (jaclang prints it first, Python last), not a frame or source excerpt."""
+    lines = [ln.strip() for ln in v.stderr.splitlines()]
+    meaningful = [ln for ln in lines if ln and not NOISE.match(ln)]
+    heads = [ln for ln in meaningful if HEADLINE.match(ln)]
+    if heads or meaningful:
+        why = re.sub(r"^✖\s*Error:\s*", "", (heads or meaningful)[-1])  # jaclang's own label
+    elif v.status == "exit" and v.exit_code:
+        why = f"exit code {v.exit_code}"
+    else:
+        why = v.status
+    jac = [int(m.group(1)) for ln in lines if (m := JAC_AT.search(ln))]
+    py = [int(m.group(1)) for ln in lines if (m := PY_AT.search(ln))]
+    return (jac[0] if jac else py[-1] if py else None), why
+
+
 @dataclasses.dataclass
 class BuildReport:
     built: list[dict]
@@ -64,10 +91,11 @@ def validate(drivers: list[Driver], executors: tuple[Executor, Executor]) -> Bui
     runs2 = second.run_many([d.text for d in drivers], timeout=TIMEOUT)
     ok: list[tuple[Driver, str]] = []
     for d, a, b in zip(drivers, runs1, runs2):
-        where = f"{d.path}:{d.hole_line}"
-        if not a.ran or not a.stdout.strip():
-            err = (a.stderr.strip().splitlines() or [a.status])[-1]
-            failures[d.id] = f"{d.path}:1: driver does not run clean ({a.status}): {err}"
+        if not a.ran:
+            line, why = failure(a)
+            failures[d.id] = f"{d.path}:{line or 1}: driver does not run clean ({a.status}): {why}"
+        elif not a.stdout.strip():
+            failures[d.id] = f"{d.path}:1: driver prints nothing (its stdout is empty)"
         elif a.stdout != b.stdout:
             failures[d.id] = f"{d.path}:1: nondeterministic stdout (differs between two runs)"
         else:
@@ -79,7 +107,8 @@ def validate(drivers: list[Driver], executors: tuple[Executor, Executor]) -> Bui
                                    executor=first)
         for (d, _), s in zip(ok, scored):
             if s.score != 1.0 and d.id not in failures:
-                why = (s.verdict.stderr.strip().splitlines() or [s.tier])[-1] if s.verdict else s.tier
+                why = (s.tier if s.verdict is None else "its stdout differs" if s.verdict.ran
+                       else failure(s.verdict)[1])
                 failures[d.id] = (f"{d.path}:{d.hole_line}: {name} scores {s.score} "
                                   f"({s.tier}), not 1.0: {why}")
     empties = first.run_many([splice(d.template, "") for d, _ in ok], timeout=TIMEOUT)

@@ -26,6 +26,13 @@ and writes `COMPLETE` last before moving into place; an artifact is reused only 
 has COMPLETE and its manifest's key equals the computed key — never because a name exists (P19).
 Adapters are never fused or quantized.
 
+The reward. rft, grpo and star grade with `cfg.reward_formula` (tiered | additive), a
+hyperparameter and so part of the key; its default is JACRL_REWARD_FORMULA (else tiered), read
+once when the config is created. Training passes it explicitly (GRPO: a
+`jacrl.reward.reward_function` bound to it), so the environment cannot change what a cached
+artifact was trained on. The per-task run timeout is in the task's answer record (hashed with the
+training data); the executor's limits are code (in the code version).
+
 metrics.jsonl: one JSON object per report, `{"event": "train"|"val", "stage", "iteration", ...}`.
 SFT train events: `train_loss`, `learning_rate`, `iterations_per_second`, `tokens_per_second`,
 `trained_tokens`, `peak_memory` (GB); val events: `val_loss`, `val_time`. GRPO train events add
@@ -66,7 +73,13 @@ from jacrl.evaluate import (
     sha256_bytes,
     versions,
 )
-from jacrl.reward import jac_behavioral, score_completions
+from jacrl.reward import (
+    FORMULAS,
+    check_formula,
+    default_formula,
+    reward_function,
+    score_completions,
+)
 
 COMPLETE = "COMPLETE"
 DEFAULT_OUT = "artifacts"
@@ -75,6 +88,13 @@ DEFAULT_OUT = "artifacts"
 def _f(default, help: str):
     """A knob: its default and its help text in one place (mlx-lm's style)."""
     return field(default=default, metadata={"help": help})
+
+
+def _formula(what: str):
+    """The reward formula knob, resolved when the config is created (so the key holds it)."""
+    return field(default_factory=default_formula, metadata={
+        "help": f"reward formula grading {what} ({' | '.join(FORMULAS)}); default: "
+                "JACRL_REWARD_FORMULA when the config is created, else tiered"})
 
 
 # -------------------------------------------------------------------------------------------
@@ -140,6 +160,10 @@ class GRPOConfig:
                                 "reference's was effectively off)")
     val_batches: int = _f(1, "validation batches when steps_per_eval > 0")
     seed: int = _f(0, "seed for LoRA init, batch order and rollouts")
+    reward_formula: str = _formula("the rollouts")
+
+    def __post_init__(self):
+        check_formula(self.reward_formula)
 
 
 @dataclass(frozen=True)
@@ -153,8 +177,12 @@ class RFTConfig:
                           " 0 = all distinct passing bodies")
     max_tokens: int = _f(512, "sampling token budget")
     seed: int = _f(0, "sampling seed")
+    reward_formula: str = _formula("the samples (matters when threshold < 1)")
     sft: SFTConfig = field(default_factory=SFTConfig,
                            metadata={"help": "the SFT run on the kept examples"})
+
+    def __post_init__(self):
+        check_formula(self.reward_formula)
 
 
 @dataclass(frozen=True)
@@ -168,8 +196,12 @@ class STaRConfig:
     per_task: int = _f(1, "most kept examples per task per round; 0 = all distinct")
     max_tokens: int = _f(512, "sampling token budget")
     seed: int = _f(0, "sampling seed")
+    reward_formula: str = _formula("the samples (matters when threshold < 1)")
     sft: SFTConfig = field(default_factory=SFTConfig,
                            metadata={"help": "the SFT run of every round"})
+
+    def __post_init__(self):
+        check_formula(self.reward_formula)
 
 
 ENV_PREFIX = {SFTConfig: "JACRL_SFT_", GRPOConfig: "JACRL_GRPO_", RFTConfig: "JACRL_RFT_",
@@ -635,18 +667,22 @@ def sft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None =
 
 
 def sample_verified(model, adapter, tasks: Sequence[dict], *, samples: int, temperature: float,
-                    threshold: float, per_task: int, max_tokens: int, seed: int) -> dict:
-    """Sample `samples` completions per task, grade them, keep those scoring >= threshold (their
-    template-aware extracted body, `Scored.body`), at most `per_task` distinct bodies per task
-    (0 = all distinct). Returns {"records", "kept", "total", "per_task": {id: kept}, "seconds"}."""
+                    threshold: float, per_task: int, max_tokens: int, seed: int,
+                    formula: str) -> dict:
+    """Sample `samples` completions per task, grade them with reward `formula`, keep those scoring
+    >= threshold (their template-aware extracted body, `Scored.body`), at most `per_task` distinct
+    bodies per task (0 = all distinct). Returns {"records", "kept", "total", "per_task": {id:
+    kept}, "reward_formula", "sample_s", ...}."""
     from jacrl.evaluate import load_model
 
+    check_formula(formula)
     t0 = time.time()
     lm, tok = load_model(model, adapter)
     outs = generate(lm, tok, [t["prompt"] for t in tasks], n=samples, temperature=temperature,
                     max_tokens=max_tokens, seed=seed)
     flat = [(i, s.text) for i, ss in enumerate(outs) for s in ss]
-    scored = score_completions([c for _, c in flat], [tasks[i]["answer"] for i, _ in flat])
+    scored = score_completions([c for _, c in flat], [tasks[i]["answer"] for i, _ in flat],
+                               formula=formula)
     records, counts, passing = [], {task_id(t): 0 for t in tasks}, 0
     seen: dict[int, set] = {}
     for (i, _), s in zip(flat, scored):
@@ -661,16 +697,17 @@ def sample_verified(model, adapter, tasks: Sequence[dict], *, samples: int, temp
         counts[task_id(tasks[i])] += 1
     return {"records": records, "kept": len(records), "passing": passing, "total": len(flat),
             "per_task": counts, "tasks_with_kept": sum(1 for v in counts.values() if v),
-            "sample_s": round(time.time() - t0, 2)}
+            "reward_formula": formula, "sample_s": round(time.time() - t0, 2)}
 
 
 def rft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
-        cfg: RFTConfig = RFTConfig(), out_root: str | os.PathLike = DEFAULT_OUT, *,
+        cfg: RFTConfig | None = None, out_root: str | os.PathLike = DEFAULT_OUT, *,
         parent: Artifact | None = None, condition: str = "rft",
         log: Callable[[str], None] = print) -> Artifact:
     """Rejection-sampling fine-tuning: sample from model (+ parent's adapter), keep verified
     bodies, SFT a fresh adapter on the base model. The key covers the sampling inputs (model,
     parent, tasks, config, seed), so a rerun skips sampling too. Raises when nothing passes."""
+    cfg = cfg if cfg is not None else RFTConfig()
     base = _resolve_base(model, parent)
     data = {"train_tasks": data_hash(train_tasks),
             "valid_tasks": data_hash(valid_tasks) if valid_tasks else None}
@@ -681,7 +718,8 @@ def rft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None =
         got = sample_verified(base, parent.adapter_path if parent else None, train_tasks,
                               samples=cfg.samples, temperature=cfg.temperature,
                               threshold=cfg.threshold, per_task=cfg.per_task,
-                              max_tokens=cfg.max_tokens, seed=cfg.seed)
+                              max_tokens=cfg.max_tokens, seed=cfg.seed,
+                              formula=cfg.reward_formula)
         log(f"rft: kept {got['kept']} of {got['total']} samples "
             f"({got['tasks_with_kept']}/{len(train_tasks)} tasks)")
         if not got["records"]:
@@ -722,11 +760,12 @@ def _rollout_concurrency(n: int):
 
 
 def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
-         cfg: GRPOConfig = GRPOConfig(), out_root: str | os.PathLike = DEFAULT_OUT, *,
+         cfg: GRPOConfig | None = None, out_root: str | os.PathLike = DEFAULT_OUT, *,
          parent: Artifact | None = None, condition: str = "grpo",
          log: Callable[[str], None] = print) -> Artifact:
     """GRPO with mlx-lm-lora and `jac_behavioral`. With `parent`, continues the parent's adapter
     (its LoRA shape wins over cfg.lora_*) and the KL reference is base + parent adapter."""
+    cfg = cfg if cfg is not None else GRPOConfig()
     base = _resolve_base(model, parent)
     records = [{"prompt": t["prompt"], "answer": t["answer"], "system": SYSTEM_PROMPT}
                for t in train_tasks]
@@ -740,7 +779,8 @@ def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
         if val:
             _write_jsonl(tmp / "data" / "valid.jsonl", val)
         summary = train_grpo(base, records, val, cfg, tmp, parent)
-        log(f"grpo: reward {summary['first_reward_mean']} -> {summary['last_reward_mean']}, "
+        log(f"grpo ({cfg.reward_formula}): reward {summary['first_reward_mean']} -> "
+            f"{summary['last_reward_mean']}, "
             f"kl {summary['last_kl']}, truncated {summary['truncated_mean']}")
         return {"stage": "grpo", "data": data, "hyperparameters": dataclasses.asdict(cfg),
                 "parent_path": str(parent.path) if parent else None, "summary": summary}
@@ -795,11 +835,12 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
         max_completion_length=cfg.max_completion_length, temperature=cfg.temperature,
         top_p=cfg.top_p, top_k=cfg.top_k, min_p=cfg.min_p, grpo_loss_type=cfg.loss_type)
     rollout = cfg.rollout_batch or batch * cfg.group_size
+    reward = reward_function(cfg.reward_formula)  # bound: the env var is not read mid-training
     t0 = time.time()
     with _rollout_concurrency(rollout):
         _train_grpo(model=policy, ref_model=ref, tokenizer=tok,
                     optimizer=optim.Adam(learning_rate=cfg.learning_rate),
-                    train_dataset=train_ds, val_dataset=val_ds, reward_funcs=[jac_behavioral],
+                    train_dataset=train_ds, val_dataset=val_ds, reward_funcs=[reward],
                     args=args, training_callback=metrics, end_answer_token="")
     wall = time.time() - t0
     tr = metrics.train
@@ -810,6 +851,7 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
 
     return {
         "adapter": acfg, "adapter_inherited_from": parent.key if parent else None,
+        "reward_formula": reward.formula,
         "batch_size": batch, "rollout_batch": rollout, "trainable_params": _trainable(policy),
         "max_prompt_tokens": max(prompt_tokens),
         "reference_model": "base + parent adapter" if (ref is not None and parent) else
@@ -824,11 +866,12 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
 
 
 def star(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
-         cfg: STaRConfig = STaRConfig(), out_root: str | os.PathLike = DEFAULT_OUT, *,
+         cfg: STaRConfig | None = None, out_root: str | os.PathLike = DEFAULT_OUT, *,
          condition: str = "star", log: Callable[[str], None] = print) -> list[Artifact]:
     """STaR: round 0 = gold SFT; round r = sample from round r-1's model, keep verified bodies,
     add them to everything kept so far (exact duplicates dropped), SFT from the original base.
     Returns one artifact per round; each round's key chains the previous round's key."""
+    cfg = cfg if cfg is not None else STaRConfig()
     base = _resolve_base(model, None)
     gold = gold_records(train_tasks)
     valid_records, valid_source = _valid_records(valid_tasks, gold)
@@ -850,7 +893,7 @@ def star(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
             got = sample_verified(base, prev.adapter_path, train_tasks, samples=cfg.samples,
                                   temperature=cfg.temperature, threshold=cfg.threshold,
                                   per_task=cfg.per_task, max_tokens=cfg.max_tokens,
-                                  seed=cfg.seed + r)
+                                  seed=cfg.seed + r, formula=cfg.reward_formula)
             seen = {json.dumps(x, sort_keys=True) for x in prior}
             fresh = [x for x in got["records"] if json.dumps(x, sort_keys=True) not in seen]
             train_records = prior + fresh
@@ -928,7 +971,10 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """`jacrl train STAGE ...`: train (or reuse) one artifact and print its path and key."""
     cls = CONFIGS[args.stage]
-    cfg = configure(configure(cls(), env=os.environ), _parse_sets(args.sets))
+    try:
+        cfg = configure(configure(cls(), env=os.environ), _parse_sets(args.sets))
+    except (KeyError, ValueError) as e:  # bad knob or value: one line, no traceback
+        raise SystemExit(f"jacrl train: {e.args[0] if e.args else e}") from None
     if args.show_config:
         print(config_help(cls))
         print(json.dumps(dataclasses.asdict(cfg), indent=1))

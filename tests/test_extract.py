@@ -7,8 +7,8 @@ from conftest import HARNESS
 from variants import variants
 
 from jacrl.drivers import parse_driver
-from jacrl.extract import code_blocks, dedent, extract_body, splice
-from jacrl.jacsyntax import code_mask, headers, match_brace
+from jacrl.extract import answer_text, code_blocks, dedent, extract_body, splice
+from jacrl.jacsyntax import code_mask, has_code, headers, match_brace
 
 DRIVERS = [parse_driver(p) for p in HARNESS]
 
@@ -122,3 +122,79 @@ def test_nested_quotes_in_fstrings_and_block_comments_are_masked():
     assert [(h.name, src[h.brace]) for h in headers(src, mask)] == [("f", "{"), ("g", "{")]
     assert mask[match_brace(mask, src.index("{"))] == "}" and match_brace(mask, src.index("{")) \
         == src.index("}\ndef g")
+
+
+# a body's first line at the margin, later lines deeper: a second dedent must not cut them again
+CRAFTED = [
+    "x = foo(\n    a,\n    b);",
+    "    x = [\n        1,\n        2];",
+    "for x in y {\n        a;\n    }",  # an answer that was .strip()ped
+    "x = 1;\n    y = 2;",
+    's = """\n  kept\n    as is""";\n    return s;',  # a multi-line string
+    '    s = """a\n        b""";\n    return s;',
+    "\tif x {\n\t\ty;\n\t}",  # tabs
+    "\tx = f(\n\t\ta);",
+]
+
+
+def test_dedent_is_idempotent():
+    from conftest import ROOT
+
+    from jacrl.tasks import read_tasks
+
+    golds = [t["meta"]["gold"] for t in read_tasks(ROOT / "data" / "tasks.jsonl")]
+    assert len(golds) >= 200
+    for text in golds + CRAFTED:
+        once = dedent(text)
+        assert dedent(once) == once, text
+    assert dedent(CRAFTED[0]) == CRAFTED[0]  # a continuation line is not a lost indentation
+    assert dedent(CRAFTED[1]) == "x = [\n    1,\n    2];"
+    assert dedent(CRAFTED[2]) == "for x in y {\n    a;\n}"
+    assert dedent(CRAFTED[4]) == 's = """\n  kept\n    as is""";\nreturn s;'
+    assert dedent(CRAFTED[6]) == "if x {\n\ty;\n}"
+
+
+def test_gold_is_exactly_similar_to_itself_on_every_task():
+    from conftest import ROOT
+
+    from jacrl.reward import Hole, body_similarity
+    from jacrl.tasks import read_tasks
+
+    for t in read_tasks(ROOT / "data" / "tasks.jsonl"):
+        hole = Hole.from_answer(t["answer"])
+        gold = hole.gold
+        assert body_similarity(gold, gold) == 1.0, hole.id
+        # what the reward compares: the body extracted from the gold answer vs the gold
+        for body in (dedent(gold), gold.strip(), extract_body(f"```jac\n{gold}\n```", hole.unit)):
+            assert body_similarity(body, gold) == 1.0, hole.id
+    for text in CRAFTED:
+        assert body_similarity(dedent(text), text) == 1.0, text
+
+
+def test_thinking_is_never_the_answer():
+    d = next(d for d in DRIVERS if d.id == "syn_harness_collatz_steps")
+    gold = f"```jac\n{d.gold}\n```"
+    assert answer_text("<think>a</think>\n<answer>b</answer>") == "b"
+    assert answer_text("<think>a</think>\n<answer>b") == "b"  # truncated answer
+    assert answer_text("a </think> b") == " b"  # <think> was opened by the chat template
+    # an unclosed <think>, even around a correct fence, leaves no answer
+    assert extract_body(f"<think>\nMaybe:\n{gold}\n", d.unit) == ""
+    assert extract_body("<think>```jac\nreturn 1;\n```</think>", d.unit) == ""
+    assert extract_body("<think>x</think><answer></answer>", d.unit) == ""
+    assert code_blocks(f"<think>```jac\nreturn 0;\n```</think>{gold}") == [d.gold + "\n"]
+
+
+@pytest.mark.parametrize("body", [
+    "", "# TODO: write the body for this unit", "# ...", "# step 1\n\n# step 2", "pass", "pass;",
+    "...", "...;", "{}", "{ }", "#* block\ncomment *#", "{ pass; }\n# x\n...\n;",
+])
+def test_no_code_once_comments_and_placeholders_go(body):
+    d = DRIVERS[0]
+    for completion in (body, f"```jac\n{body}\n```"):
+        assert not has_code(extract_body(completion, d.unit)), completion
+
+
+@pytest.mark.parametrize("body", ['return "# x";', '"pass";', 'x = "...";', "x = ...;",
+                                  "passes = 1;", "return;", "#* c *# return 1;"])
+def test_a_statement_is_code_even_with_comment_or_placeholder_text(body):
+    assert has_code(body)

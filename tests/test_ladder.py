@@ -99,6 +99,77 @@ def test_plan_runs_nothing_and_keys_are_stable(data_dir, tmp_path, capsys):
     assert ladder.make_cell(**{**one, "results": str(res / "x.jsonl")}).key == k0
 
 
+GRPO_CONDITIONS = [c for c, v in ladder.CONDITIONS.items() if v.grpo]
+
+
+def test_reward_formula_keys_grpo_cells_only(data_dir, tmp_path, monkeypatch, capsys):
+    """`JACRL_REWARD_FORMULA=additive jacrl ladder plan` re-keys the GRPO cells only."""
+    assert set(GRPO_CONDITIONS) >= {"sft_grpo", "raw_grpo", "sft_grpo_tuned"}
+    argv = ["ladder", "plan", "--rungs", "1", "--conditions", ",".join(ladder.CONDITIONS),
+            "--iters", "4", "--data-dir", data_dir, "--results", str(tmp_path / "r")]
+
+    def plan_keys() -> dict[str, str]:
+        assert ladder.main(argv) == 0
+        out = capsys.readouterr().out
+        return {c: next(w[4:] for w in out.split() if w.startswith("key=") and f"-{c}-" in w)
+                for c in ladder.CONDITIONS}
+
+    monkeypatch.delenv("JACRL_REWARD_FORMULA", raising=False)
+    default = plan_keys()
+    monkeypatch.setenv("JACRL_REWARD_FORMULA", "additive")
+    additive = plan_keys()
+    for c in ladder.CONDITIONS:
+        assert (default[c] != additive[c]) == (c in GRPO_CONDITIONS), c
+    # the same cells by parameter (flag, notebook parameter, --set) under the default env
+    monkeypatch.delenv("JACRL_REWARD_FORMULA")
+    assert plan_keys() == default
+    argv += ["--reward-formula", "additive"]
+    assert plan_keys() == additive
+    cfg = ladder.config_from_args(_args(*argv[1:]))
+    cmd = ladder.command(cfg, next(c for c in ladder.plan(cfg) if c.condition == "raw_grpo"))
+    i = cmd.index("reward_formula")
+    assert cmd[i - 1:i + 2] == ["-r", "reward_formula", "additive"]  # papermill parameter
+    one = {"rung": "1", "model": "jac-tiny", "data_dir": data_dir, "sft_iters": 4,
+           "grpo_iters": 4, "env": {}}
+    for c in ladder.CONDITIONS:
+        cell = ladder.make_cell(condition=c, reward_formula="additive", **one)
+        assert cell.key == additive[c]
+        if c in GRPO_CONDITIONS:
+            assert cell.grpo["reward_formula"] == cell.reward_formula == "additive"
+            assert cell.params()["reward_formula"] == "additive"  # the notebook gets it resolved
+            assert ladder.make_cell(condition=c, grpo_set={"reward_formula": "additive"},
+                                    **one).key == additive[c]
+        else:
+            assert cell.reward_formula == "" and cell.params()["reward_formula"] == ""
+
+
+def test_unknown_reward_formula_is_a_one_line_error(data_dir, monkeypatch, capsys):
+    one = {"rung": "1", "model": "jac-tiny", "condition": "raw_grpo", "data_dir": data_dir}
+    for bad in ({"reward_formula": "v3"}, {"env": {"JACRL_REWARD_FORMULA": "v3"}},
+                {"grpo_set": {"reward_formula": "v3"}}):
+        with pytest.raises(ValueError, match="v3.*choose from tiered, additive") as e:
+            ladder.make_cell(**one, **bad)
+        assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="unknown reward formula 'v3'"):
+        ladder.validate(ladder.LadderConfig(reward_formula="v3"))
+    with pytest.raises(SystemExit):
+        ladder.main(["ladder", "plan", "--reward-formula", "v3"])
+    assert "invalid choice: 'v3'" in capsys.readouterr().err
+    monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")  # base and sft cells never grade rollouts
+    assert ladder.make_cell(**{**one, "condition": "sft"}, env=os.environ).reward_formula == ""
+
+
+def test_rows_record_the_training_reward_formula(tiny, data_dir):
+    """evaluate_cell's rows name the formula the cell trained with (None without GRPO)."""
+    kw = {"rung": "1", "model": tiny, "data_dir": data_dir, "gen_limit": 1, "mem_limit": 1,
+          "n": 0, "k": "1", "max_tokens": 8, "reward_formula": "additive", "env": {}}
+    for cond, want in (("raw_grpo", "additive"), ("sft", None)):
+        rows = ladder.evaluate_cell(ladder.make_cell(condition=cond, **kw), {}, progress=False)
+        assert [r["kind"] for r in rows] == ["gen", "mem"]
+        assert all(r["reward_formula"] == want for r in rows)
+        assert all((r["ladder"]["grpo"] or {}).get("reward_formula") == want for r in rows)
+
+
 # -------------------------------------------------------------------------------------------
 # rows and the show table (synthetic rows; no model)
 # -------------------------------------------------------------------------------------------

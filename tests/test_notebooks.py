@@ -141,6 +141,7 @@ def test_30_training(trained):
     assert mem["tasks"] == 1 and mem["n"] == 0 and mem["tag"].endswith("/sft/mem")
     assert gen["artifact"] == json.loads((art / "manifest.json").read_text())["key"]
     assert gen["ladder"]["sft"]["iters"] == 3 and len(gen["per_task"]) == 2
+    assert gen["reward_formula"] is None  # no GRPO stage: trained without the reward
     assert images(nb) >= 1  # the training curves
 
 

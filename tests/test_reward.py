@@ -112,3 +112,23 @@ def test_registered_in_mlx_lm_lora_and_loadable_by_path(harness):
     fn = registry.get_reward_function("jac_behavioral")
     d, answer = harness["text_harness_json_braces"]
     assert fn(["p"], [f"```jac\n{d.gold}\n```"], [answer]) == [1.0]
+
+
+# bodies with no code once comments, blank lines and placeholders are removed
+NO_CODE = ["# TODO: write the body for this unit", "# ...", "# compute the steps\n\n# return them",
+           "pass", "pass;", "...", "{}", "#* the loop\n   goes here *#", "{ pass; }\n# ...\n...;"]
+
+
+def test_no_code_scores_zero_and_is_never_run(harness, executor):
+    for tid, (d, answer) in harness.items():
+        completions = NO_CODE + [f"```jac\n{b}\n```" for b in NO_CODE] + [
+            f"<think>\n```jac\n{d.gold}\n```\n",  # an unclosed thought: no answer at all
+            f"<think>\n{d.gold}\n</think>\n"]  # only thinking
+        scored = score_completions(completions, [answer], executor=executor)
+        for c, s in zip(completions, scored):
+            assert (s.score, s.tier, s.verdict) == (0.0, "empty", None), (tid, c)
+    # one honest statement (comment text inside a string is still code) is run and earns credit
+    d, answer = harness["syn_harness_collatz_steps"]
+    for body in ('return "# x";', "return 0;", "```jac\n# a guess\nreturn n;\n```"):
+        s = score_completions([body], [answer], executor=executor)[0]
+        assert s.verdict is not None and s.tier == "runs" and s.score > 0.4, (body, s)

@@ -100,3 +100,30 @@ def test_answer_record_round_trips_through_the_reward(harness_tasks):
     for t in harness_tasks:
         meta = json.loads(t["answer"])
         assert score_completions([f"```jac\n{meta['gold']}\n```"], [t["answer"]])[0].score == 1.0
+
+
+def _driver(tid: str, head: str, entry: str) -> str:
+    return (f"# Source: apps/harness\n{head}\n"
+            "def double(x: int) -> int {\n"
+            f'    # >>>HOLE id="{tid}" instruction="Return twice x."\n'
+            "    return x * 2;\n"
+            "    # <<<HOLE\n"
+            "}\n\n"
+            f"with entry {{\n    {entry}\n}}\n")
+
+
+def test_build_errors_name_the_real_cause(tmp_path):
+    drivers = tmp_path / "drivers"
+    drivers.mkdir()
+    nomod = drivers / "syn_bad_nomod.jac"
+    nomod.write_text(_driver("syn_bad_nomod", "import nosuchmod;\n", "print(double(2));"))
+    silent = drivers / "syn_bad_silent.jac"
+    silent.write_text(_driver("syn_bad_silent", "", "double(2);"))
+    out = tmp_path / "data"
+    report = build_tasks(drivers, out)
+    assert report.failures == [
+        f"{nomod}:2: driver does not run clean (runtime_error): "
+        "Error: No module named 'nosuchmod'",
+        f"{silent}:1: driver prints nothing (its stdout is empty)",
+    ]
+    assert not out.exists() or not any(out.iterdir())

@@ -13,7 +13,7 @@ import pytest
 
 from jacrl import evaluate as ev
 from jacrl import train as tr
-from jacrl.reward import score_completions
+from jacrl.reward import jac_behavioral, reward_function, score_completions
 
 # Enough to make jac-tiny memorize one body. jac-tiny is a weak model (val loss 6.6) and LoRA learns
 # slowly on it; with LoRA on q/k too, or LRs above ~3e-4 at scale 20, the loss spikes every few
@@ -135,22 +135,26 @@ def test_content_addressing_reuses_and_retrains(tiny, harness_tasks, out_root):
     assert loaded.key == redone.key and loaded.base_model == redone.base_model
 
 
-def test_rft_keeps_only_verified_samples(tiny, one_task, harness_tasks, memorized, out_root):
+def test_rft_keeps_only_verified_samples(tiny, one_task, harness_tasks, memorized, out_root,
+                                        monkeypatch):
     other = next(t for t in harness_tasks if t is not one_task)
     cfg = tr.RFTConfig(samples=4, temperature=0.2, threshold=1.0, per_task=0, max_tokens=128,
                        sft=QUICK)
+    monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")  # grading must use cfg's, not read this
     t0 = time.time()
     art = tr.rft(tiny, [one_task, other], None, cfg, out_root, parent=memorized)
     print(f"\nRFT (2 tasks x 4 samples + {QUICK.iters} SFT iters): {time.time() - t0:.1f}s")
     info = art.manifest["rft"]
     assert info["total"] == 8 and 1 <= info["kept"] <= info["passing"] <= 8
+    assert info["reward_formula"] == cfg.reward_formula
     assert info["per_task"][json.loads(other["answer"])["id"]] == 0  # never saw its gold
     assert art.manifest["key_parts"]["parent"] == memorized.key
     kept = [json.loads(x) for x in (art.path / "data" / "train.jsonl").read_text().splitlines()]
     assert len(kept) == info["kept"]
     answers = {r["prompt"]: r["answer"] for r in (one_task, other)}
     scored = score_completions([k["messages"][2]["content"] for k in kept],
-                               [answers[k["messages"][1]["content"]] for k in kept])
+                               [answers[k["messages"][1]["content"]] for k in kept],
+                               formula=cfg.reward_formula)
     assert all(s.score == 1.0 for s in scored)  # only verified bodies were stored
 
 
@@ -191,13 +195,14 @@ def test_grpo_chains_from_sft(tiny, harness_tasks, memorized, one_task, out_root
     assert s["reference_model"] == "base + parent adapter"
 
 
-def test_star_rounds_chain_and_accumulate(tiny, one_task, out_root):
+def test_star_rounds_chain_and_accumulate(tiny, one_task, out_root, monkeypatch):
     cfg = tr.STaRConfig(rounds=1, samples=2, temperature=1.0, max_tokens=48, sft=QUICK)
+    monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")  # grading must use cfg's, not read this
     arts = tr.star(tiny, [one_task], None, cfg, out_root)
     assert len(arts) == 2 and arts[0].path.name.startswith("star0-")
     r1 = arts[1].manifest
     assert r1["key_parts"]["parent"] == arts[0].key and r1["round"] == 1
-    assert r1["rft"]["total"] == 2
+    assert r1["rft"]["total"] == 2 and r1["rft"]["reward_formula"] == cfg.reward_formula
     train = (arts[1].path / "data" / "train.jsonl").read_text().splitlines()
     assert len(train) == 1 + r1["data"]["new_examples"]  # gold + new verified bodies
     assert [a.key for a in tr.star(tiny, [one_task], None, cfg, out_root)] == [a.key for a in arts]
@@ -215,3 +220,90 @@ def test_configure_overrides_and_env():
     assert tr.SFTConfig().iters == 200 and tr.GRPOConfig().learning_rate == 1e-6
     assert all("help" in f.metadata for f in tr.dataclasses.fields(tr.GRPOConfig))
     assert "beta" in tr.config_help(tr.GRPOConfig)
+
+
+# -------------------------------------------------------------------------------------------
+# the reward formula is a keyed hyperparameter, never read from the environment mid-training
+# -------------------------------------------------------------------------------------------
+
+REWARD_CONFIGS = (tr.GRPOConfig, tr.RFTConfig, tr.STaRConfig)
+
+
+def test_formula_default_follows_env_at_creation_only(monkeypatch):
+    monkeypatch.delenv("JACRL_REWARD_FORMULA", raising=False)
+    assert [c().reward_formula for c in REWARD_CONFIGS] == ["tiered"] * 3
+    monkeypatch.setenv("JACRL_REWARD_FORMULA", "additive")
+    made = [c() for c in REWARD_CONFIGS]
+    assert [c.reward_formula for c in made] == ["additive"] * 3
+    monkeypatch.setenv("JACRL_REWARD_FORMULA", "tiered")
+    assert [c.reward_formula for c in made] == ["additive"] * 3  # not re-read later
+    assert tr.from_dict(tr.GRPOConfig, tr.dataclasses.asdict(made[0])).reward_formula == "additive"
+    env = {"JACRL_GRPO_REWARD_FORMULA": "additive"}  # the per-stage variable works too
+    assert tr.configure(tr.GRPOConfig(), env=env).reward_formula == "additive"
+    assert not hasattr(tr.SFTConfig(), "reward_formula")  # SFT never calls the reward
+
+
+def test_formula_is_part_of_the_artifact_key(tiny):
+    from jacrl.models import resolve
+
+    base = resolve(tiny)
+    for cls in REWARD_CONFIGS:
+        keys = {f: tr.artifact_key(tr._key_parts("c", "s", base, {"train": "x"},
+                                                 cls(reward_formula=f), None))
+                for f in ("tiered", "additive")}
+        assert keys["tiered"] != keys["additive"], cls.__name__
+
+
+def test_unknown_formula_is_a_one_line_error(monkeypatch):
+    for make in (lambda: tr.GRPOConfig(reward_formula="v3"),
+                 lambda: tr.configure(tr.RFTConfig(), {"reward_formula": "v3"}),
+                 lambda: tr.STaRConfig(reward_formula=""),
+                 lambda: reward_function("v3")):
+        with pytest.raises(ValueError, match="choose from tiered, additive") as e:
+            make()
+        assert "\n" not in str(e.value)
+    with pytest.raises(SystemExit, match=r"^jacrl train: unknown reward formula 'v3'; choose "
+                                         r"from tiered, additive$"):
+        tr.run(tr.build_parser().parse_args(["grpo", "--set", "reward_formula=v3"]))
+    monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")
+    with pytest.raises(ValueError, match=r"^JACRL_REWARD_FORMULA='v3' is not a reward formula"):
+        tr.GRPOConfig()
+    with pytest.raises(SystemExit, match="JACRL_REWARD_FORMULA='v3'"):
+        tr.run(tr.build_parser().parse_args(["rft", "--show-config"]))
+
+
+def test_bound_reward_ignores_the_env_at_call_time(harness, monkeypatch):
+    d, answer = harness["osp_harness_tally_walker"]
+    completions = [d.gold, "return 0;"]
+    want = {f: [s.score for s in score_completions(completions, [answer], formula=f)]
+            for f in ("tiered", "additive")}
+    assert want["tiered"] != want["additive"]
+    monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")  # any read of it now raises
+    for f in ("tiered", "additive"):
+        fn = reward_function(f)
+        assert fn.__name__ == "jac_behavioral" and fn.formula == f  # mlx-lm-lora's metric name
+        got = fn(prompts=["p"] * 2, completions=completions, answer=[answer] * 2, types=None)
+        assert got == want[f]
+    with pytest.raises(ValueError, match="JACRL_REWARD_FORMULA"):
+        jac_behavioral(["p"], [d.gold], [answer])  # unbound: the env default, read now
+
+
+def test_grpo_artifact_keyed_by_formula_not_env(tiny, harness_tasks, out_root, monkeypatch):
+    """A 1-step GRPO per formula: the other formula's cached artifact is never reused, and
+    training never reads JACRL_REWARD_FORMULA (set to garbage while it runs)."""
+    tiered = tr.GRPOConfig(iters=1, learning_rate=1e-4, beta=0.0, group_size=2,
+                           max_completion_length=16, lora_layers=1, lora_rank=4,
+                           grad_checkpoint=False, steps_per_report=1, reward_formula="tiered")
+    additive = tr.dataclasses.replace(tiered, reward_formula="additive")
+    monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")
+    t = tr.grpo(tiny, harness_tasks[:1], None, tiered, out_root, condition="formula")
+    a = tr.grpo(tiny, harness_tasks[:1], None, additive, out_root, condition="formula")
+    assert not t.reused and not a.reused and a.key != t.key and a.path != t.path
+    for art, f in ((t, "tiered"), (a, "additive")):
+        m = art.manifest
+        assert m["key_parts"]["hyperparameters"]["reward_formula"] == f
+        assert m["summary"]["reward_formula"] == f
+        rows = [json.loads(x) for x in (art.path / "metrics.jsonl").read_text().splitlines()]
+        assert any("train_jac_behavioral_mean" in r for r in rows)
+    again = tr.grpo(tiny, harness_tasks[:1], None, tiered, out_root, condition="formula")
+    assert again.reused and again.key == t.key

@@ -27,6 +27,7 @@ def variants(d: Driver) -> dict[str, str]:
     unit = whole_unit(d)
     # truncated echo: the file up to just after the unit, fence never closed
     cut = echoed_clean.index(unit) + len(unit) + 1  # just past this unit's closing brace
+    decoy = f"{d.unit.signature} {{\n    return None;\n}}"  # the hole's own unit, wrong body
     out = {
         "bare": gold,
         "bare_stripped": gold.strip(),
@@ -39,6 +40,18 @@ def variants(d: Driver) -> dict[str, str]:
         "whole_driver": f"```jac\n{echoed}\n```",
         "whole_driver_clean": f"Sure, the complete file:\n```jac\n{echoed_clean}\n```\nDone.",
         "truncated_echo": f"```jac\n{echoed_clean[:cut]}\nwith entry {{\n    print(",
+        # mlx-lm-lora's GRPO format: thinking first, then the answer in tags
+        "think_answer_fence": (f"<think>\nLoop, then return.\n</think>\n"
+                               f"<answer>\n```jac\n{gold}\n```\n</answer>"),
+        "answer_inline_fence": f"<think>short</think><answer>```jac\n{gold}\n```</answer>",
+        "answer_bare": f"<answer>\n{gold}\n</answer>",
+        "answer_unclosed": f"<think>\nok\n</think>\n<answer>\n```jac\n{gold}\n",
+        # a thought holding fences, a decoy unit and stray braces: never the answer
+        "think_with_junk": (f"<think>\nFirst try:\n```jac\n{decoy}\n```\n```\n}} {{ return;\n"
+                            f"</think>\n<answer>\n```jac\n{gold}\n```\n</answer>"),
+        # a chat template that opened <think> in the prompt: only its close is generated
+        "think_opened_by_prompt": (f"{decoy}\n```jac\nreturn 0;\n```\n</think>\n\n"
+                                   f"```jac\n{gold}\n```"),
     }
     if not d.unit.partial:
         out["whole_unit"] = f"```jac\n{unit}\n```"

@@ -1,0 +1,172 @@
+"""Where the fork server runs: inside a bubblewrap sandbox, so model-written code sees the
+interpreter and nothing else of the machine.
+
+The sandbox (bubblewrap, Debian `bubblewrap`; it uses the kernel's user namespaces, so it works as
+root and as a normal user) shows read-only: /usr (and the /bin, /lib… links), the dynamic linker's
+cache and the time zone, the interpreter's prefix, the venv and its site-packages (wherever they
+live), and the server script; writable: only fresh tmpfs (/tmp, /var/tmp). No project tree, no
+home directory, no other process (own pid namespace), no network (own net namespace), an empty
+environment, no capabilities. As root the sandbox runs as SANDBOX_UID, an id no user has: nothing
+of root's is its own, and the per-user process limit applies (it never does to uid 0). Python dirs
+that uid could not reach (pyenv under a 0700 /root) are first bind-mounted, by a small root
+launcher in a mount namespace of its own, under a tmpfs it can reach (`_stage_and_exec`).
+
+Isolation levels (recorded in every result row and benchmark):
+- `sandbox`: the above, and inside it every job in namespaces of its own (see `jobserver`).
+- `namespaces`: no bubblewrap; jobs still get their own pid/mount/net namespaces and private /tmp
+  but see the whole filesystem with your permissions.
+- `rlimits-only`: neither (macOS, or user namespaces disabled): resource limits, a temp dir and a
+  process group. Not a sandbox.
+Below `sandbox`, the executor refuses to start unless JACRL_ALLOW_UNSANDBOXED=1.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import site
+import sys
+from pathlib import Path
+
+LEVELS = ("sandbox", "namespaces", "rlimits-only")
+ALLOW_ENV = "JACRL_ALLOW_UNSANDBOXED"
+SANDBOX_UID = 2_100_000_000  # far from ids that users, containers or older jacrl (200000+) use
+SERVER_PATH = "/run/jacrl/jobserver.py"
+STAGE = "/tmp"  # covered by a tmpfs in the root launcher's own mount namespace
+SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+                "/etc/alternatives")
+RISK = ("model-written code then runs with your permissions: it can read your files (the task "
+        "answers included), write them, see your processes and reach the network")
+
+
+class SandboxUnavailable(RuntimeError):
+    """No sandbox here, and running without one was not allowed explicitly."""
+
+
+def allowed_unsandboxed() -> bool:
+    return os.environ.get(ALLOW_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def bwrap() -> str | None:
+    return shutil.which("bwrap") if sys.platform.startswith("linux") else None
+
+
+def why_unsandboxed() -> str | None:
+    """None when a sandbox can be had here, else the one-line reason."""
+    if not sys.platform.startswith("linux"):
+        return f"no sandbox on {sys.platform} (bubblewrap needs Linux namespaces)"
+    if bwrap() is None:
+        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    return None
+
+
+def refuse(reason: str) -> SandboxUnavailable:
+    return SandboxUnavailable(f"{reason}; set {ALLOW_ENV}=1 to run without a sandbox anyway "
+                              f"({RISK})")
+
+
+def _project_root() -> Path | None:
+    """The checkout this package runs from, when it is one (editable install)."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "data").is_dir() or (root / "drivers").is_dir() else None
+
+
+def python_dirs() -> list[str]:
+    """The directories the interpreter needs: prefixes, site-packages, the executable's dir, each
+    also under its resolved path (symlinks inside point there)."""
+    dirs = [sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix,
+            os.path.dirname(sys.executable), *site.getsitepackages()]
+    out: list[str] = []
+    for d in dirs:
+        for p in (os.path.abspath(d), os.path.realpath(d)):
+            if os.path.isdir(p) and p not in out:
+                out.append(p)
+    # a directory inside another one is bound with it
+    out = [p for p in out if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in out)]
+    project = _project_root()
+    for p in out:
+        if project is not None and (project == Path(p) or Path(p) in project.parents):
+            raise SandboxUnavailable(f"the sandbox would expose the project tree {project}: the "
+                                     f"Python environment {p} contains it; use a venv outside it")
+    return out
+
+
+class Launch:
+    """The fork server's command line and the file descriptors it needs."""
+
+    def __init__(self, server_script: str, args: list[str], hash_seed: int | None):
+        self.fds: list[int] = []
+        as_root = os.geteuid() == 0
+        py = os.path.abspath(sys.executable)
+        argv = [bwrap() or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-net",
+                "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
+                "--new-session", "--clearenv", "--cap-drop", "ALL",
+                "--setenv", "PATH", "/usr/bin:/bin:" + os.path.dirname(py),
+                "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", "/tmp"]
+        if hash_seed is not None:
+            argv += ["--setenv", "PYTHONHASHSEED", str(hash_seed)]
+        for name in SYSTEM_DIRS:
+            host = "/" + name
+            if os.path.islink(host):
+                argv += ["--symlink", os.readlink(host), host]
+            elif os.path.isdir(host):
+                argv += ["--ro-bind", host, host]
+        for f in SYSTEM_FILES:
+            if os.path.exists(f):
+                argv += ["--ro-bind", f, f]
+        dirs = python_dirs()
+        for i, d in enumerate(dirs):
+            argv += ["--ro-bind", f"{STAGE}/{i}" if as_root else d, d]
+        argv += ["--ro-bind-data", str(self._script(server_script)), SERVER_PATH,
+                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp",
+                 "--tmpfs", "/dev/shm", "--remount-ro", "/", "--chdir", "/tmp",
+                 py, "-s", "-B", SERVER_PATH, *args]
+        if as_root:
+            plan = {"uid": SANDBOX_UID, "dirs": dirs, "argv": argv}
+            argv = [py, "-s", "-B", os.path.abspath(__file__), json.dumps(plan)]
+        self.argv = argv
+
+    def _script(self, path: str) -> int:
+        fd = os.memfd_create("jobserver.py")
+        os.write(fd, Path(path).read_bytes())
+        os.lseek(fd, 0, os.SEEK_SET)
+        self.fds.append(fd)
+        return fd
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+
+def _stage_and_exec(plan: dict) -> None:
+    """As root, in a process of its own: a private mount namespace in which each Python dir is
+    bind-mounted at STAGE/<i> on a fresh 0755 tmpfs, then become SANDBOX_UID and exec bubblewrap
+    (which binds STAGE/<i> back at the dir's real path inside the sandbox)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None):
+        enc = (lambda x: x.encode() if x is not None else None)
+        if libc.mount(enc(src), enc(target), enc(fstype), flags, enc(data)) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"mount {target}: {os.strerror(err)}")
+
+    ms_bind, ms_rec, ms_private = 0x1000, 0x4000, 0x40000
+    os.unshare(os.CLONE_NEWNS)
+    mount(None, "/", None, ms_rec | ms_private, None)
+    mount("tmpfs", STAGE, "tmpfs", 0, "size=1m,mode=755")
+    for i, d in enumerate(plan["dirs"]):
+        os.mkdir(f"{STAGE}/{i}", 0o755)
+        mount(d, f"{STAGE}/{i}", None, ms_bind | ms_rec, None)
+    uid = plan["uid"]
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    os.execv(plan["argv"][0], plan["argv"])
+
+
+if __name__ == "__main__":
+    _stage_and_exec(json.loads(sys.argv[1]))
