@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from jacrl.sandbox import SandboxUnavailable
+
 
 def _build_tasks(args: argparse.Namespace) -> int:
     from jacrl.tasks import build_tasks
@@ -82,6 +84,9 @@ def _mine(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="jacrl", description=__doc__)
+    ap.add_argument("--allow-unsandboxed", action="store_true",
+                    help="run model-written code even where no sandbox is available (it can then "
+                         "read and write your files; same as JACRL_ALLOW_UNSANDBOXED=1)")
     sub = ap.add_subparsers(dest="verb", required=True)
 
     p = sub.add_parser("build-tasks", help="validate drivers/ and write data/tasks.jsonl")
@@ -133,11 +138,19 @@ MLX_VERBS = ("tiny-model", "train", "eval", "generate", "ladder", "demo")
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.allow_unsandboxed:  # the environment carries it to ladder cells and re-execs
+        import os
+
+        os.environ["JACRL_ALLOW_UNSANDBOXED"] = "1"
     if args.verb in MLX_VERBS:
         from jacrl.models import ensure_fast_blas
 
         ensure_fast_blas()  # Linux: re-exec with OpenBLAS preloaded (only works at process start)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except SandboxUnavailable as e:
+        print(f"jacrl {args.verb}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

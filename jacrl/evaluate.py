@@ -31,6 +31,7 @@ Row fields (percentages are 0-100, 2 dp; counts are over the `tasks` evaluated):
 | `by_family` | {family: [greedy passes, tasks]} |
 | `n`, `temperature`, `seed`, `max_tokens` | sampling settings |
 | `artifact` | the adapter's content key (from its manifest.json), "" otherwise |
+| `isolation` | the executor's isolation level when grading: sandbox, namespaces or rlimits-only |
 | `provenance` | git commit, code hash, versions, model/adapter/data hashes, time |
 | `seconds` | wall time of load / greedy / sample / grade |
 | `per_task` | [{id, family, greedy_exact, greedy_tier, osim, truncated, samples_correct, samples_ran, deploy}] |
@@ -425,6 +426,9 @@ def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None, *, n: 
     tasks = _tasks(tasks)
     if not tasks:
         raise ValueError("no tasks to evaluate")
+    from jacrl.reward import reward_isolation
+
+    isolation = reward_isolation()  # refuses here, before loading a model, without a sandbox
     timings: dict[str, float] = {}
     t = time.perf_counter()
     model_dir = None
@@ -455,6 +459,7 @@ def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None, *, n: 
         "seed": seed, "max_tokens": max_tokens,
         **{kk: metrics[kk] for kk in _OURS},
         "artifact": artifact_key(adapter),
+        "isolation": isolation,
         "provenance": provenance(model_dir, adapter, tasks),
         "seconds": {**{kk: round(v, 2) for kk, v in timings.items()},
                     "total": round(time.perf_counter() - t_all, 2)},

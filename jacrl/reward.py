@@ -141,6 +141,13 @@ def default_executor() -> Executor:
     return _EXECUTOR
 
 
+def reward_isolation() -> str:
+    """The isolation level rewards are computed under (starts the executor). Raises
+    SandboxUnavailable, before any training or evaluation work, when there is no sandbox and
+    JACRL_ALLOW_UNSANDBOXED is not set."""
+    return default_executor().isolation
+
+
 def _pair(completions: list[str], answer: list[str]) -> list[str]:
     if len(answer) == len(completions):
         return list(answer)

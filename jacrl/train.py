@@ -78,6 +78,7 @@ from jacrl.reward import (
     check_formula,
     default_formula,
     reward_function,
+    reward_isolation,
     score_completions,
 )
 
@@ -708,6 +709,7 @@ def rft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None =
     bodies, SFT a fresh adapter on the base model. The key covers the sampling inputs (model,
     parent, tasks, config, seed), so a rerun skips sampling too. Raises when nothing passes."""
     cfg = cfg if cfg is not None else RFTConfig()
+    isolation = reward_isolation()  # refuses here, before any work, without a sandbox
     base = _resolve_base(model, parent)
     data = {"train_tasks": data_hash(train_tasks),
             "valid_tasks": data_hash(valid_tasks) if valid_tasks else None}
@@ -730,7 +732,7 @@ def rft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None =
         _write_jsonl(tmp / "data" / "train.jsonl", got["records"])
         _write_jsonl(tmp / "data" / "valid.jsonl", valid_records)
         summary = train_sft(base, got["records"], valid_records, cfg.sft, tmp)
-        return {"stage": "rft",
+        return {"stage": "rft", "isolation": isolation,
                 "data": {**data, "kept_hash": _hash_json(got["records"]),
                          "valid_source": valid_source},
                 "rft": {k: v for k, v in got.items() if k != "records"},
@@ -766,6 +768,7 @@ def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
     """GRPO with mlx-lm-lora and `jac_behavioral`. With `parent`, continues the parent's adapter
     (its LoRA shape wins over cfg.lora_*) and the KL reference is base + parent adapter."""
     cfg = cfg if cfg is not None else GRPOConfig()
+    isolation = reward_isolation()  # refuses here, before any work, without a sandbox
     base = _resolve_base(model, parent)
     records = [{"prompt": t["prompt"], "answer": t["answer"], "system": SYSTEM_PROMPT}
                for t in train_tasks]
@@ -782,7 +785,7 @@ def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
         log(f"grpo ({cfg.reward_formula}): reward {summary['first_reward_mean']} -> "
             f"{summary['last_reward_mean']}, "
             f"kl {summary['last_kl']}, truncated {summary['truncated_mean']}")
-        return {"stage": "grpo", "data": data, "hyperparameters": dataclasses.asdict(cfg),
+        return {"stage": "grpo", "isolation": isolation, "data": data, "hyperparameters": dataclasses.asdict(cfg),
                 "parent_path": str(parent.path) if parent else None, "summary": summary}
 
     return build_artifact(condition, parts, base, out_root, build, log)
@@ -872,6 +875,7 @@ def star(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
     add them to everything kept so far (exact duplicates dropped), SFT from the original base.
     Returns one artifact per round; each round's key chains the previous round's key."""
     cfg = cfg if cfg is not None else STaRConfig()
+    isolation = reward_isolation()  # refuses here, before any work, without a sandbox
     base = _resolve_base(model, None)
     gold = gold_records(train_tasks)
     valid_records, valid_source = _valid_records(valid_tasks, gold)
@@ -902,7 +906,7 @@ def star(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
             _write_jsonl(tmp / "data" / "train.jsonl", train_records)
             _write_jsonl(tmp / "data" / "valid.jsonl", valid_records)
             summary = train_sft(base, train_records, valid_records, sft_cfg, tmp)
-            return {"stage": "star", "round": r,
+            return {"stage": "star", "isolation": isolation, "round": r,
                     "data": {**data, "train_hash": _hash_json(train_records),
                              "valid_source": valid_source, "new_examples": len(fresh)},
                     "rft": {k: v for k, v in got.items() if k != "records"},

@@ -79,6 +79,7 @@ def test_evaluate_row_schema_on_tiny(tiny, harness_tasks):
                       max_tokens=48, tag="test/tiny", split="harness", kind="gen")
     assert REF_FIELDS <= set(row) and OUR_FIELDS <= set(row)
     assert row["tasks"] == 2 and row["n"] == 2 and row["k"] == 2
+    assert row["isolation"] == "sandbox"
     assert 0 <= row["wilson_lo"] <= row["pass1_pct"] <= row["wilson_hi"] <= 100
     assert set(row["pass_at_k"]) == {"1", "2"}
     assert len(row["per_task"]) == 2 and all("samples_correct" in p for p in row["per_task"])

@@ -147,6 +147,7 @@ def test_rft_keeps_only_verified_samples(tiny, one_task, harness_tasks, memorize
     info = art.manifest["rft"]
     assert info["total"] == 8 and 1 <= info["kept"] <= info["passing"] <= 8
     assert info["reward_formula"] == cfg.reward_formula
+    assert art.manifest["isolation"] == "sandbox"
     assert info["per_task"][json.loads(other["answer"])["id"]] == 0  # never saw its gold
     assert art.manifest["key_parts"]["parent"] == memorized.key
     kept = [json.loads(x) for x in (art.path / "data" / "train.jsonl").read_text().splitlines()]
@@ -169,6 +170,7 @@ def test_grpo_updates_weights_and_logs_metrics(tiny, harness_tasks, out_root):
     wall = time.time() - t0
     print(f"\nGRPO {cfg.iters} iters: {wall:.1f}s wall, {art.manifest['summary']['s_per_iter']}"
           " s/iter")
+    assert art.manifest["isolation"] == "sandbox"
     w = mx.load(str(art.path / "adapters.safetensors"))
     lora_b = [v for k, v in w.items() if k.endswith("lora_b")]
     assert lora_b and any(mx.abs(v).max().item() > 0 for v in lora_b)  # B starts at zero
@@ -307,3 +309,16 @@ def test_grpo_artifact_keyed_by_formula_not_env(tiny, harness_tasks, out_root, m
         assert any("train_jac_behavioral_mean" in r for r in rows)
     again = tr.grpo(tiny, harness_tasks[:1], None, tiered, out_root, condition="formula")
     assert again.reused and again.key == t.key
+
+
+def test_training_refuses_without_a_sandbox(tiny, harness_tasks, tmp_path, monkeypatch):
+    """No sandbox and no opt-in: GRPO stops before any work with the one-line reason."""
+    from jacrl import reward
+    from jacrl.executor import Executor
+    from jacrl.sandbox import SandboxUnavailable
+
+    monkeypatch.delenv("JACRL_ALLOW_UNSANDBOXED", raising=False)
+    monkeypatch.setattr(reward, "_EXECUTOR", Executor(isolation="rlimits-only"))
+    with pytest.raises(SandboxUnavailable, match="JACRL_ALLOW_UNSANDBOXED"):
+        tr.grpo(tiny, harness_tasks[:1], None, tr.GRPOConfig(iters=1), tmp_path)
+    assert list(tmp_path.iterdir()) == []
