@@ -1,37 +1,78 @@
-"""Reward throughput: the fork server against the plain `jac run` subprocess path, side by side.
+"""Reward throughput: the sandboxed fork server against `jac run` as the earlier harness ran it.
 
-Scores one fixed set of completions (gold, broken mutants, looping) for the harness drivers with
-both backends, interleaved in rounds so background load hits both alike, and prints both rates,
-the ratio and the verdict agreement (compiled, ran, exit code, stdout).
+Baseline ("the real thing"): the venv's `jac` console script, `jac run snippet.jac` in a fresh temp
+dir per program, with the user's own environment as is (HOME, so jaclang's cache at ~/.cache/jac is
+warm; one warm-up run first), serial, deduplicating identical programs within a batch, and when
+`jac run` fails a second process, `jac check -p snippet.jac`, decides "compiled" — what
+`jacrl.executor.run_subprocess` does, but without its minimal environment (which points HOME at the
+temp dir, so every run there compiles jaclang's own modules afresh).
 
-    .venv/bin/python bench/reward_throughput.py [--rounds 2] [--timeout 5] [--concurrency 1]
+Ours: `Executor()` at its default concurrency with its dedup cache, a fresh one per batch so the
+cache never carries over; its isolation must be `sandbox` for a ratio "with the sandbox on". The
+same run also times the fork server at concurrency 1 with the sandbox and with
+`isolation="rlimits-only"` (the same server without bubblewrap or per-job namespaces), alternating
+in small chunks, for the sandbox's per-job cost.
+
+Both sides get the same per-program timeout (--timeout, long enough that only the looping
+completions reach it); figures are given with and without those, whose cost is the timeout on
+both sides. Two batches: the fixed set (every program once) and a GRPO-style batch (each program
+in a group of 4 with duplicates, as the trainer sends it; 4x duplicated, both sides dedup).
+
+    .venv/bin/python bench/reward_throughput.py [--rounds 1] [--timeout 30] [--quick] [--json F]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import os
 import re
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from jacrl.drivers import parse_driver  # noqa: E402
-from jacrl.executor import Executor, run_subprocess  # noqa: E402
+from jacrl.executor import Executor, Limits, Verdict, _compile_rejected, _first_lines  # noqa: E402
 from jacrl.extract import extract_body, splice  # noqa: E402
 
 MUTATIONS = [(r"\+=", "-="), (r"<=", "<"), (r" > ", " >= "), (r"\bTrue\b", "False"),
              (r"\bappend\b", "apend"), (r";", "", 1), (r"\b1\b", "2"), (r"\}", "", 1),
              (r"\bself\.", "", 1), (r"\breturn\b", "print", 1), (r"\bif\b", "while", 1),
              (r"\bhere\b", "root"), (r"\(", "[", 1)]
+GROUP = 4  # GRPO group size
+CHUNK = 8  # programs per alternation of the two concurrency-1 arms
+JAC = str(Path(sys.executable).parent / "jac")  # the venv's console script
 
 
-def completions() -> list[tuple[str, str, str]]:
-    """(driver id, kind, spliced program) for the fixed benchmark set."""
-    out = []
+# ----------------------------------------------------------------------------------------------
+# the completion set
+# ----------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    driver: str
+    kind: str  # gold | drop_line | mutant | garbage | loop
+    program: str
+
+    @property
+    def loop(self) -> bool:
+        return self.kind == "loop"
+
+
+def completions(quick: bool = False) -> list[Job]:
+    """The fixed set: per harness driver the gold body, every drop-one-line variant, the mutants,
+    garbage, and (syn*/tally) a body that loops forever; each distinct program once. --quick keeps
+    per driver the gold, the first mutant and the garbage, and the first looping one."""
+    out: list[Job] = []
     for path in sorted((ROOT / "drivers").glob("*_harness_*.jac")):
         d = parse_driver(path)
         gold = extract_body(f"```jac\n{d.gold}\n```", d.unit)
@@ -46,65 +87,392 @@ def completions() -> list[tuple[str, str, str]]:
         bodies.append(("garbage", "@@@ not jac {"))
         if d.id.startswith(("syn", "osp_harness_tally")):
             bodies.append(("loop", "while True { }"))
-        seen = set()
+        seen: set[str] = set()
+        kinds_kept: set[str] = set()
         for kind, body in bodies:
             program = splice(d.template, body)
-            if program not in seen:
-                seen.add(program)
-                out.append((d.id, kind, program))
+            if program in seen:
+                continue
+            seen.add(program)
+            if quick:
+                if kind in kinds_kept or kind == "drop_line":
+                    continue
+                if kind == "loop" and any(j.loop for j in out):
+                    continue
+                kinds_kept.add(kind)
+            out.append(Job(d.id, kind, program))
     return out
 
 
-def verdict_key(v) -> tuple:
+def grpo_batch(jobs: list[Job]) -> list[Job]:
+    """A duplicate-heavy batch as the trainer sends it: per program p_i of a driver one group of
+    GROUP samples [p_i, p_i, p_(i+1), gold] (the next program of the same driver, wrapping). Every
+    program of the set occurs, each about GROUP times."""
+    by_driver: dict[str, list[Job]] = {}
+    for j in jobs:
+        by_driver.setdefault(j.driver, []).append(j)
+    out: list[Job] = []
+    for progs in by_driver.values():
+        gold = next((j for j in progs if j.kind == "gold"), progs[0])
+        for i, j in enumerate(progs):
+            out += [j, j, progs[(i + 1) % len(progs)], gold][:GROUP]
+    return out
+
+
+def verdict_key(v: Verdict) -> tuple:
     return (v.compiled, v.ran, v.exit_code if not v.timed_out else None, v.stdout, v.timed_out)
 
 
+def brief(v: Verdict) -> str:
+    out = v.stdout.strip().replace("\n", "|")
+    out = out if len(out) <= 50 else out[:47] + "..."
+    exit_code = "-" if v.timed_out else v.exit_code
+    return (f"compiled={int(v.compiled)} ran={int(v.ran)} exit={exit_code} "
+            f"timeout={int(v.timed_out)} stdout={out!r}")
+
+
+# ----------------------------------------------------------------------------------------------
+# the baseline: `jac run` with the user's environment and a warm cache
+# ----------------------------------------------------------------------------------------------
+
+def _jac(args: list[str], cwd: str, timeout: float) -> tuple[int | None, str, str, bool]:
+    proc = subprocess.Popen([JAC, *args], cwd=cwd, env=dict(os.environ),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return (proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
+                False)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return None, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), True
+
+
+def jac_run(source: str, timeout: float, limits: Limits = Limits()) -> Verdict:
+    """`jac run snippet.jac` in a fresh temp dir, then `jac check -p` when it failed; verdict as
+    `jacrl.executor.run_subprocess` builds it. One difference: the check gets the full timeout, not
+    what the run left of it (>= 1 s), so a program that timed out still gets a check that the load
+    on the machine cannot time out."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="jacrl-base-") as work:
+        with open(os.path.join(work, "snippet.jac"), "w") as fh:
+            fh.write(source)
+        code, out, err, timed_out = _jac(["run", "snippet.jac"], work, timeout)
+        compiled = code == 0
+        if not compiled:
+            check_code, _, _, _ = _jac(["check", "-p", "snippet.jac"], work, timeout)
+            compiled = check_code == 0
+    if timed_out:
+        status = "timeout"
+    elif code == 0:
+        status = "ok"
+    elif code is not None and code < 0:
+        status = f"killed:{signal.Signals(-code).name}"
+    else:
+        status = "compile_error" if _compile_rejected(err) else "runtime_error"
+    return Verdict(compiled=compiled, ran=code == 0, exit_code=code,
+                   stdout=out.encode()[:limits.max_output].decode("utf-8", "replace"),
+                   stderr=_first_lines(err, limits.stderr_lines), timed_out=timed_out,
+                   seconds=round(time.perf_counter() - t0, 6), status=status)
+
+
+@dataclasses.dataclass
+class BaselineBatch:
+    verdicts: list[Verdict]
+    wall: list[float]  # seconds each completion took in the serial loop (~0 for a dedup hit)
+    fresh: list[bool]  # whether it was run (not a dedup hit)
+
+
+def baseline_batch(jobs: list[Job], timeout: float) -> BaselineBatch:
+    """Serial, deduplicating identical programs within the batch (timeouts included, as the
+    executor does within one batch)."""
+    cache: dict[str, Verdict] = {}
+    res = BaselineBatch([], [], [])
+    for j in jobs:
+        t = time.perf_counter()
+        hit = j.program in cache
+        v = (dataclasses.replace(cache[j.program], cached=True) if hit
+             else jac_run(j.program, timeout))
+        cache.setdefault(j.program, v)
+        res.verdicts.append(v)
+        res.wall.append(time.perf_counter() - t)
+        res.fresh.append(not hit)
+    return res
+
+
+# ----------------------------------------------------------------------------------------------
+# ours
+# ----------------------------------------------------------------------------------------------
+
+def make_executor(**kw) -> tuple[Executor, str]:
+    """An executor with its server started (start-up is not part of any rate); its isolation."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ex = Executor(**kw)
+        level = ex.isolation
+    for w in caught:
+        if "isolation" not in str(w.message):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return ex, level
+
+
+def ours_batch(jobs: list[Job], timeout: float) -> tuple[list[Verdict], float, float, str]:
+    """A fresh `Executor()` at its defaults: (verdicts, batch seconds, start-up seconds, level)."""
+    t = time.perf_counter()
+    ex, level = make_executor()
+    start = time.perf_counter() - t
+    try:
+        t = time.perf_counter()
+        verdicts = ex.run_many([j.program for j in jobs], timeout=timeout)
+        return verdicts, time.perf_counter() - t, start, level
+    finally:
+        ex.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# report helpers
+# ----------------------------------------------------------------------------------------------
+
+def median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:
+    return "n/a" if x is None else f"{x:{spec}}{unit}"
+
+
+def load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+class Agreement:
+    def __init__(self) -> None:
+        self.same = 0
+        self.total = 0
+        self.shown = 0
+
+    def add(self, label: str, jobs: list[Job], a: list[Verdict], b: list[Verdict],
+            names: tuple[str, str] = ("ours", "base")) -> None:
+        for j, x, y in zip(jobs, a, b):
+            self.total += 1
+            if verdict_key(x) == verdict_key(y):
+                self.same += 1
+            elif self.shown < 20:
+                self.shown += 1
+                print(f"  DISAGREE [{label}] {j.driver}/{j.kind}:\n"
+                      f"      {names[0]}: {brief(x)}\n      {names[1]}: {brief(y)}")
+
+    @property
+    def pct(self) -> float | None:
+        return 100.0 * self.same / self.total if self.total else None
+
+    def line(self) -> str:
+        return f"{self.same}/{self.total} ({fmt(self.pct, '.1f', ' %')})"
+
+
+# ----------------------------------------------------------------------------------------------
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--timeout", type=float, default=5.0)
-    ap.add_argument("--concurrency", type=int, default=1, help="fork-server slots")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=30.0,
+                    help="per-program timeout, the same on both sides (default 30 s)")
+    ap.add_argument("--quick", action="store_true", help="a small subset (smoke run)")
+    ap.add_argument("--json", type=Path, help="also write the figures as one JSON object here")
     args = ap.parse_args()
-    jobs = completions()
-    programs = [p for _, _, p in jobs]
-    kinds = {}
-    for _, k, _ in jobs:
-        kinds[k] = kinds.get(k, 0) + 1
-    print(f"{len(jobs)} completions over {len({i for i, _, _ in jobs})} drivers: {kinds}; "
-          f"timeout {args.timeout} s; fork concurrency {args.concurrency}; subprocess serial")
-    fork_t, sub_t, agree, total = [], [], 0, 0
-    fork_job_s, sub_job_s = [], []
-    t0 = time.perf_counter()
-    with Executor(concurrency=args.concurrency, cache_size=0) as ex:
-        ex.run("with entry { print(1); }")  # server start-up is not part of the rate
-        for r in range(args.rounds):
-            a = time.perf_counter()
-            fork = ex.run_many(programs, timeout=args.timeout)
-            fork_t.append(time.perf_counter() - a)
-            a = time.perf_counter()
-            sub = [run_subprocess(p, timeout=args.timeout) for p in programs]
-            sub_t.append(time.perf_counter() - a)
-            agree += sum(verdict_key(f) == verdict_key(s) for f, s in zip(fork, sub))
-            total += len(programs)
-            fork_job_s += [v.seconds for v in fork]
-            sub_job_s += [v.seconds for v in sub]
-            for (tid, kind, _), f, s in zip(jobs, fork, sub):
-                if verdict_key(f) != verdict_key(s):
-                    print(f"  disagree: {tid}/{kind}: fork {verdict_key(f)[:3]} "
-                          f"sub {verdict_key(s)[:3]}")
-            print(f"round {r + 1}: fork {fork_t[-1]:.1f} s, subprocess {sub_t[-1]:.1f} s")
-    n = len(programs)
-    fork_rate, sub_rate = n / statistics.mean(fork_t), n / statistics.mean(sub_t)
-    loops = [i for i, (_, k, _) in enumerate(jobs) if k == "loop"]
-    print(f"fork server : {fork_rate:7.2f} completions/s  (median job {1000 * statistics.median(fork_job_s):.0f} ms)")
-    print(f"subprocess  : {sub_rate:7.2f} completions/s  (median job {1000 * statistics.median(sub_job_s):.0f} ms)")
-    print(f"ratio       : {fork_rate / sub_rate:7.1f}x  (all {n}, {len(loops)} of them looping to the timeout)")
-    non_loop = [i for i in range(len(jobs)) if i not in loops]
-    per_fork = [fork_job_s[r * n + i] for r in range(args.rounds) for i in non_loop]
-    per_sub = [sub_job_s[r * n + i] for r in range(args.rounds) for i in non_loop]
-    print(f"ratio w/o loops (summed job seconds): {sum(per_sub) / sum(per_fork):.1f}x")
-    print(f"agreement   : {agree}/{total} verdicts identical ({100 * agree / total:.1f} %)")
-    print(f"wall        : {time.perf_counter() - t0:.0f} s")
+
+    t_start = time.perf_counter()
+    load_start = load()
+    U = completions(args.quick)
+    G = grpo_batch(U)
+    U_nl = [j for j in U if not j.loop]
+    G_nl = [j for j in G if not j.loop]
+    kinds: dict[str, int] = {}
+    for j in U:
+        kinds[j.kind] = kinds.get(j.kind, 0) + 1
+    default_conc = Executor().concurrency
+    print(f"reward throughput{' (--quick subset)' if args.quick else ''}: {os.cpu_count()} CPUs, "
+          f"load average {load_start} at start")
+    print(f"set  : {len(U)} distinct completions over {len({j.driver for j in U})} drivers {kinds}")
+    print(f"grpo : {len(G)} completions in groups of {GROUP} [p_i, p_i, p_i+1, gold] over the same "
+          f"{len({j.program for j in G})} distinct programs (duplicate-heavy, as the trainer "
+          f"sends them)")
+    print(f"timeout {args.timeout:g} s per program on both sides; {sum(j.loop for j in U)} looping "
+          f"completion(s) reach it on both sides; {args.rounds} round(s)")
+    print(f"baseline: {JAC} run in a fresh temp dir, user's env (HOME={os.environ.get('HOME')}), "
+          f"warm cache, serial, dedup within a batch, `jac check -p` after a failed run")
+    print(f"ours    : Executor() at default concurrency {default_conc}, dedup cache, fresh per "
+          f"batch; per-job cost: sandbox vs rlimits-only at concurrency 1, alternating every "
+          f"{CHUNK} jobs")
+
+    # warm jaclang's cache for the baseline (and show that it is warm)
+    with tempfile.TemporaryDirectory(prefix="jacrl-warm-") as work:
+        Path(work, "snippet.jac").write_text('with entry { print("warm"); }\n')
+        warm = []
+        for cmd in (["run", "snippet.jac"], ["check", "-p", "snippet.jac"], ["run", "snippet.jac"]):
+            t = time.perf_counter()
+            code, _, err, _ = _jac(cmd, work, 300)
+            warm.append(time.perf_counter() - t)
+            if code != 0:
+                sys.exit(f"warm-up `jac {' '.join(cmd)}` failed: {err[-500:]}")
+    print(f"warm-up: jac run {warm[0]:.2f} s, jac check -p {warm[1]:.2f} s, jac run again "
+          f"{warm[2]:.2f} s")
+
+    levels: set[str] = set()
+    agree_u, agree_g, agree_c1 = Agreement(), Agreement(), Agreement()
+    base_job_s: list[float] = []  # per-job seconds, distinct non-looping programs
+    ours_job_s: list[float] = []  # ours at default concurrency, executed jobs of the no-loop batch
+    sand_c1_s: list[float] = []
+    rlim_c1_s: list[float] = []
+    T = {k: [] for k in ("ours_u", "ours_u_nl", "ours_g", "ours_g_nl",
+                         "base_u", "base_u_nl", "base_g", "base_g_nl", "ours_start")}
+    c1_levels: dict[str, str] = {}
+
+    for r in range(args.rounds):
+        print(f"\n-- round {r + 1}/{args.rounds} (load {load()})")
+        # 1. per-job cost of the sandbox: both servers warm, alternating chunks, concurrency 1
+        sand, lev_s = make_executor(concurrency=1, cache_size=0)
+        rlim, lev_r = make_executor(concurrency=1, cache_size=0, isolation="rlimits-only",
+                                    allow_unsandboxed=True)
+        c1_levels = {"sandbox arm": lev_s, "rlimits-only arm": lev_r}
+        c1_verdicts: dict[str, list[Verdict]] = {"s": [], "r": []}
+        try:
+            for k in range(0, len(U_nl), CHUNK):
+                chunk = [j.program for j in U_nl[k:k + CHUNK]]
+                order = [("s", sand), ("r", rlim)] if (k // CHUNK) % 2 == 0 else [("r", rlim),
+                                                                                  ("s", sand)]
+                for name, ex in order:
+                    c1_verdicts[name] += ex.run_many(chunk, timeout=args.timeout)
+        finally:
+            sand.close()
+            rlim.close()
+        sand_c1_s += [v.seconds for v in c1_verdicts["s"]]
+        rlim_c1_s += [v.seconds for v in c1_verdicts["r"]]
+        print(f"concurrency 1: sandbox ({lev_s}) median {median(sand_c1_s):.3f} s/job, "
+              f"rlimits-only ({lev_r}) median {median(rlim_c1_s):.3f} s/job over {len(U_nl)} jobs")
+
+        # 2. ours at its natural setting
+        for key, jobs in (("u", U), ("u_nl", U_nl), ("g", G), ("g_nl", G_nl)):
+            verdicts, secs, start, level = ours_batch(jobs, args.timeout)
+            levels.add(level)
+            T[f"ours_{key}"].append(secs)
+            T["ours_start"].append(start)
+            if key == "u":
+                ours_u = verdicts
+            elif key == "u_nl":
+                ours_job_s += [v.seconds for v in verdicts if not v.cached]
+            elif key == "g":
+                ours_g = verdicts
+            print(f"ours {key:5s}: {len(jobs):4d} completions in {secs:6.1f} s "
+                  f"({len(jobs) / secs:6.1f}/s; {sum(not v.cached for v in verdicts)} run, "
+                  f"server start {start:.1f} s not counted; isolation {level})")
+
+        # 3. the baseline at its natural setting (serial: a batch's time without the looping
+        #    completions is the sum of the others' times)
+        for key, jobs in (("u", U), ("g", G)):
+            b = baseline_batch(jobs, args.timeout)
+            T[f"base_{key}"].append(sum(b.wall))
+            T[f"base_{key}_nl"].append(sum(w for j, w in zip(jobs, b.wall) if not j.loop))
+            print(f"base {key:5s}: {len(jobs):4d} completions in {sum(b.wall):6.1f} s "
+                  f"({len(jobs) / sum(b.wall):6.2f}/s; {sum(b.fresh)} run; without loops "
+                  f"{T[f'base_{key}_nl'][-1]:.1f} s)")
+            if key == "u":
+                base_u = b.verdicts
+                base_job_s += [v.seconds for j, v, f in zip(jobs, b.verdicts, b.fresh)
+                               if f and not j.loop]
+                agree_u.add("set", U, ours_u, base_u)
+                base_nl = [v for j, v in zip(U, base_u) if not j.loop]
+                agree_c1.add("c1 sandbox", U_nl, c1_verdicts["s"], base_nl, ("sandbox c1", "base"))
+                agree_c1.add("c1 rlimits", U_nl, c1_verdicts["r"], base_nl, ("rlimits c1", "base"))
+            else:
+                agree_g.add("grpo", G, ours_g, b.verdicts)
+
+    load_end = load()
+    level = levels.pop() if len(levels) == 1 else "mixed:" + ",".join(sorted(levels))
+    sandbox_on = level == "sandbox"
+
+    def rate(n: int, key: str) -> float:
+        return n / statistics.mean(T[key])
+
+    rates = {f"{side}_{b}": rate(n, f"{side}_{b}") for side in ("ours", "base")
+             for b, n in (("u", len(U)), ("u_nl", len(U_nl)), ("g", len(G)), ("g_nl", len(G_nl)))}
+    thr = {b: rates[f"ours_{b}"] / rates[f"base_{b}"] for b in ("u", "u_nl", "g", "g_nl")}
+    med = {"baseline": median(base_job_s), "ours_default_concurrency": median(ours_job_s),
+           "sandbox_c1": median(sand_c1_s), "rlimits_only_c1": median(rlim_c1_s)}
+    overhead = ratio(med["sandbox_c1"], med["rlimits_only_c1"]) if c1_levels.get(
+        "sandbox arm") == "sandbox" else None
+    agree_all = Agreement()
+    agree_all.same, agree_all.total = agree_u.same + agree_g.same, agree_u.total + agree_g.total
+
+    tag = "" if sandbox_on else f"  [NOT with the sandbox: isolation {level}]"
+    print(f"\n== results (load average {load_start} at start, {load_end} at end; "
+          f"{time.perf_counter() - t_start:.0f} s wall)")
+    print(f"isolation (ours, default Executor()) : {level}")
+    print(f"isolation (concurrency-1 arms)       : {c1_levels}")
+    print("per-job median, distinct non-looping programs:")
+    print(f"  baseline jac run (+check)          : {fmt(med['baseline'], '.3f', ' s')}")
+    print(f"  ours, concurrency 1, sandbox       : {fmt(med['sandbox_c1'], '.3f', ' s')}")
+    print(f"  ours, concurrency 1, rlimits-only  : {fmt(med['rlimits_only_c1'], '.3f', ' s')}")
+    print(f"  ours, default concurrency {default_conc}        : "
+          f"{fmt(med['ours_default_concurrency'], '.3f', ' s')}  (jobs share the CPUs)")
+    print(f"per-job median ratio baseline/ours   : "
+          f"{fmt(ratio(med['baseline'], med['sandbox_c1']), '.1f', 'x')} (vs sandbox c1), "
+          f"{fmt(ratio(med['baseline'], med['ours_default_concurrency']), '.1f', 'x')} "
+          f"(vs default concurrency){tag}")
+    print(f"sandbox per-job overhead             : "
+          f"{fmt(overhead, '.3f', 'x')} (sandbox c1 / rlimits-only c1; target <= ~1.2)")
+    print("batch throughput, completions/s (ours: default concurrency + dedup; baseline: serial + "
+          "dedup):")
+    for b, label, n in (("u", "set, with loops", len(U)),
+                        ("u_nl", "set, without loops", len(U_nl)),
+                        ("g", "grpo, with loops", len(G)),
+                        ("g_nl", "grpo, without loops", len(G_nl))):
+        print(f"  {label:22s} ({n:3d}): ours {rates[f'ours_{b}']:7.2f}  baseline "
+              f"{rates[f'base_{b}']:6.2f}  ratio {thr[b]:6.1f}x{tag}")
+    print(f"agreement ours vs baseline           : set {agree_u.line()}, grpo {agree_g.line()}, "
+          f"all {agree_all.line()}")
+    print(f"agreement concurrency-1 arms vs base : {agree_c1.line()}")
+    full = agree_all.same == agree_all.total
+    if sandbox_on:
+        verdict = "MET" if full and thr["u_nl"] >= 20 else "NOT met"
+        print(f"target >= 20x at 100 % agreement, sandbox on: {verdict} without loops "
+              f"({thr['u_nl']:.1f}x set, {thr['g_nl']:.1f}x grpo); with the looping completions "
+              f"{thr['u']:.1f}x set, {thr['g']:.1f}x grpo (each loop costs the {args.timeout:g} s "
+              f"timeout on both sides)")
+    else:
+        print(f"target: not evaluated -- ours ran at isolation {level!r}, not 'sandbox'")
+    if overhead is not None:
+        print(f"sandbox overhead target <= ~1.2      : {'MET' if overhead <= 1.2 else 'NOT met'}")
+
+    if args.json:
+        figures = {
+            "quick": args.quick, "rounds": args.rounds, "timeout_s": args.timeout,
+            "cpus": os.cpu_count(), "load_start": load_start, "load_end": load_end,
+            "isolation": level, "sandbox_on": sandbox_on, "c1_isolation": c1_levels,
+            "default_concurrency": default_conc,
+            "n": {"set": len(U), "set_no_loops": len(U_nl), "grpo": len(G),
+                  "grpo_no_loops": len(G_nl), "loops": sum(j.loop for j in U)},
+            "warmup_s": [round(x, 3) for x in warm],
+            "median_job_s": med,
+            "median_ratio_baseline_over_sandbox_c1": ratio(med["baseline"], med["sandbox_c1"]),
+            "median_ratio_baseline_over_default": ratio(med["baseline"],
+                                                        med["ours_default_concurrency"]),
+            "sandbox_overhead": overhead,
+            "throughput_per_s": rates,
+            "throughput_ratio": {"set": thr["u"], "set_no_loops": thr["u_nl"],
+                                 "grpo": thr["g"], "grpo_no_loops": thr["g_nl"]},
+            "batch_seconds": T,
+            "agreement_pct": {"set": agree_u.pct, "grpo": agree_g.pct, "all": agree_all.pct,
+                              "c1_arms": agree_c1.pct},
+            "agreement": {"same": agree_all.same, "total": agree_all.total},
+        }
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+        print(f"figures written to {args.json}")
 
 
 if __name__ == "__main__":

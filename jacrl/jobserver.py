@@ -130,18 +130,22 @@ def _drop_capabilities() -> None:
         raise OSError(err, f"capset: {os.strerror(err)}")
 
 
-def _enter_job_namespaces(uid: int, gid: int) -> None:
+def _enter_job_namespaces(uid: int, gid: int, keep: list) -> None:
     """In the shim: new user/mount/pid/ipc/net namespaces; the job's first child is pid 1 there.
     The private mounts are made here, then every capability is dropped before the job forks."""
     os.unshare(CLONE_JOB)
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
-    ms_nosuid, ms_nodev, ms_noexec, ms_rec, ms_private = 0x2, 0x4, 0x8, 0x4000, 0x40000
+    ms_nosuid, ms_nodev, ms_noexec = 0x2, 0x4, 0x8
+    ms_bind, ms_rec, ms_private = 0x1000, 0x4000, 0x40000
     _mount(None, b"/", None, ms_rec | ms_private, None)
     for d in PRIVATE_DIRS:
         if os.path.isdir(d):
             _mount(b"tmpfs", d.encode(), b"tmpfs", ms_nosuid | ms_nodev, b"size=64m,mode=1777")
+    for src, path in keep:  # a venv or interpreter under /tmp: back on top, read-only as it was
+        os.makedirs(path, exist_ok=True)
+        _mount(src.encode(), path.encode(), None, ms_bind | ms_rec, None)
     # The job has a pid namespace of its own, but the /proc it inherits still lists the server's:
     # cover it (a fresh procfs cannot be mounted under bubblewrap's locked /proc/sys).
     _mount(b"tmpfs", b"/proc", b"tmpfs", ms_nosuid | ms_nodev | ms_noexec, b"size=4k,mode=555")
@@ -245,7 +249,8 @@ def run_like_cli(path: str, seal) -> int:
 class ForkServer:
     """Single-threaded: imports and warms jaclang, then forks a shim (and its job) per job."""
 
-    def __init__(self, limits: dict, scratch: str, namespaces: bool = True):
+    def __init__(self, limits: dict, scratch: str, namespaces: bool = True, keep=()):
+        self.keep = list(keep)  # [kept path, real path] of Python dirs under /tmp (see sandbox)
         self.limits = {**DEFAULT_LIMITS, **limits}
         self.scratch = scratch
         import jaclang  # noqa: F401  (installs the import hook)
@@ -269,7 +274,7 @@ class ForkServer:
         pid = os.fork()
         if pid == 0:
             try:
-                _enter_job_namespaces(os.getuid(), os.getgid())
+                _enter_job_namespaces(os.getuid(), os.getgid(), self.keep)
                 os._exit(0)
             except BaseException:  # noqa: BLE001
                 os._exit(1)
@@ -319,7 +324,7 @@ class ForkServer:
             _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the server
             _prctl(4, 1)  # PR_SET_DUMPABLE, off in the server: needed to write its own id maps
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            _enter_job_namespaces(os.getuid(), os.getgid())
+            _enter_job_namespaces(os.getuid(), os.getgid(), self.keep)
             pid = os.fork()
             if pid == 0:
                 self._job(source, timeout, JOB_CWD, out, err, seal_w)
@@ -520,6 +525,7 @@ def serve(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="jobserver.py")
     ap.add_argument("--limits", default="{}", help="JSON of limit fields")
     ap.add_argument("--no-namespaces", action="store_true", help="jobs without namespaces")
+    ap.add_argument("--keep", default="[]", help="JSON [[kept path, real path], ...]")
     args = ap.parse_args(argv)
     proto = os.fdopen(os.dup(1), "w")
     os.set_inheritable(proto.fileno(), False)
@@ -536,7 +542,8 @@ def serve(argv: list[str] | None = None) -> None:
         proto.flush()
 
     try:
-        server = ForkServer(json.loads(args.limits), scratch, not args.no_namespaces)
+        server = ForkServer(json.loads(args.limits), scratch, not args.no_namespaces,
+                            json.loads(args.keep))
         send({"ready": True, "pid": os.getpid(), "namespaces": server.namespaces,
               "uid": os.getuid()})
         for line in sys.stdin:

@@ -34,7 +34,8 @@ LEVELS = ("sandbox", "namespaces", "rlimits-only")
 ALLOW_ENV = "JACRL_ALLOW_UNSANDBOXED"
 SANDBOX_UID = 2_100_000_000  # far from ids that users, containers or older jacrl (200000+) use
 SERVER_PATH = "/run/jacrl/jobserver.py"
-STAGE = "/tmp"  # covered by a tmpfs in the root launcher's own mount namespace
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # fresh tmpfs in the sandbox and in every job
+KEEP = "/run/jacrl/keep"  # where Python dirs that live under PRIVATE_DIRS are kept for the jobs
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
                 "/etc/alternatives")
@@ -117,15 +118,22 @@ class Launch:
         for f in SYSTEM_FILES:
             if os.path.exists(f):
                 argv += ["--ro-bind", f, f]
+        argv += ["--proc", "/proc", "--dev", "/dev"]
+        for d in PRIVATE_DIRS:  # first: a venv under /tmp is bound on top of the fresh tmpfs
+            argv += ["--tmpfs", d]
         dirs = python_dirs()
+        keep = []
         for i, d in enumerate(dirs):
-            argv += ["--ro-bind", f"{STAGE}/{i}" if as_root else d, d]
+            src = f"{_stage_dir(dirs)}/{i}" if as_root else d
+            argv += ["--ro-bind", src, d]
+            if any(_under(d, p) for p in PRIVATE_DIRS):  # jobs cover /tmp: bound back from here
+                keep.append([f"{KEEP}/{i}", d])
+                argv += ["--ro-bind", src, f"{KEEP}/{i}"]
         argv += ["--ro-bind-data", str(self._script(server_script)), SERVER_PATH,
-                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp",
-                 "--tmpfs", "/dev/shm", "--remount-ro", "/", "--chdir", "/tmp",
-                 py, "-s", "-B", SERVER_PATH, *args]
+                 "--remount-ro", "/", "--chdir", "/tmp",
+                 py, "-s", "-B", SERVER_PATH, *args, "--keep", json.dumps(keep)]
         if as_root:
-            plan = {"uid": SANDBOX_UID, "dirs": dirs, "argv": argv}
+            plan = {"uid": SANDBOX_UID, "stage": _stage_dir(dirs), "dirs": dirs, "argv": argv}
             argv = [py, "-s", "-B", os.path.abspath(__file__), json.dumps(plan)]
         self.argv = argv
 
@@ -142,10 +150,22 @@ class Launch:
         self.fds = []
 
 
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def _stage_dir(dirs: list[str]) -> str:
+    """An existing directory that holds none of the Python dirs: the root launcher covers it."""
+    for d in ("/mnt", "/media", "/srv", "/run", "/var/tmp", "/tmp"):
+        if os.path.isdir(d) and not os.path.islink(d) and not any(_under(p, d) for p in dirs):
+            return d
+    raise SandboxUnavailable("no directory to stage the Python environment for the sandbox")
+
+
 def _stage_and_exec(plan: dict) -> None:
     """As root, in a process of its own: a private mount namespace in which each Python dir is
-    bind-mounted at STAGE/<i> on a fresh 0755 tmpfs, then become SANDBOX_UID and exec bubblewrap
-    (which binds STAGE/<i> back at the dir's real path inside the sandbox)."""
+    bind-mounted at <stage>/<i> on a fresh 0755 tmpfs, then become SANDBOX_UID and exec bubblewrap
+    (which binds <stage>/<i> back at the dir's real path inside the sandbox)."""
     libc = ctypes.CDLL(None, use_errno=True)
 
     def mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None):
@@ -157,10 +177,11 @@ def _stage_and_exec(plan: dict) -> None:
     ms_bind, ms_rec, ms_private = 0x1000, 0x4000, 0x40000
     os.unshare(os.CLONE_NEWNS)
     mount(None, "/", None, ms_rec | ms_private, None)
-    mount("tmpfs", STAGE, "tmpfs", 0, "size=1m,mode=755")
+    stage = plan["stage"]
+    mount("tmpfs", stage, "tmpfs", 0, "size=1m,mode=755")
     for i, d in enumerate(plan["dirs"]):
-        os.mkdir(f"{STAGE}/{i}", 0o755)
-        mount(d, f"{STAGE}/{i}", None, ms_bind | ms_rec, None)
+        os.mkdir(f"{stage}/{i}", 0o755)
+        mount(d, f"{stage}/{i}", None, ms_bind | ms_rec, None)
     uid = plan["uid"]
     os.setgroups([])
     os.setresgid(uid, uid, uid)

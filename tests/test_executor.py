@@ -4,8 +4,11 @@ server survives, the next job's output is right, nothing leaks between jobs or s
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +138,61 @@ def test_server_death_is_an_error_then_recovers():
             ex.run("import time;\nwith entry { time.sleep(5); }", timeout=10)
         killer.join()
         assert ex.run(PROBE + "\n# recovered").stdout == "probe 42\n"
+
+
+# Modules with side effects on import (a browser, a banner, a GUI) or that never import here.
+NOT_IMPORTED = {"antigravity", "this", "idlelib", "turtledemo", "tkinter", "turtle", "__hello__",
+                "__phello__"}
+IMPORTS_CHECK = r"""
+import json, subprocess, sys
+from jacrl.executor import Executor
+names = json.loads(sys.argv[1])
+with Executor() as ex:
+    prog = ("import importlib;\nwith entry {\n    bad = [];\n    for n in " + json.dumps(names)
+            + " {\n        try { importlib.import_module(n); }\n"
+            + "        except BaseException as e { bad.append(n + ': ' + str(e)[:80]); }\n    }\n"
+            + "    print(len(bad), bad);\n}")
+    v = ex.run(prog, timeout=120)
+    print(json.dumps({"isolation": ex.isolation, "prefix": sys.prefix, "stdout": v.stdout,
+                      "stderr": v.stderr[-2000:]}))
+"""
+
+
+def _importable_outside(py: str) -> list[str]:
+    """Every stdlib module and a few installed packages that `jac run`'s interpreter can import."""
+    code = ("import importlib, json, sys\nskip = set(json.loads(sys.argv[1]))\nok = []\n"
+            "for n in sorted(sys.stdlib_module_names - skip) + ['pygments.util', 'numpy', "
+            "'jaclang', 'yaml']:\n    try:\n        importlib.import_module(n)\n"
+            "        ok.append(n)\n    except BaseException:\n        pass\n"
+            "print(json.dumps(ok))")
+    out = subprocess.run([py, "-c", code, json.dumps(sorted(NOT_IMPORTED))], capture_output=True,
+                         text=True, check=True, cwd="/")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_every_module_jac_run_imports_imports_in_a_job_even_from_a_venv_under_tmp(tmp_path):
+    """The false negatives of a job uid that cannot read a 0700 home, or of a /tmp that hides the
+    venv: every stdlib module (and installed packages) importable by the interpreter imports in a
+    sandboxed job, with the venv where it is and with the same venv mounted under /tmp."""
+    import sys
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting the venv under /tmp needs root (CI runs as root)")
+    names = _importable_outside(sys.executable)
+    assert len(names) > 150 and "wave" in names and "pygments.util" in names
+    venv_tmp = tmp_path / "venv"
+    venv_tmp.mkdir()
+    script = tmp_path / "check.py"
+    script.write_text(IMPORTS_CHECK)
+    root = Path(__file__).resolve().parent.parent
+    for py, wrap in ((sys.executable, ""),
+                     (f"{venv_tmp}/bin/python", f"mount --bind {sys.prefix} {venv_tmp} && ")):
+        cmd = f'{wrap}exec {py} -s {script} "$0"'
+        out = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", cmd,
+                              json.dumps(names)], capture_output=True, text=True, cwd=root,
+                             env={**os.environ, "PYTHONPATH": str(root)})
+        assert out.returncode == 0, out.stderr[-2000:]
+        res = json.loads(out.stdout.strip().splitlines()[-1])
+        assert res["isolation"] == "sandbox"
+        assert res["prefix"] == (str(venv_tmp) if wrap else sys.prefix)
+        assert res["stdout"].startswith("0 []"), (py, res["stdout"][:2000], res["stderr"])
