@@ -50,6 +50,7 @@ MUTATIONS = [(r"\+=", "-="), (r"<=", "<"), (r" > ", " >= "), (r"\bTrue\b", "Fals
              (r"\bhere\b", "root"), (r"\(", "[", 1)]
 GROUP = 4  # GRPO group size
 CHUNK = 8  # programs per alternation of the two concurrency-1 arms
+C1_PASSES = 3  # passes over the set per round for the concurrency-1 arms (they are cheap)
 JAC = str(Path(sys.executable).parent / "jac")  # the venv's console script
 
 
@@ -308,7 +309,7 @@ def main() -> None:
           f"warm cache, serial, dedup within a batch, `jac check -p` after a failed run")
     print(f"ours    : Executor() at default concurrency {default_conc}, dedup cache, fresh per "
           f"batch; per-job cost: sandbox vs rlimits-only at concurrency 1, alternating every "
-          f"{CHUNK} jobs")
+          f"{CHUNK} jobs, {C1_PASSES} passes a round")
 
     # warm jaclang's cache for the baseline (and show that it is warm)
     with tempfile.TemporaryDirectory(prefix="jacrl-warm-") as work:
@@ -342,19 +343,20 @@ def main() -> None:
         c1_levels = {"sandbox arm": lev_s, "rlimits-only arm": lev_r}
         c1_verdicts: dict[str, list[Verdict]] = {"s": [], "r": []}
         try:
-            for k in range(0, len(U_nl), CHUNK):
-                chunk = [j.program for j in U_nl[k:k + CHUNK]]
-                order = [("s", sand), ("r", rlim)] if (k // CHUNK) % 2 == 0 else [("r", rlim),
-                                                                                  ("s", sand)]
-                for name, ex in order:
-                    c1_verdicts[name] += ex.run_many(chunk, timeout=args.timeout)
+            for p in range(C1_PASSES):
+                for k in range(0, len(U_nl), CHUNK):
+                    chunk = [j.program for j in U_nl[k:k + CHUNK]]
+                    arms = [("s", sand), ("r", rlim)]
+                    for name, ex in arms if (p + k // CHUNK) % 2 == 0 else arms[::-1]:
+                        c1_verdicts[name] += ex.run_many(chunk, timeout=args.timeout)
         finally:
             sand.close()
             rlim.close()
         sand_c1_s += [v.seconds for v in c1_verdicts["s"]]
         rlim_c1_s += [v.seconds for v in c1_verdicts["r"]]
         print(f"concurrency 1: sandbox ({lev_s}) median {median(sand_c1_s):.3f} s/job, "
-              f"rlimits-only ({lev_r}) median {median(rlim_c1_s):.3f} s/job over {len(U_nl)} jobs")
+              f"rlimits-only ({lev_r}) median {median(rlim_c1_s):.3f} s/job "
+              f"({C1_PASSES} x {len(U_nl)} jobs each)")
 
         # 2. ours at its natural setting
         for key, jobs in (("u", U), ("u_nl", U_nl), ("g", G), ("g_nl", G_nl)):
@@ -387,8 +389,9 @@ def main() -> None:
                                if f and not j.loop]
                 agree_u.add("set", U, ours_u, base_u)
                 base_nl = [v for j, v in zip(U, base_u) if not j.loop]
-                agree_c1.add("c1 sandbox", U_nl, c1_verdicts["s"], base_nl, ("sandbox c1", "base"))
-                agree_c1.add("c1 rlimits", U_nl, c1_verdicts["r"], base_nl, ("rlimits c1", "base"))
+                for name, label in (("s", "sandbox c1"), ("r", "rlimits c1")):
+                    agree_c1.add(label, U_nl * C1_PASSES, c1_verdicts[name],
+                                 base_nl * C1_PASSES, (label, "base"))
             else:
                 agree_g.add("grpo", G, ours_g, b.verdicts)
 

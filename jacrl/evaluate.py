@@ -54,6 +54,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from jacrl.models import portable
 from jacrl.reward import Scored, score_completions
 from jacrl.stats import pass_at_k, wilson
 
@@ -64,8 +65,6 @@ NEAR = 0.9  # output similarity for a "near pass"
 IDIOM_MARKERS = ("walker ", "node ", "edge ", "with entry", "with exit", "can ", "visit ", "spawn",
                  "disengage", "-->", "<--", "++>", "<++", " obj ", "has ", "report ", " root",
                  " here")
-DEFAULT_RESULTS = "results/rl_ladder.jsonl"
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 # -------------------------------------------------------------------------------------------
@@ -255,8 +254,16 @@ def code_version() -> str:
     return h.hexdigest()
 
 
-def git_commit(repo: Path = REPO_ROOT) -> str:
-    """HEAD's commit, read from .git files (no git process); "" outside a checkout."""
+def git_commit(repo: Path | None = None) -> str:
+    """HEAD's commit, read from .git files (no git process); "" outside a checkout. repo: the
+    project's root (else the checkout this package was imported from)."""
+    if repo is None:
+        from jacrl.project import ProjectNotFound, find_root
+
+        try:
+            repo = find_root()
+        except ProjectNotFound:
+            repo = Path(__file__).resolve().parents[1]
     git = repo / ".git"
     try:
         head = (git / "HEAD").read_text().strip()
@@ -299,6 +306,17 @@ def provenance(model_dir: Path | None, adapter: str | os.PathLike | None, tasks:
         "blas": os.environ.get("LD_PRELOAD", ""),
         "time": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
+
+
+def _portable_path(path: str | os.PathLike | None) -> str:
+    if not path:
+        return ""
+    from jacrl.project import ProjectNotFound, project
+
+    try:
+        return project().rel(path)
+    except ProjectNotFound:
+        return str(path)
 
 
 def artifact_key(adapter: str | os.PathLike | None) -> str:
@@ -453,7 +471,7 @@ def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None, *, n: 
     metrics = grade(tasks, greedy, samples, k=k)
     timings["grade"] = time.perf_counter() - t
     row = {
-        "tag": tag, "model": str(model_dir) if model_dir else "", "adapter": str(adapter or ""),
+        "tag": tag, "model": portable(model) if model_dir else "", "adapter": _portable_path(adapter),
         **{kk: metrics[kk] for kk in _REF_FIELDS},
         "split": split, "kind": kind, "n": n, "temperature": temperature if n else 0.0,
         "seed": seed, "max_tokens": max_tokens,
@@ -590,7 +608,8 @@ def _int_list(s: str) -> list[int]:
     return [int(x) for x in s.split(",") if x.strip()]
 
 
-def load_tasks_arg(tasks: str | None, split: str | None, data_dir: str) -> tuple[list[dict], str]:
+def load_tasks_arg(tasks: str | None, split: str | None,
+                   data_dir: str | None) -> tuple[list[dict], str]:
     """Tasks from --tasks FILE or --split NAME (jacrl.splits, imported lazily)."""
     if tasks:
         return read_task_file(tasks), Path(tasks).stem
@@ -607,7 +626,7 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--adapter", default=None, help="LoRA adapter dir (e.g. an artifact dir)")
     p.add_argument("--split", default=None, help="split name from data/splits (e.g. holdout)")
     p.add_argument("--tasks", default=None, help="a tasks.jsonl file instead of --split")
-    p.add_argument("--data-dir", default="data")
+    p.add_argument("--data-dir", default=None, help="the data dir (default: the project's data/)")
     p.add_argument("--limit", type=int, default=0, help="first N tasks only (0 = all)")
     p.add_argument("-n", "--samples", type=int, default=0, help="temperature samples per task")
     p.add_argument("--temperature", type=float, default=0.8)
@@ -617,7 +636,8 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=32, help="sequences decoded together")
     p.add_argument("--tag", default="")
     p.add_argument("--kind", default="", help="row label, e.g. gen or mem")
-    p.add_argument("--out", default=DEFAULT_RESULTS, help="results JSONL ('' = do not append)")
+    p.add_argument("--out", default=None, help="results JSONL to append the row to (default: "
+                   "results/eval/eval.jsonl in the project, never the ladder's rows; '' = none)")
     p.add_argument("--json", action="store_true", help="print the row as JSON too")
     return p
 
@@ -633,6 +653,10 @@ def run_eval(args: argparse.Namespace) -> int:
     print(format_row(row))
     if args.json:
         print(json.dumps({k: v for k, v in row.items() if k != "per_task"}))
+    if args.out is None:
+        from jacrl.project import project
+
+        args.out = str(project().eval_rows)
     if args.out:
         append_row(args.out, row)
         print(f"appended to {args.out}")
@@ -643,7 +667,8 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParse
     p.add_argument("--model", default="jac-tiny")
     p.add_argument("--adapter", default=None)
     p.add_argument("--id", default=None, help="task id: splice into its template, must run")
-    p.add_argument("--tasks", default="data/tasks.jsonl", help="where --id is looked up")
+    p.add_argument("--tasks", default=None,
+                   help="where --id is looked up (default: the project's data/tasks.jsonl)")
     p.add_argument("--prompt", default=None, help="free prompt (else stdin when no --id)")
     p.add_argument("-k", type=int, default=8)
     p.add_argument("--temperature", type=float, default=0.8)
@@ -654,6 +679,10 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParse
 
 def run_generate(args: argparse.Namespace) -> int:
     if args.id:
+        if args.tasks is None:
+            from jacrl.project import project
+
+            args.tasks = str(project().tasks)
         found = [t for t in read_task_file(args.tasks) if _meta(t)["id"] == args.id]
         if not found:
             print(f"{args.tasks}: no task {args.id!r}", file=sys.stderr)

@@ -51,8 +51,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK = REPO_ROOT / "notebooks" / "30_training.ipynb"
+NOTEBOOK = "30_training.ipynb"  # in the project's notebooks/
 RUNGS = ("1", "3", "5", "10", "20", "all")
 DEFAULT_CONDITIONS = ("base", "sft", "sft_grpo", "raw_grpo")
 KINDS = ("gen", "mem")
@@ -116,16 +115,18 @@ class LadderConfig:
     temperature: float = _f(1.0, "gen sampling temperature (reference ladder: 1.0)")
     max_tokens: int = _f(512, "completion budget for every eval")
     batch_size: int = _f(32, "sequences decoded together (throughput only)")
-    data_dir: str = _f("data", "tasks.jsonl + splits/")
-    results_dir: str = _f("results", f"{RESULTS_FILE} and cells/")
-    figures_dir: str = _f("figures", "where show writes PNGs")
-    artifacts_dir: str = _f("artifacts", "content-addressed training artifacts")
-    notebook: str = _f(str(NOTEBOOK), "the per-cell notebook")
+    data_dir: str = _f("", "tasks.jsonl + splits/ ('' = the project's data/)")
+    results_dir: str = _f("", f"{RESULTS_FILE} and cells/ ('' = the project's results/)")
+    figures_dir: str = _f("", "where show writes PNGs ('' = the project's figures/)")
+    artifacts_dir: str = _f("", "training artifacts ('' = the project's artifacts/)")
+    notebook: str = _f("", f"the per-cell notebook ('' = the project's notebooks/{NOTEBOOK})")
     cell_timeout: int = _f(0, "seconds per cell before it is killed and marked failed (0 = none)")
 
     @property
     def results_file(self) -> Path:
-        return Path(self.results_dir) / RESULTS_FILE
+        from jacrl.project import path_or
+
+        return path_or(self.results_dir, "results") / RESULTS_FILE
 
 
 def _csv(s: str) -> tuple[str, ...]:
@@ -186,7 +187,26 @@ def validate(cfg: LadderConfig) -> LadderConfig:
         from jacrl.reward import check_formula
 
         check_formula(cfg.reward_formula)
-    return cfg
+    return with_paths(cfg)
+
+
+def with_paths(cfg: LadderConfig) -> LadderConfig:
+    """Every path absolute: the ones given (relative to the working directory), else the
+    project's, so cells, their notebooks and `show` agree wherever they run."""
+    from jacrl.project import path_or
+
+    paths = {f: str(path_or(getattr(cfg, f), attr).resolve()) for f, attr in (
+        ("data_dir", "data"), ("results_dir", "results"), ("figures_dir", "figures"),
+        ("artifacts_dir", "artifacts"))}
+    paths["notebook"] = str(Path(cfg.notebook).resolve()) if cfg.notebook else \
+        str(default_notebook())
+    return dataclasses.replace(cfg, **paths)
+
+
+def default_notebook() -> Path:
+    from jacrl.project import project
+
+    return project().notebooks / NOTEBOOK
 
 
 # -------------------------------------------------------------------------------------------
@@ -257,8 +277,9 @@ def model_fingerprint(model: str) -> str:
         return f"missing: {e}"
 
 
-def notebook_hash(path: str | os.PathLike = NOTEBOOK) -> str:
+def notebook_hash(path: str | os.PathLike | None = None) -> str:
     """sha256 of the notebook's code cells (outputs and metadata do not count)."""
+    path = path if path is not None else default_notebook()
     try:
         nb = json.loads(Path(path).read_text())
     except (OSError, ValueError):
@@ -268,7 +289,7 @@ def notebook_hash(path: str | os.PathLike = NOTEBOOK) -> str:
     return hashlib.sha256(json.dumps(code).encode()).hexdigest()
 
 
-def cell_tasks(rung: str, data_dir: str | os.PathLike, gen_limit: int = 0,
+def cell_tasks(rung: str, data_dir: str | os.PathLike | None, gen_limit: int = 0,
                mem_limit: int = 0) -> dict[str, list[dict]]:
     """{"train": the rung's tasks, "valid", "gen": holdout[:gen_limit], "mem": train[:mem_limit]}."""
     from jacrl import splits
@@ -309,13 +330,17 @@ def make_cell(rung, model: str = "jac-tiny", condition: str = "base", *, seed: i
               reward_formula: str = "", gen_limit: int = 0, mem_limit: int = 0, n: int = 8,
               k=(1, 2, 4, 8),
               temperature: float = 1.0, max_tokens: int = 512, batch_size: int = 32,
-              data_dir: str = "data", results: str = f"results/{RESULTS_FILE}",
-              artifacts: str = "artifacts", notebook: str | os.PathLike = NOTEBOOK,
+              data_dir: str | None = None, results: str | None = None,
+              artifacts: str | None = None, notebook: str | os.PathLike | None = None,
               env: Mapping[str, str] = os.environ, **_ignored) -> Cell:
     """Resolve one cell and compute its key. Accepts the notebook's parameters as given by
     papermill (JSON strings for the *_set dicts, a comma string for k)."""
     from jacrl.evaluate import code_version, data_hash
+    from jacrl.project import path_or
 
+    data_dir = str(path_or(data_dir, "data").resolve())
+    results = str(path_or(results, "rows").resolve())
+    artifacts = str(path_or(artifacts, "artifacts").resolve())
     rung = str(rung)
     if condition not in CONDITIONS:
         raise ValueError(f"unknown condition {condition!r}; choose from {', '.join(CONDITIONS)}")
@@ -352,8 +377,7 @@ def make_cell(rung, model: str = "jac-tiny", condition: str = "base", *, seed: i
 def plan(cfg: LadderConfig) -> list[Cell]:
     """Every cell of the ladder, in order: rung, then model, then condition. Reads only."""
     cfg = validate(cfg)
-    absdir = {f: str(Path(getattr(cfg, f)).resolve())
-              for f in ("data_dir", "results_dir", "artifacts_dir")}
+    absdir = {f: getattr(cfg, f) for f in ("data_dir", "results_dir", "artifacts_dir")}
     cells = []
     for rung in cfg.rungs:
         for model in cfg.models:
@@ -372,15 +396,24 @@ def plan(cfg: LadderConfig) -> list[Cell]:
     return cells
 
 
+def _root() -> Path:
+    """Where cells run (papermill's --cwd): the project root."""
+    from jacrl.project import find_root
+
+    return find_root()
+
+
 def cell_dir(cfg: LadderConfig, cell: Cell) -> Path:
-    return Path(cfg.results_dir).resolve() / "cells" / cell.key
+    from jacrl.project import path_or
+
+    return path_or(cfg.results_dir, "results").resolve() / "cells" / cell.key
 
 
 def command(cfg: LadderConfig, cell: Cell) -> list[str]:
     """The papermill command that runs the cell."""
     out = cell_dir(cfg, cell) / Path(cfg.notebook).name
     cmd = [sys.executable, "-m", "papermill", str(Path(cfg.notebook).resolve()), str(out),
-           "--cwd", str(REPO_ROOT), "--log-output", "--no-progress-bar", "-k", "python3"]
+           "--cwd", str(_root()), "--log-output", "--no-progress-bar", "-k", "python3"]
     for name, value in cell.params().items():
         if isinstance(value, str):
             cmd += ["-r", name, value]
@@ -583,7 +616,7 @@ def run_cell(cfg: LadderConfig, cell: Cell, log: Callable[[str], None] = print) 
     rc, error = None, ""
     with open(log_path, "w") as logf:
         proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=kernel_env(),
-                                cwd=str(REPO_ROOT), start_new_session=True,
+                                cwd=str(_root()), start_new_session=True,
                                 preexec_fn=_die_with_parent(_prctl()))  # noqa: PLW1509 (no locks)
         try:
             rc = proc.wait(timeout=cfg.cell_timeout or None)
@@ -621,6 +654,7 @@ def _artifact_paths(cell: Cell) -> dict[str, str]:
 
 def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = True) -> list[dict]:
     """Run every cell whose rows are missing; keep going past failures. Returns the statuses."""
+    cfg = validate(cfg)
     cells = plan(cfg)
     results = cfg.results_file.resolve()
     statuses = []
@@ -654,6 +688,7 @@ def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = 
 
 
 def plan_text(cfg: LadderConfig) -> str:
+    cfg = validate(cfg)
     cells = plan(cfg)
     present = rows_by_key(cfg.results_file)
     lines = [f"{len(cells)} cells; rows -> {cfg.results_file}"]
@@ -664,14 +699,17 @@ def plan_text(cfg: LadderConfig) -> str:
     return "\n".join(lines)
 
 
-def show(results_dir: str | os.PathLike = "results", figures_dir: str | os.PathLike | None = "figures",
+def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.PathLike | None = "",
          ) -> tuple[str, list[Path]]:
-    """The printed table and the figures written (none when figures_dir is None)."""
+    """The printed table and the figures written (none when figures_dir is None; "" = the
+    project's figures/). results_dir None: the project's results/."""
     from jacrl import report
+    from jacrl.project import path_or
 
-    rows = report.load_rows(Path(results_dir) / RESULTS_FILE)
+    rows = report.load_rows(path_or(results_dir, "results") / RESULTS_FILE)
     text = report.show_text(rows)
-    figs = report.write_figures(rows, figures_dir) if figures_dir and rows else []
+    figs = report.write_figures(rows, figures_dir or None) \
+        if figures_dir is not None and rows else []
     return text, figs
 
 
@@ -697,12 +735,15 @@ def demo_config(**over) -> LadderConfig:
     return dataclasses.replace(base, **over)
 
 
-def ensure_data(data_dir: str | os.PathLike = "data", drivers: str | os.PathLike = "drivers",
+def ensure_data(data_dir: str | os.PathLike | None = None,
+                drivers: str | os.PathLike | None = None,
                 log: Callable[[str], None] = print) -> None:
-    """Build tasks.jsonl (slow: every driver runs) and splits/ when missing."""
+    """Build tasks.jsonl (slow: every driver runs) and splits/ when missing (defaults: the
+    project's data/ and drivers/)."""
     from jacrl import splits, tasks
+    from jacrl.project import path_or
 
-    d = Path(data_dir)
+    d, drivers = path_or(data_dir, "data"), path_or(drivers, "drivers")
     if not (d / "tasks.jsonl").is_file():
         log(f"building tasks from {drivers}/ into {d}/ (runs every driver; a few minutes)")
         rep = tasks.build_tasks(drivers, d)
@@ -713,15 +754,15 @@ def ensure_data(data_dir: str | os.PathLike = "data", drivers: str | os.PathLike
         splits.build_splits(d)
 
 
-def demo(results_dir: str = "results", figures_dir: str = "figures", data_dir: str = "data",
-         artifacts_dir: str = "artifacts", model: str = "jac-tiny",
+def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
+         artifacts_dir: str = "", model: str = "jac-tiny",
          log: Callable[[str], None] = print) -> dict:
     """Tasks/splits if needed; the demo ladder (rungs 1 and 3, four conditions, jac-tiny);
     the table; figures/ladder.png. Returns {"seconds", "statuses", "table", "figures"}."""
     from jacrl.models import ModelError, resolve
 
     t0 = time.time()
-    ensure_data(data_dir, REPO_ROOT / "drivers", log)
+    ensure_data(data_dir or None, None, log)
     try:
         resolve(model)
     except ModelError as e:
@@ -729,7 +770,7 @@ def demo(results_dir: str = "results", figures_dir: str = "figures", data_dir: s
     cfg = from_env(demo_config(models=(model,), results_dir=results_dir, figures_dir=figures_dir,
                                data_dir=data_dir, artifacts_dir=artifacts_dir))
     statuses = run(cfg, log)
-    table, figs = show(results_dir, figures_dir)
+    table, figs = show(cfg.results_dir, cfg.figures_dir)
     log(table)
     for p in figs:
         log(f"wrote {p}")
@@ -773,10 +814,13 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def _paths(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", default="data")
-    p.add_argument("--results", default="results", help="results dir (rl_ladder.jsonl, cells/)")
-    p.add_argument("--figures", default="figures")
-    p.add_argument("--artifacts", default="artifacts")
+    p.add_argument("--data-dir", default="", help="tasks.jsonl + splits/ (default: the "
+                   "project's data/)")
+    p.add_argument("--results", default="", help="results dir: rl_ladder.jsonl, cells/ "
+                   "(default: the project's results/)")
+    p.add_argument("--figures", default="", help="figures dir (default: the project's figures/)")
+    p.add_argument("--artifacts", default="", help="artifacts dir (default: the project's "
+                   "artifacts/)")
 
 
 def _help(name: str) -> str:
@@ -820,7 +864,7 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_show(args) -> int:
-    text, figs = show(args.results, None if args.no_figures else args.figures)
+    text, figs = show(args.results or None, None if args.no_figures else args.figures)
     print(text)
     for p in figs:
         print(f"wrote {p}")
@@ -842,8 +886,8 @@ def add_cli(subparsers) -> None:
     q = sub.add_parser("run", help="run the cells without rows (resumable)")
     add_arguments(q).set_defaults(func=_cmd_run)
     q = sub.add_parser("show", help="pivot with Wilson CIs, McNemar vs base; write figures")
-    q.add_argument("--results", default="results")
-    q.add_argument("--figures", default="figures")
+    q.add_argument("--results", default="", help="results dir (default: the project's results/)")
+    q.add_argument("--figures", default="", help="figures dir (default: the project's figures/)")
     q.add_argument("--no-figures", action="store_true")
     q.set_defaults(func=_cmd_show)
     p = subparsers.add_parser("demo", help="a small ladder on jac-tiny: results/ and "

@@ -26,9 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-REGISTRY = REPO_ROOT / "models" / "registry.toml"
-DEFAULT_TINY_DIR = REPO_ROOT / "models" / "jac-tiny"
+TINY = "jac-tiny"  # the embedded default, models/jac-tiny in the project
 
 PAD, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 SPECIAL_TOKENS = [PAD, IM_START, IM_END]
@@ -60,28 +58,56 @@ class ModelError(ValueError):
 # --------------------------------------------------------------------------------------------
 
 
-def _display(path: Path) -> str:
-    """Repo-relative path when possible: shorter, stable error messages."""
+def _project():
+    from jacrl.project import ProjectNotFound, project
+
     try:
-        return str(path.resolve().relative_to(REPO_ROOT))
-    except ValueError:
-        return str(path)
+        return project()
+    except ProjectNotFound:
+        return None
 
 
-def read_registry(registry: Path = REGISTRY) -> dict[str, dict]:
-    """The `[models.<name>]` tables of the registry file ({} if the file does not exist)."""
-    if not registry.is_file():
+def _display(path: Path) -> str:
+    """Project-relative path when possible: shorter, stable error messages."""
+    proj = _project()
+    return proj.rel(path) if proj else str(path)
+
+
+def default_registry() -> Path | None:
+    proj = _project()
+    return proj.registry if proj else None
+
+
+def portable(model: str | os.PathLike) -> str:
+    """How a result row names a model: its registry name, or its project-relative path (never an
+    absolute path that ties rows to one machine)."""
+    if not Path(model).expanduser().is_dir():
+        return str(model)
+    return _display(Path(model).expanduser())
+
+
+def read_registry(registry: Path | None = None) -> dict[str, dict]:
+    """The `[models.<name>]` tables of the registry file ({} if there is none)."""
+    registry = registry if registry is not None else default_registry()
+    if registry is None or not Path(registry).is_file():
         return {}
     with open(registry, "rb") as f:
         return tomllib.load(f).get("models", {})
 
 
-def resolve(model: str | os.PathLike, *, registry: Path = REGISTRY) -> Path:
-    """Map a local MLX model directory or a registry name to a directory holding config.json.
+def resolve(model: str | os.PathLike, *, registry: Path | None = None) -> Path:
+    """Map a local MLX model directory or a registry name (in the project's models/registry.toml)
+    to a directory holding config.json.
 
     An existing directory wins over a registry name. Never touches the network.
     """
-    registry = Path(registry)
+    registry = registry if registry is not None else default_registry()
+    if registry is None:
+        if not Path(model).expanduser().is_dir():
+            from jacrl.project import find_root
+
+            find_root()  # raises the one-line "not inside a jacrl project" error
+    registry = Path(registry) if registry is not None else Path("models/registry.toml")
     candidate = Path(model).expanduser()
     if candidate.is_dir():
         path, origin = candidate, f"directory {_display(candidate)}"
@@ -257,7 +283,8 @@ def jaclang_jac_files() -> tuple[Path, list[Path]]:
     import jaclang
 
     root = Path(jaclang.__file__).resolve().parent
-    forbidden = [(REPO_ROOT / d).resolve() for d in ("drivers", "data")]
+    proj = _project()
+    forbidden = [p.resolve() for p in ((proj.drivers, proj.data) if proj else ())]
     files = sorted(
         p
         for p in root.rglob("*.jac")
@@ -673,8 +700,8 @@ with 2 OpenBLAS threads); `tests/test_models.py` re-checks it on a small build.
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Arguments of `jacrl tiny-model` (for wiring into another parser's subcommand)."""
     d = TinyModelConfig()
-    parser.add_argument("--out", type=Path, default=DEFAULT_TINY_DIR,
-                        help=f"output model directory (default: {_display(DEFAULT_TINY_DIR)})")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output model directory (default: models/jac-tiny in the project)")
     parser.add_argument("--steps", type=int, default=d.steps, help=f"training steps (default: {d.steps})")
     parser.add_argument("--seed", type=int, default=d.seed, help=f"random seed (default: {d.seed})")
     parser.set_defaults(func=run)
@@ -692,6 +719,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is None:
+        from jacrl.project import project
+
+        args.out = project().models / TINY
     command = f"jacrl tiny-model --out {_display(args.out)} --steps {args.steps} --seed {args.seed}"
     result = build_tiny_model(args.out, steps=args.steps, seed=args.seed, command=command)
     print(json.dumps({

@@ -285,10 +285,13 @@ def plot_training(metrics: str | os.PathLike, title: str = ""):
     return fig
 
 
-def write_figures(rows: list[dict], out_dir: str | os.PathLike = "figures") -> list[Path]:
-    """figures/ladder.png (pass@1 curves with Wilson bands) and figures/ladder_passk.png."""
+def write_figures(rows: list[dict], out_dir: str | os.PathLike | None = None) -> list[Path]:
+    """figures/ladder.png (pass@1 curves with Wilson bands) and figures/ladder_passk.png, in the
+    project's figures/ by default."""
+    from jacrl.project import path_or
+
     plt = _pyplot()
-    out = Path(out_dir)
+    out = path_or(out_dir, "figures")
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, value in (("ladder.png", "pass1_pct"), ("ladder_passk.png", "passk_pct")):

@@ -19,6 +19,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from jacrl.project import path_or
 from jacrl.tasks import read_tasks
 
 SPLITS = ("holdout", "trainpool", "valid")
@@ -177,8 +178,8 @@ def _plain(t: dict) -> dict:
     return {"prompt": t["prompt"], "answer": t["answer"]}
 
 
-def write_splits(s: Splits, data_dir: str | Path = "data") -> None:
-    out = Path(data_dir) / "splits"
+def write_splits(s: Splits, data_dir: str | Path | None = None) -> None:
+    out = path_or(data_dir, "data") / "splits"
     out.mkdir(parents=True, exist_ok=True)
     for name in SPLITS:
         tmp = out / f".{name}.jsonl.tmp"
@@ -188,8 +189,9 @@ def write_splits(s: Splits, data_dir: str | Path = "data") -> None:
         tmp.replace(out / f"{name}.jsonl")
 
 
-def build_splits(data_dir: str | Path = "data", cfg: SplitConfig = SplitConfig()) -> Splits:
-    s = make_splits(read_tasks(Path(data_dir) / "tasks.jsonl"), cfg)
+def build_splits(data_dir: str | Path | None = None, cfg: SplitConfig = SplitConfig()) -> Splits:
+    data_dir = path_or(data_dir, "data")
+    s = make_splits(read_tasks(data_dir / "tasks.jsonl"), cfg)
     problems = check_splits(s)
     if problems:
         raise ValueError(f"{data_dir}/splits: " + "; ".join(problems))
@@ -197,16 +199,16 @@ def build_splits(data_dir: str | Path = "data", cfg: SplitConfig = SplitConfig()
     return s
 
 
-def load_split(name: str, data_dir: str | Path = "data") -> list[dict]:
-    """Records ({"prompt", "answer"}) of holdout, trainpool or valid."""
+def load_split(name: str, data_dir: str | Path | None = None) -> list[dict]:
+    """Records ({"prompt", "answer"}) of holdout, trainpool or valid (default: the project's)."""
     if name not in SPLITS:
         raise ValueError(f"unknown split {name!r}; choose from {SPLITS}")
-    path = Path(data_dir) / "splits" / f"{name}.jsonl"
+    path = path_or(data_dir, "data") / "splits" / f"{name}.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{path}: no splits yet; run `jacrl split`")
     return [_plain(t) for t in read_tasks(path)]
 
 
-def rung(n: int | str, data_dir: str | Path = "data") -> list[dict]:
+def rung(n: int | str, data_dir: str | Path | None = None) -> list[dict]:
     """The training tasks of rung n."""
     return rung_tasks(load_split("trainpool", data_dir), n)

@@ -20,6 +20,7 @@ from pathlib import Path
 from jacrl.drivers import Driver, DriverError, parse_driver
 from jacrl.executor import Executor, Verdict
 from jacrl.extract import splice
+from jacrl.project import path_or
 from jacrl.reward import score_completions
 
 TIMEOUT = 20  # seconds; the reference's task timeout, kept so numbers compare
@@ -137,8 +138,15 @@ def load_all(drivers_dir: str | Path) -> tuple[list[Driver], list[str]]:
     return drivers, failures
 
 
-def build_tasks(drivers_dir: str | Path = "drivers", out_dir: str | Path = "data") -> BuildReport:
-    """Validate every driver and, only if all pass, write tasks.jsonl and templates/ atomically."""
+def build_tasks(drivers_dir: str | Path | None = None,
+                out_dir: str | Path | None = None) -> BuildReport:
+    """Validate every driver and, only if all pass, write tasks.jsonl and templates/ atomically.
+    Defaults: the project's drivers/ and data/. A missing or empty drivers folder is an error."""
+    drivers_dir, out_dir = path_or(drivers_dir, "drivers"), path_or(out_dir, "data")
+    if not drivers_dir.is_dir():
+        raise FileNotFoundError(f"{drivers_dir}: no such drivers folder")
+    if not any(drivers_dir.glob("*.jac")):
+        raise ValueError(f"{drivers_dir}: no .jac drivers in it; nothing to build")
     t0 = time.perf_counter()
     drivers, parse_failures = load_all(drivers_dir)
     with Executor(hash_seed=1) as a, Executor(hash_seed=2) as b:
@@ -173,8 +181,10 @@ def write_tasks(records: list[dict], out_dir: str | Path) -> None:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def read_tasks(path: str | Path = "data/tasks.jsonl") -> list[dict]:
-    """Task records; each gets a parsed `meta` (the answer JSON) beside the raw fields."""
+def read_tasks(path: str | Path | None = None) -> list[dict]:
+    """Task records; each gets a parsed `meta` (the answer JSON) beside the raw fields.
+    Default: the project's data/tasks.jsonl."""
+    path = path_or(path, "tasks")
     rows = []
     with open(path) as fh:
         for n, line in enumerate(fh, 1):

@@ -83,7 +83,7 @@ from jacrl.reward import (
 )
 
 COMPLETE = "COMPLETE"
-DEFAULT_OUT = "artifacts"
+DEFAULT_OUT = None  # the project's artifacts/
 
 
 def _f(default, help: str):
@@ -333,13 +333,15 @@ def _warn_slow_blas() -> None:
                       "environment, or use the `jacrl` CLI, which re-execs with it.", stacklevel=3)
 
 
-def build_artifact(condition: str, parts: dict, base: Path, out_root: str | os.PathLike,
+def build_artifact(condition: str, parts: dict, base: Path, out_root: str | os.PathLike | None,
                    build: Callable[[Path], dict], log: Callable[[str], None] = print) -> Artifact:
     """Reuse `<out_root>/<condition>-<key16>` if complete with the same key; else run
     `build(tmp_dir) -> manifest extras` in a temp dir under a lock, write the manifest, then the
     COMPLETE marker, then move it into place."""
+    from jacrl.project import path_or
+
     key = artifact_key(parts)
-    root = Path(out_root)
+    root = path_or(out_root, "artifacts")
     root.mkdir(parents=True, exist_ok=True)
     name = f"{condition}-{key[:16]}"
     final = root / name
@@ -645,7 +647,7 @@ def _resolve_base(model, parent: Artifact | None) -> Path:
 
 
 def sft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
-        cfg: SFTConfig = SFTConfig(), out_root: str | os.PathLike = DEFAULT_OUT, *,
+        cfg: SFTConfig = SFTConfig(), out_root: str | os.PathLike | None = DEFAULT_OUT, *,
         condition: str = "sft", log: Callable[[str], None] = print) -> Artifact:
     """Gold LoRA SFT on ALL `train_tasks` (scar P26); validation on `valid_tasks`' gold bodies,
     or on the train set when none are given (recorded in the manifest)."""
@@ -702,7 +704,7 @@ def sample_verified(model, adapter, tasks: Sequence[dict], *, samples: int, temp
 
 
 def rft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
-        cfg: RFTConfig | None = None, out_root: str | os.PathLike = DEFAULT_OUT, *,
+        cfg: RFTConfig | None = None, out_root: str | os.PathLike | None = DEFAULT_OUT, *,
         parent: Artifact | None = None, condition: str = "rft",
         log: Callable[[str], None] = print) -> Artifact:
     """Rejection-sampling fine-tuning: sample from model (+ parent's adapter), keep verified
@@ -762,7 +764,7 @@ def _rollout_concurrency(n: int):
 
 
 def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
-         cfg: GRPOConfig | None = None, out_root: str | os.PathLike = DEFAULT_OUT, *,
+         cfg: GRPOConfig | None = None, out_root: str | os.PathLike | None = DEFAULT_OUT, *,
          parent: Artifact | None = None, condition: str = "grpo",
          log: Callable[[str], None] = print) -> Artifact:
     """GRPO with mlx-lm-lora and `jac_behavioral`. With `parent`, continues the parent's adapter
@@ -785,7 +787,8 @@ def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
         log(f"grpo ({cfg.reward_formula}): reward {summary['first_reward_mean']} -> "
             f"{summary['last_reward_mean']}, "
             f"kl {summary['last_kl']}, truncated {summary['truncated_mean']}")
-        return {"stage": "grpo", "isolation": isolation, "data": data, "hyperparameters": dataclasses.asdict(cfg),
+        return {"stage": "grpo", "isolation": isolation, "data": data,
+                "hyperparameters": dataclasses.asdict(cfg),
                 "parent_path": str(parent.path) if parent else None, "summary": summary}
 
     return build_artifact(condition, parts, base, out_root, build, log)
@@ -869,7 +872,7 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
 
 
 def star(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
-         cfg: STaRConfig | None = None, out_root: str | os.PathLike = DEFAULT_OUT, *,
+         cfg: STaRConfig | None = None, out_root: str | os.PathLike | None = DEFAULT_OUT, *,
          condition: str = "star", log: Callable[[str], None] = print) -> list[Artifact]:
     """STaR: round 0 = gold SFT; round r = sample from round r-1's model, keep verified bodies,
     add them to everything kept so far (exact duplicates dropped), SFT from the original base.
@@ -960,11 +963,12 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     src.add_argument("--tasks", default=None, help="train on a tasks.jsonl file")
     p.add_argument("--valid", default=None, help="valid tasks.jsonl (default: the rung's / "
                                                  "split 'valid' when using --rung)")
-    p.add_argument("--data-dir", default="data")
+    p.add_argument("--data-dir", default=None, help="the data dir (default: the project's data/)")
     p.add_argument("--parent", default=None, help="artifact dir to chain from (grpo: continue "
                                                   "its adapter; rft: sample from it)")
     p.add_argument("--condition", default=None, help="condition label (default: the stage)")
-    p.add_argument("--out-root", default=DEFAULT_OUT)
+    p.add_argument("--out-root", default=None,
+                   help="where artifacts are stored (default: the project's artifacts/)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a hyperparameter (dotted for nested, e.g. sft.iters=50); "
                         "JACRL_<STAGE>_<FIELD> env vars apply first")

@@ -14,12 +14,9 @@ import pytest
 
 from jacrl import models
 from jacrl.models import ModelError, TinyModelConfig
+from jacrl.project import project
 
-JAC_TINY = models.DEFAULT_TINY_DIR
-needs_jac_tiny = pytest.mark.skipif(
-    not (JAC_TINY / "config.json").is_file(),
-    reason="models/jac-tiny is not built (run `jacrl tiny-model`)",
-)
+JAC_TINY = project().models / models.TINY
 
 # A build small enough for a unit test: 20 files, 1 layer of width 32, 3 steps.
 TINY_KNOBS = dict(
@@ -80,7 +77,6 @@ def test_repo_registry_has_jac_tiny():
     assert entry["path"] == "models/jac-tiny"
 
 
-@needs_jac_tiny
 def test_resolve_jac_tiny_by_name():
     assert models.resolve("jac-tiny") == JAC_TINY.resolve()
 
@@ -93,7 +89,6 @@ def jac_tiny():
     return models.load("jac-tiny")
 
 
-@needs_jac_tiny
 def test_load_chat_template_and_generate(jac_tiny):
     from mlx_lm import generate
 
@@ -120,7 +115,6 @@ def test_load_chat_template_and_generate(jac_tiny):
     assert isinstance(out, str) and out.strip()
 
 
-@needs_jac_tiny
 def test_tokenizer_roundtrip_on_jac_file(jac_tiny):
     from tokenizers import Tokenizer
 
@@ -140,7 +134,7 @@ def test_tokenizer_roundtrip_on_jac_file(jac_tiny):
 def test_split_is_deterministic_and_disjoint():
     root, files = models.jaclang_jac_files()
     assert files and all(p.suffix == ".jac" for p in files)
-    assert not any(("drivers" in p.parts or "data" in p.parts) and models.REPO_ROOT in p.parents
+    assert not any(("drivers" in p.parts or "data" in p.parts) and project().root in p.parents
                    for p in files)
     train, val = models.split_files(root, files, 0.05)
     rtrain, rval = models.split_files(root, files[::-1], 0.05)
@@ -219,5 +213,5 @@ def test_build_refuses_to_overwrite_non_model_dir(tmp_path):
 def test_cli_parser():
     args = models.build_parser().parse_args(["tiny-model", "--steps", "7", "--seed", "3"])
     assert (args.steps, args.seed, args.func) == (7, 3, models.run)
-    assert args.out == models.DEFAULT_TINY_DIR
+    assert args.out is None  # resolved to the project's models/jac-tiny when run
     assert TinyModelConfig().steps == models.build_parser().parse_args(["tiny-model"]).steps

@@ -1,0 +1,120 @@
+"""The project: the folder that holds a jacrl project's drivers, data, models, results and figures,
+and every default path in it. No other module computes repo paths on its own.
+
+Which project (first that applies):
+1. an explicit root: `jacrl --root DIR`, `project(DIR)`, or `JACRL_ROOT`;
+2. the nearest parent of the working directory holding the marker file `jacrl.toml` (so a
+   JupyterLab kernel started in `notebooks/` finds the checkout above it);
+3. the checkout this package was imported from (an editable install), when it has the marker.
+Otherwise `ProjectNotFound`, whose message is one line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+MARKER = "jacrl.toml"
+ROOT_ENV = "JACRL_ROOT"
+
+
+class ProjectNotFound(RuntimeError):
+    """No jacrl project here; the message is one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Project:
+    root: Path
+
+    @property
+    def drivers(self) -> Path:
+        return self.root / "drivers"
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def tasks(self) -> Path:
+        return self.data / "tasks.jsonl"
+
+    @property
+    def splits(self) -> Path:
+        return self.data / "splits"
+
+    @property
+    def models(self) -> Path:
+        return self.root / "models"
+
+    @property
+    def registry(self) -> Path:
+        return self.models / "registry.toml"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results"
+
+    @property
+    def rows(self) -> Path:
+        """The ladder's own result rows."""
+        return self.results / "rl_ladder.jsonl"
+
+    @property
+    def eval_rows(self) -> Path:
+        """Where ad hoc `jacrl eval` runs go by default (not tracked; never the ladder's rows)."""
+        return self.results / "eval" / "eval.jsonl"
+
+    @property
+    def artifacts(self) -> Path:
+        return self.root / "artifacts"
+
+    @property
+    def figures(self) -> Path:
+        return self.root / "figures"
+
+    @property
+    def notebooks(self) -> Path:
+        return self.root / "notebooks"
+
+    def rel(self, path: str | os.PathLike) -> str:
+        """`path` relative to the root when it is inside it (portable rows), else absolute."""
+        p = Path(path).resolve()
+        try:
+            return str(p.relative_to(self.root))
+        except ValueError:
+            return str(p)
+
+
+def _is_project(path: Path) -> bool:
+    return (path / MARKER).is_file()
+
+
+def find_root(root: str | os.PathLike | None = None, cwd: str | os.PathLike | None = None) -> Path:
+    """The project root by the rules in the module docstring."""
+    explicit = root if root is not None else os.environ.get(ROOT_ENV) or None
+    if explicit is not None:
+        path = Path(explicit).expanduser().resolve()
+        if not _is_project(path):
+            source = "JACRL_ROOT" if root is None else "--root"
+            raise ProjectNotFound(f"{source} {path} is not a jacrl project (no {MARKER} there)")
+        return path
+    here = Path(cwd or os.getcwd()).resolve()
+    for candidate in (here, *here.parents):
+        if _is_project(candidate):
+            return candidate
+    checkout = Path(__file__).resolve().parent.parent
+    if _is_project(checkout):
+        return checkout
+    raise ProjectNotFound(f"not inside a jacrl project: no {MARKER} in {here} or above; pass "
+                          f"--root or set {ROOT_ENV}")
+
+
+def project(root: str | os.PathLike | None = None) -> Project:
+    return Project(find_root(root))
+
+
+def path_or(path: str | os.PathLike | None, default: str) -> Path:
+    """A path the user gave, as given (relative to the working directory, as on any command line),
+    else the project's default (`default` names a Project property, e.g. "data")."""
+    return Path(path) if path not in (None, "") else getattr(project(), default)
