@@ -24,8 +24,8 @@ Row fields (percentages are 0-100, 2 dp; counts are over the `tasks` evaluated):
 | `avg_osim` | mean output similarity (0 for a greedy that did not run) |
 | `avg_idiom` | idiom markers per running greedy body (SPEC §7.1; not a score) |
 | `truncation_pct` | greedy completions that hit `max_tokens` |
-| `k`, `passk`, `passk_pct` | reference definition (P27): greedy or any of the first k samples exact; k = largest requested k <= n (1 when n = 0) |
-| `pass_at_k` | {k: unbiased pass@k in percent} from the n samples (greedy excluded), each k <= n |
+| `k`, `greedy_or_k`, `greedy_or_k_pct` | the earlier harness's "pass@k": greedy or any of the first k samples exact; k = largest requested k <= n (1 when n = 0). Not pass@k: named apart so no name means two things |
+| `pass_at_k` | {k: unbiased pass@k in percent} from the n samples (greedy excluded), each k <= n (Chen et al. 2021); the only pass@k this project reports |
 | `bestofk` | first of the first k samples (in sample order) that runs: is it exact? deploy / coverage / oracle counts (SPEC §7.5) |
 | `sample_truncation_pct`, `sample_run_pct` | over all n x tasks samples |
 | `by_family` | {family: [greedy passes, tasks]} |
@@ -338,8 +338,8 @@ def _pct(x: float, n: int) -> float:
     return round(100.0 * x / n, 2) if n else 0.0
 
 
-_REF_FIELDS = ("tasks", "k", "runs", "pass1", "passk", "near_pass", "norm_pass", "run_pct",
-               "pass1_pct", "passk_pct", "near_pct", "avg_osim", "avg_idiom", "by_family")
+_REF_FIELDS = ("tasks", "k", "runs", "pass1", "greedy_or_k", "near_pass", "norm_pass", "run_pct",
+               "pass1_pct", "greedy_or_k_pct", "near_pct", "avg_osim", "avg_idiom", "by_family")
 _OURS = ("wilson_lo", "wilson_hi", "pass_at_k", "bestofk", "truncation_pct",
          "sample_truncation_pct", "sample_run_pct")
 
@@ -373,7 +373,7 @@ def grade(tasks: Sequence[dict], greedy: Sequence[Sample | str],
     ks = sorted({int(x) for x in k if 1 <= int(x) <= n})
     k_row = ks[-1] if ks else 1
     per_task, by_family = [], {}
-    runs = pass1 = near = norm = passk = truncated = 0
+    runs = pass1 = near = norm = greedy_or_k = truncated = 0
     deploy = coverage = oracle = 0
     osim_sum = idiom_sum = 0.0
     for task, g, gs, ss in zip(tasks, greedy, g_scored, s_scored):
@@ -390,7 +390,7 @@ def grade(tasks: Sequence[dict], greedy: Sequence[Sample | str],
         idiom_sum += idiom_count(gs.body) if ran else 0
         truncated += g.truncated
         first_k = ss[:k_row]
-        passk += exact or any(s.exact for s in first_k)
+        greedy_or_k += exact or any(s.exact for s in first_k)
         dep = None
         if n > 0:
             runner = next((s for s in first_k if _ran(s)), None)  # no look at expected output
@@ -411,9 +411,9 @@ def grade(tasks: Sequence[dict], greedy: Sequence[Sample | str],
     lo, hi = wilson(pass1, N)
     all_samples = [s for ss in samples for s in ss]
     return {
-        "tasks": N, "k": k_row, "runs": runs, "pass1": pass1, "passk": passk, "near_pass": near,
+        "tasks": N, "k": k_row, "runs": runs, "pass1": pass1, "greedy_or_k": greedy_or_k, "near_pass": near,
         "norm_pass": norm, "run_pct": _pct(runs, N), "pass1_pct": _pct(pass1, N),
-        "passk_pct": _pct(passk, N), "near_pct": _pct(near, N),
+        "greedy_or_k_pct": _pct(greedy_or_k, N), "near_pct": _pct(near, N),
         "avg_osim": round(osim_sum / N, 4) if N else 0.0,
         "avg_idiom": round(idiom_sum / runs, 2) if runs else 0.0,
         "by_family": by_family,
@@ -502,7 +502,7 @@ def format_row(row: dict) -> str:
     for kk, v in row["pass_at_k"].items():
         table.append((f"pass@{kk} (unbiased)", f"{v:.1f}%"))
     if row["n"]:
-        table.append((f"greedy or any of {row['k']}", f"{row['passk_pct']:.1f}%"))
+        table.append((f"greedy or any of {row['k']}", f"{row['greedy_or_k_pct']:.1f}%"))
     b = row.get("bestofk")
     if b:
         table.append((f"best-of-{b['k']} deploy",

@@ -700,14 +700,17 @@ def plan_text(cfg: LadderConfig) -> str:
 
 
 def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.PathLike | None = "",
-         ) -> tuple[str, list[Path]]:
+         include_stale: bool = False) -> tuple[str, list[Path]]:
     """The printed table and the figures written (none when figures_dir is None; "" = the
-    project's figures/). results_dir None: the project's results/."""
+    project's figures/). results_dir None: the project's results/. Stale rows (made with a model,
+    adapter or tasks no longer on disk) are left out of both unless include_stale."""
     from jacrl import report
     from jacrl.project import path_or
 
     rows = report.load_rows(path_or(results_dir, "results") / RESULTS_FILE)
-    text = report.show_text(rows)
+    text = report.show_text(rows, include_stale)
+    if not include_stale:
+        rows = [r for r in report.mark_stale(rows) if not r["stale"]]
     figs = report.write_figures(rows, figures_dir or None) \
         if figures_dir is not None and rows else []
     return text, figs

@@ -10,8 +10,16 @@ intervals are recomputed from the counts (`pass1`/`tasks`), never copied from a 
 | column | meaning |
 |---|---|
 | `pass1_pct`, `ci_lo`, `ci_hi` | greedy exact pass rate and its 95 % Wilson interval (percent) |
-| `passk_pct`, `k` | unbiased pass@k at the row's largest k (percent); NaN when no samples were drawn |
+| `passk_pct`, `k` | unbiased pass@k (Chen et al. 2021) at the row's largest k, from its `pass_at_k` (percent); NaN when no samples were drawn. Never the rows' `greedy_or_k_pct` |
+| `tasks`, `pass1` | tasks graded and greedy exact passes of the row |
+| `run_pct`, `near_pct`, `avg_osim`, `truncation_pct` | as in the row (see `jacrl.evaluate`) |
+| `model`, `rung`, `condition`, `kind`, `cell_key` | the ladder cell the row belongs to |
 | `mem` | (pivot) the mem row's greedy pass rate on the rung's own training tasks |
+| `stale` | why a row no longer describes what is on disk ("" when it does): its model, adapter or tasks changed since it was made |
+
+Provenance is enforced, not just recorded: `show_text` leaves stale rows out (and says how many)
+unless asked to include them; `stale_reasons` compares each row's recorded model, adapter and
+task-data hashes with the files on disk now.
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ RUNG_ORDER = ("1", "3", "5", "10", "20", "all")
 COND_ORDER = ("base", "sft", "sft_grpo", "sft_grpo_tuned", "raw_grpo")
 KINDS = ("gen", "mem")
 COLUMNS = ["model", "rung", "condition", "kind", "tasks", "pass1", "pass1_pct", "ci_lo", "ci_hi",
-           "k", "passk_pct", "run_pct", "near_pct", "avg_osim", "truncation_pct", "cell_key"]
+           "k", "passk_pct", "run_pct", "near_pct", "avg_osim", "truncation_pct", "cell_key",
+           "stale"]
 
 
 def load_rows(path: str | os.PathLike) -> list[dict]:
@@ -63,6 +72,88 @@ def _passk(row: dict) -> tuple[float, int | None]:
     return math.nan, None
 
 
+class _Disk:
+    """What is on disk now, hashed once per report: model dirs, adapters, tasks by id."""
+
+    def __init__(self):
+        self._dirs: dict[str, str | None] = {}
+        self._tasks: dict[str, dict] | None = None
+
+    def dir_hash(self, path: Path) -> str | None:
+        from jacrl.evaluate import dir_hash
+
+        key = str(path)
+        if key not in self._dirs:
+            self._dirs[key] = dir_hash(path) if path.is_dir() else None
+        return self._dirs[key]
+
+    def model_dir(self, row: dict) -> Path | None:
+        from jacrl.models import ModelError, resolve
+        from jacrl.project import ProjectNotFound, project
+
+        name = str(row.get("model") or row.get("model_name") or "")
+        candidates = [name]
+        try:
+            candidates.append(str(project().root / name))
+        except ProjectNotFound:
+            pass
+        for c in candidates:
+            try:
+                return resolve(c)
+            except (ModelError, ProjectNotFound, OSError):
+                continue
+        return None
+
+    def tasks(self) -> dict[str, dict]:
+        if self._tasks is None:
+            from jacrl.project import ProjectNotFound, project
+            from jacrl.tasks import read_tasks
+
+            try:
+                self._tasks = {t["meta"]["id"]: t for t in read_tasks(project().tasks)}
+            except (ProjectNotFound, OSError, ValueError):
+                self._tasks = {}
+        return self._tasks
+
+
+def stale_reasons(row: dict, disk: _Disk | None = None) -> list[str]:
+    """Why `row` no longer matches the disk: its model's files, its adapter's files (when the
+    adapter is there to check) or the tasks it was graded on changed. [] when it matches."""
+    from jacrl.evaluate import data_hash
+
+    disk = disk or _Disk()
+    prov = row.get("provenance") or {}
+    out = []
+    if prov.get("model_hash"):
+        mdir = disk.model_dir(row)
+        if mdir is None:
+            out.append("model missing")
+        elif disk.dir_hash(mdir) != prov["model_hash"]:
+            out.append("model changed")
+    adapter = row.get("adapter")
+    if adapter and prov.get("adapter_hash"):
+        from jacrl.project import path_or
+
+        apath = Path(adapter) if Path(adapter).is_absolute() else path_or(None, "root") / adapter
+        now = disk.dir_hash(apath)
+        if now is not None and now != prov["adapter_hash"]:
+            out.append("adapter changed")
+    ids = [t["id"] for t in row.get("per_task") or []]
+    if ids and prov.get("data_hash"):
+        tasks = disk.tasks()
+        if not all(i in tasks for i in ids):
+            out.append("tasks missing")
+        elif data_hash([tasks[i] for i in ids]) != prov["data_hash"]:
+            out.append("tasks changed")
+    return out
+
+
+def mark_stale(rows: list[dict]) -> list[dict]:
+    """The rows, each with `stale` set to its reasons joined ("" when fresh)."""
+    disk = _Disk()
+    return [{**r, "stale": ", ".join(stale_reasons(r, disk))} for r in rows]
+
+
 def frame(rows: list[dict]) -> pd.DataFrame:
     """One line per (model, rung, condition, kind), the last row winning; sorted model, rung order,
     condition order, kind."""
@@ -82,7 +173,7 @@ def frame(rows: list[dict]) -> pd.DataFrame:
             "ci_lo": round(100 * lo, 2), "ci_hi": round(100 * hi, 2), "k": k,
             "passk_pct": passk, "run_pct": row.get("run_pct"), "near_pct": row.get("near_pct"),
             "avg_osim": row.get("avg_osim"), "truncation_pct": row.get("truncation_pct"),
-            "cell_key": row.get("cell_key", ""),
+            "cell_key": row.get("cell_key", ""), "stale": row.get("stale", ""),
         })
     df = pd.DataFrame(recs, columns=COLUMNS)
     if df.empty:
@@ -179,11 +270,23 @@ def mcnemar_vs_base(rows: list[dict]) -> pd.DataFrame:
              .reset_index(drop=True)
 
 
-def show_text(rows: list[dict]) -> str:
-    """What `jacrl ladder show` prints: the pivot, the long table and McNemar vs base."""
+def show_text(rows: list[dict], include_stale: bool = False) -> str:
+    """What `jacrl ladder show` prints: the pivot, the long table and McNemar vs base. Stale rows
+    (see `stale_reasons`) are left out and counted, unless include_stale."""
+    rows = mark_stale(rows)
+    stale = [r for r in rows if r["stale"]]
+    note = ""
+    if stale:
+        why = sorted({r["stale"] for r in stale})
+        note = (f"{len(stale)} stale row(s) ({'; '.join(why)}) "
+                + ("included, marked in the `stale` column" if include_stale else
+                   "left out: made with a model, adapter or tasks that are no longer on disk "
+                   "(--include-stale shows them)"))
+        if not include_stale:
+            rows = [r for r in rows if not r["stale"]]
     table = ladder_table(rows)
     if table.empty:
-        return "no ladder rows"
+        return "no ladder rows" + (f"; {note}" if note else "")
     df = frame(rows)
     gen = df[df.kind == "gen"]
     n = sorted(set(gen.tasks)) if not gen.empty else []
@@ -201,6 +304,8 @@ def show_text(rows: list[dict]) -> str:
         if not mc.empty:
             parts += ["", ("paired exact McNemar vs base (same tasks; lost = base right, cond "
                            "wrong; gained = the reverse)"), mc.to_string(index=False)]
+    if note:
+        parts += ["", note]
     return "\n".join(parts)
 
 

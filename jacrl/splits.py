@@ -76,7 +76,7 @@ def make_splits(tasks: list[dict], cfg: SplitConfig = SplitConfig()) -> Splits:
     kept, dropped = [], []
     for t in holdout:
         g = _gold(t)
-        sm = difflib.SequenceMatcher(None, g, autojunk=False)
+        sm = difflib.SequenceMatcher(None, "", g, autojunk=False)  # b = the held body (cached)
         near = False
         for other in train_golds:
             sm.set_seq1(other)

@@ -11,8 +11,8 @@ import pytest
 from jacrl import evaluate as ev
 from jacrl.stats import pass_at_k, wilson
 
-REF_FIELDS = {"tag", "model", "adapter", "tasks", "k", "runs", "pass1", "passk", "near_pass",
-              "norm_pass", "run_pct", "pass1_pct", "passk_pct", "near_pct", "avg_osim",
+REF_FIELDS = {"tag", "model", "adapter", "tasks", "k", "runs", "pass1", "greedy_or_k", "near_pass",
+              "norm_pass", "run_pct", "pass1_pct", "greedy_or_k_pct", "near_pct", "avg_osim",
               "avg_idiom", "by_family"}
 OUR_FIELDS = {"n", "temperature", "seed", "max_tokens", "split", "kind", "wilson_lo", "wilson_hi",
               "pass_at_k", "bestofk", "truncation_pct", "sample_truncation_pct",
@@ -48,7 +48,7 @@ def test_grade_counts_known_completions(harness_tasks):
     for kk in (1, 2, 4):
         want = 100 * sum(pass_at_k(4, c, kk) for c in correct) / 4
         assert m["pass_at_k"][str(kk)] == pytest.approx(want, abs=0.01)
-    assert m["passk"] == 3  # greedy or any of the first 4 samples
+    assert m["greedy_or_k"] == 3  # greedy or any of the first 4 samples
     lo, hi = wilson(2, 4)
     assert (m["wilson_lo"], m["wilson_hi"]) == (round(100 * lo, 2), round(100 * hi, 2))
     # best-of-k: first sample that RUNS, in sample order; "junk" does not run
@@ -62,9 +62,9 @@ def test_grade_deploy_is_not_an_oracle(harness_tasks):
     task = harness_tasks[0]
     m = ev.grade([task], ["junk"], [[wrong_output(task), gold(task)]], k=(2,))
     p = m["per_task"][0]
-    if p["samples_ran"] == 2:  # the wrong body runs in this template
-        assert p["deploy"] is False and m["bestofk"]["oracle"] == 1
-    assert m["pass1"] == 0 and m["passk"] == 1
+    assert p["samples_ran"] == 2  # the wrong body runs (prints the wrong thing) in this template
+    assert p["deploy"] is False and m["bestofk"]["oracle"] == 1
+    assert m["pass1"] == 0 and m["greedy_or_k"] == 1
 
 
 def test_grade_greedy_only(harness_tasks):

@@ -151,9 +151,10 @@ def test_split_is_deterministic_and_disjoint():
 
 def test_fast_blas_env_shape():
     env = models.fast_blas_env()
-    if env:
-        assert set(env) == {"LD_PRELOAD", "OPENBLAS_NUM_THREADS"}
-        assert Path(env["LD_PRELOAD"]).is_file() and int(env["OPENBLAS_NUM_THREADS"]) >= 1
+    # empty exactly where no OpenBLAS is installed (then MLX keeps its bundled BLAS)
+    assert bool(env) == (models.find_openblas() is not None)
+    assert not env or set(env) == {"LD_PRELOAD", "OPENBLAS_NUM_THREADS"}
+    assert not env or (Path(env["LD_PRELOAD"]).is_file() and int(env["OPENBLAS_NUM_THREADS"]) >= 1)
 
 
 def test_ensure_fast_blas_reexecs_once(monkeypatch):

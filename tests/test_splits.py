@@ -42,11 +42,12 @@ def test_decontamination_drops_a_near_duplicate_held_task():
     tasks = read_tasks(ROOT / "data" / "tasks.jsonl")
     s = make_splits(tasks)
     held = s.holdout[0]
-    twin_meta = dict(held["meta"], id="zz_twin", source="apps/zz_twin_source")
+    # the twin joins a source of the training pool, so the held original has a train near-twin
+    pool_source = s.trainpool[0]["meta"]["source"]
+    twin_meta = dict(held["meta"], id="zz_twin", source=pool_source)
     twin = {"prompt": held["prompt"], "answer": json.dumps(twin_meta), "meta": twin_meta}
     s2 = make_splits(tasks + [twin], SplitConfig())
-    if "apps/zz_twin_source" in s2.holdout_sources:  # the twin itself was held: nothing to drop
-        return
+    assert pool_source not in s2.holdout_sources and "zz_twin" in _ids(s2.trainpool + s2.valid)
     assert held["meta"]["id"] in s2.dropped
     assert held["meta"]["id"] not in _ids(s2.holdout)
 
