@@ -121,13 +121,14 @@ def load_model(model, adapter: str | os.PathLike | None = None):
 
 def generate(model, tokenizer, prompts: Sequence[str], *, n: int = 1, temperature: float = 0.0,
              max_tokens: int = MAX_TOKENS, seed: int = 0, batch_size: int = 32,
-             system: str = SYSTEM_PROMPT) -> list[list[Sample]]:
+             system: str = SYSTEM_PROMPT, progress: str = "") -> list[list[Sample]]:
     """n completions per prompt, decoded in batches of `batch_size` sequences (continuous
     batching, mlx-lm's BatchGenerator). temperature 0 = greedy (argmax). Seeded: the same call
-    gives the same samples."""
+    gives the same samples. progress: a label shows a progress bar over the sequences (stderr)."""
     import mlx.core as mx
     from mlx_lm.generate import BatchGenerator
     from mlx_lm.sample_utils import make_sampler
+    from tqdm.auto import tqdm
 
     if n < 1 or not prompts:
         return [[] for _ in prompts]
@@ -137,6 +138,7 @@ def generate(model, tokenizer, prompts: Sequence[str], *, n: int = 1, temperatur
     jobs = [(i, j) for i in range(len(prompts)) for j in range(n)]
     out: list[list[Sample | None]] = [[None] * n for _ in prompts]
     stops = [[t] for t in tokenizer.eos_token_ids]
+    bar = tqdm(total=len(jobs), desc=progress, unit="seq", disable=not progress)
     for start in range(0, len(jobs), batch_size):
         chunk = jobs[start:start + batch_size]
         gen = BatchGenerator(model, stop_tokens=stops, sampler=sampler,
@@ -152,11 +154,13 @@ def generate(model, tokenizer, prompts: Sequence[str], *, n: int = 1, temperatur
                         toks[r.uid].append(r.token)
                     if r.finish_reason is not None:
                         reason[r.uid] = r.finish_reason
+                        bar.update(1)
         finally:
             gen.close()
         for (i, j), u in zip(chunk, uids):
             out[i][j] = Sample(tokenizer.decode(toks[u]), len(toks[u]),
                                reason.get(u) == "length")
+    bar.close()
     return out  # type: ignore[return-value]
 
 
@@ -344,6 +348,16 @@ _OURS = ("wilson_lo", "wilson_hi", "pass_at_k", "bestofk", "truncation_pct",
          "sample_truncation_pct", "sample_run_pct")
 
 
+def check_k(k: Iterable[int], n: int) -> list[int]:
+    """The pass@k values as ints, each in 1..n (k = 1 alone with n = 0: the greedy answer); a
+    k that the n samples cannot give is an error, never silently dropped."""
+    ks = [int(x) for x in k]
+    for x in ks:
+        if not 1 <= x <= max(n, 1):
+            raise ValueError(f"pass@k needs 1 <= k <= n samples per task: got k={x} with n={n}")
+    return ks
+
+
 def grade(tasks: Sequence[dict], greedy: Sequence[Sample | str],
           samples: Sequence[Sequence[Sample | str]] | None = None, *,
           k: Sequence[int] = (1, 2, 4, 8)) -> dict:
@@ -433,12 +447,13 @@ def grade(tasks: Sequence[dict], greedy: Sequence[Sample | str],
 def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None, *, n: int = 0,
              temperature: float = 0.8, k: Sequence[int] = (1, 2, 4, 8), seed: int = 0,
              max_tokens: int = MAX_TOKENS, tag: str = "", split: str = "", kind: str = "",
-             batch_size: int = 32, log=None) -> dict:
+             batch_size: int = 32, log=None, progress: bool = False) -> dict:
     """Evaluate model (+ adapter) on tasks; returns one result row (see the module docstring).
 
     model: registry name or model dir (or an already loaded (model, tokenizer) pair, in which case
     pass `adapter` only as a label). tasks: task records or a tasks.jsonl path.
     n: temperature samples per task (0 = greedy only). k: the pass@k values to report (each <= n).
+    progress: progress bars over the greedy and sampled sequences (stderr).
     """
     t_all = time.perf_counter()
     tasks = _tasks(tasks)
@@ -460,14 +475,18 @@ def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None, *, n: 
     prompts = [tt["prompt"] for tt in tasks]
     t = time.perf_counter()
     greedy = [s[0] for s in generate(lm, tok, prompts, n=1, temperature=0.0,
-                                     max_tokens=max_tokens, seed=seed, batch_size=batch_size)]
+                                     max_tokens=max_tokens, seed=seed, batch_size=batch_size,
+                                     progress="greedy" if progress else "")]
     timings["greedy"] = time.perf_counter() - t
     t = time.perf_counter()
     samples = generate(lm, tok, prompts, n=n, temperature=temperature, max_tokens=max_tokens,
-                       seed=seed, batch_size=batch_size) if n > 0 else [[] for _ in tasks]
+                       seed=seed, batch_size=batch_size, progress="samples" if progress else "") \
+        if n > 0 else [[] for _ in tasks]
     timings["sample"] = time.perf_counter() - t
 
     t = time.perf_counter()
+    if progress:
+        print(f"grading {len(tasks) * (1 + n)} completions", file=sys.stderr, flush=True)
     metrics = grade(tasks, greedy, samples, k=k)
     timings["grade"] = time.perf_counter() - t
     row = {
@@ -567,7 +586,8 @@ def read_rows(path: str | os.PathLike) -> list[dict]:
 
 def generate_best_of_k(model, adapter: str | os.PathLike | None, task_or_prompt, k: int = 8,
                        temperature: float = 0.8, *, seed: int = 0,
-                       max_tokens: int = MAX_TOKENS, timeout: float = 20.0) -> dict:
+                       max_tokens: int = MAX_TOKENS, timeout: float = 20.0,
+                       progress: bool = False) -> dict:
     """Sample k completions; return the first (in sample order) that the Jac toolchain accepts —
     for a task (a record with `answer`): spliced into its template, it runs (exit 0); for a bare
     prompt: the code block itself runs. No look at the expected output.
@@ -582,7 +602,7 @@ def generate_best_of_k(model, adapter: str | os.PathLike | None, task_or_prompt,
     is_task = isinstance(task_or_prompt, dict)
     prompt = task_or_prompt["prompt"] if is_task else str(task_or_prompt)
     samples = generate(lm, tok, [prompt], n=k, temperature=temperature, max_tokens=max_tokens,
-                       seed=seed)[0]
+                       seed=seed, progress="samples" if progress else "")[0]
     texts = [s.text for s in samples]
     if is_task:
         scored = score_completions(texts, [task_or_prompt["answer"]])
@@ -605,7 +625,10 @@ def generate_best_of_k(model, adapter: str | os.PathLike | None, task_or_prompt,
 
 
 def _int_list(s: str) -> list[int]:
-    return [int(x) for x in s.split(",") if x.strip()]
+    try:
+        return [int(x) for x in s.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"-k expects comma-separated integers, got {s!r}") from None
 
 
 def load_tasks_arg(tasks: str | None, split: str | None,
@@ -618,23 +641,27 @@ def load_tasks_arg(tasks: str | None, split: str | None,
 
         return [{"prompt": t["prompt"], "answer": t["answer"]}
                 for t in splits.load_split(split, data_dir=data_dir)], split
-    raise SystemExit("give --split NAME or --tasks FILE")
+    raise ValueError("give --split NAME or --tasks FILE")
 
 
 def add_eval_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--model", default="jac-tiny", help="registry name or MLX model dir")
-    p.add_argument("--adapter", default=None, help="LoRA adapter dir (e.g. an artifact dir)")
-    p.add_argument("--split", default=None, help="split name from data/splits (e.g. holdout)")
-    p.add_argument("--tasks", default=None, help="a tasks.jsonl file instead of --split")
+    p.add_argument("--adapter", default=None, help="LoRA adapter dir, e.g. an artifact dir "
+                   "(default: none, the base model)")
+    p.add_argument("--split", default=None, help="split name from data/splits, e.g. holdout "
+                   "(default: none; give --split or --tasks)")
+    p.add_argument("--tasks", default=None, help="a tasks.jsonl file instead of --split "
+                   "(default: none)")
     p.add_argument("--data-dir", default=None, help="the data dir (default: the project's data/)")
     p.add_argument("--limit", type=int, default=0, help="first N tasks only (0 = all)")
     p.add_argument("-n", "--samples", type=int, default=0, help="temperature samples per task")
-    p.add_argument("--temperature", type=float, default=0.8)
-    p.add_argument("-k", default="1,2,4,8", help="pass@k values, comma-separated (each <= n)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
+    p.add_argument("--temperature", type=float, default=0.8, help="sampling temperature")
+    p.add_argument("-k", default=None, help="pass@k values, comma-separated, each <= n (default: "
+                   "those of 1,2,4,8 that are <= n)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed")
+    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS, help="completion budget")
     p.add_argument("--batch-size", type=int, default=32, help="sequences decoded together")
-    p.add_argument("--tag", default="")
+    p.add_argument("--tag", default="", help="row label")
     p.add_argument("--kind", default="", help="row label, e.g. gen or mem")
     p.add_argument("--out", default=None, help="results JSONL to append the row to (default: "
                    "results/eval/eval.jsonl in the project, never the ladder's rows; '' = none)")
@@ -642,56 +669,85 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
+def _eval_out(out: str | None) -> str:
+    """Where the row goes ("" = nowhere): the path given, else the project's eval rows; never
+    the ladder's own rows, whose cells are keyed."""
+    from jacrl.project import ProjectNotFound, project
+
+    if out == "":
+        return ""
+    try:
+        proj = project()
+    except ProjectNotFound:
+        if out is None:
+            raise
+        return out
+    if out is not None and Path(out).resolve() == proj.rows.resolve():
+        raise ValueError(f"--out {out} is the ladder's own rows file; eval rows go elsewhere "
+                         f"(default: {proj.rel(proj.eval_rows)})")
+    return out if out is not None else str(proj.eval_rows)
+
+
 def run_eval(args: argparse.Namespace) -> int:
+    """Evaluate a model (+ adapter) on a split or tasks file; print the row and append it."""
+    from jacrl.models import resolve
+
+    n = args.samples
+    if n < 0:
+        raise ValueError(f"-n must be >= 0, got {n}")
+    ks = check_k(_int_list(args.k), n) if args.k is not None else [x for x in (1, 2, 4, 8)
+                                                                     if x <= n]
+    out = _eval_out(args.out)
+    resolve(args.model)  # an unknown model fails before any work
     tasks, split = load_tasks_arg(args.tasks, args.split, args.data_dir)
     if args.limit:
         tasks = tasks[:args.limit]
-    row = evaluate(args.model, args.adapter, tasks, n=args.samples,
-                   temperature=args.temperature, k=_int_list(args.k), seed=args.seed,
-                   max_tokens=args.max_tokens, tag=args.tag, split=split, kind=args.kind,
-                   batch_size=args.batch_size)
+    row = evaluate(args.model, args.adapter, tasks, n=n, temperature=args.temperature, k=ks,
+                   seed=args.seed, max_tokens=args.max_tokens, tag=args.tag, split=split,
+                   kind=args.kind, batch_size=args.batch_size, progress=True)
     print(format_row(row))
     if args.json:
         print(json.dumps({k: v for k, v in row.items() if k != "per_task"}))
-    if args.out is None:
-        from jacrl.project import project
-
-        args.out = str(project().eval_rows)
-    if args.out:
-        append_row(args.out, row)
-        print(f"appended to {args.out}")
+    if out:
+        append_row(out, row)
+        print(f"appended to {out}")
     return 0
 
 
 def add_generate_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p.add_argument("--model", default="jac-tiny")
-    p.add_argument("--adapter", default=None)
-    p.add_argument("--id", default=None, help="task id: splice into its template, must run")
+    p.add_argument("--model", default="jac-tiny", help="registry name or MLX model dir")
+    p.add_argument("--adapter", default=None, help="LoRA adapter dir (default: none, the base "
+                   "model)")
+    p.add_argument("--id", default=None, help="task id: splice into its template, must run "
+                   "(default: none; a free prompt)")
     p.add_argument("--tasks", default=None,
                    help="where --id is looked up (default: the project's data/tasks.jsonl)")
-    p.add_argument("--prompt", default=None, help="free prompt (else stdin when no --id)")
-    p.add_argument("-k", type=int, default=8)
-    p.add_argument("--temperature", type=float, default=0.8)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
+    p.add_argument("--prompt", default=None, help="free prompt (default: stdin when no --id)")
+    p.add_argument("-k", type=int, default=8, help="samples drawn; the first that runs is shown")
+    p.add_argument("--temperature", type=float, default=0.8, help="sampling temperature")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed")
+    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS, help="completion budget")
     return p
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    if args.id:
-        if args.tasks is None:
-            from jacrl.project import project
+    """Best-of-k: print the first of k samples that runs (exit 1 when none does)."""
+    from jacrl.models import resolve
+    from jacrl.project import path_or
 
-            args.tasks = str(project().tasks)
-        found = [t for t in read_task_file(args.tasks) if _meta(t)["id"] == args.id]
+    if args.k < 1:
+        raise ValueError(f"-k must be >= 1, got {args.k}")
+    resolve(args.model)  # an unknown model fails before any work
+    if args.id:
+        path = path_or(args.tasks, "tasks")
+        found = [t for t in read_task_file(path) if _meta(t)["id"] == args.id]
         if not found:
-            print(f"{args.tasks}: no task {args.id!r}", file=sys.stderr)
-            return 2
+            raise ValueError(f"{path}: no task {args.id!r}")
         what = found[0]
     else:
         what = args.prompt if args.prompt is not None else sys.stdin.read()
     r = generate_best_of_k(args.model, args.adapter, what, args.k, args.temperature,
-                           seed=args.seed, max_tokens=args.max_tokens)
+                           seed=args.seed, max_tokens=args.max_tokens, progress=True)
     if r["accepted"]:
         print(f"# verified: sample {r['index'] + 1} of {r['k']} runs", file=sys.stderr)
         if r["stdout"]:
@@ -707,26 +763,6 @@ def add_cli(subparsers) -> None:
     p = subparsers.add_parser("eval", help="evaluate a model (+adapter) and append a result row",
                               description=run_eval.__doc__)
     add_eval_arguments(p).set_defaults(func=run_eval)
-    p = subparsers.add_parser("generate", help="best-of-k generation verified by the Jac runtime")
+    p = subparsers.add_parser("generate", help="best-of-k generation verified by the Jac runtime",
+                              description=run_generate.__doc__)
     add_generate_arguments(p).set_defaults(func=run_generate)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="jacrl", description="evaluation and generation")
-    add_cli(ap.add_subparsers(dest="verb", required=True))
-    return ap
-
-
-def run(args: argparse.Namespace) -> int:
-    return args.func(args)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from jacrl.models import ensure_fast_blas
-
-    ensure_fast_blas()  # re-execs with OpenBLAS preloaded on Linux (LD_PRELOAD needs a new process)
-    return run(build_parser().parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

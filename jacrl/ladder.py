@@ -178,11 +178,14 @@ def validate(cfg: LadderConfig) -> LadderConfig:
     bad = [c for c in cfg.conditions if c not in CONDITIONS]
     if bad:
         raise ValueError(f"unknown condition(s) {bad}; choose from {', '.join(CONDITIONS)}")
+    from jacrl.evaluate import check_k
+    from jacrl.splits import check_rung
+
     for r in cfg.rungs:
-        if r != "all" and not (r.isdigit() and int(r) >= 1):
-            raise ValueError(f"rung must be a positive integer or 'all', got {r!r}")
+        check_rung(r, sys.maxsize)  # the pool's size is checked by plan()
     if not cfg.rungs or not cfg.models or not cfg.conditions:
         raise ValueError("the ladder needs at least one rung, model and condition")
+    check_k(cfg.k, cfg.n)
     if cfg.reward_formula:
         from jacrl.reward import check_formula
 
@@ -376,8 +379,18 @@ def make_cell(rung, model: str = "jac-tiny", condition: str = "base", *, seed: i
 
 def plan(cfg: LadderConfig) -> list[Cell]:
     """Every cell of the ladder, in order: rung, then model, then condition. Reads only."""
+    from jacrl import splits
+    from jacrl.models import resolve
+
     cfg = validate(cfg)
     absdir = {f: getattr(cfg, f) for f in ("data_dir", "results_dir", "artifacts_dir")}
+    pool = len(splits.load_split("trainpool", cfg.data_dir))
+    for r in cfg.rungs:  # a rung as large as the pool would be 'all' again under another key
+        if r != "all" and int(r) >= pool:
+            raise ValueError(f"rung {r}: the train pool has {pool} tasks, so rung {r} would be "
+                             f"'all'; choose 1..{pool - 1} or 'all'")
+    for model in cfg.models:
+        resolve(model)  # an unknown model fails here, not in its cells
     cells = []
     for rung in cfg.rungs:
         for model in cfg.models:
@@ -555,6 +568,40 @@ def read_status(path: Path) -> dict:
         return {}
 
 
+def claim_cell(d: Path):
+    """The cell's lock (an open file holding an exclusive flock), or None when another process
+    runs the cell. The kernel drops a dead process's flock, so a killed run's cell is free again."""
+    d.mkdir(parents=True, exist_ok=True)
+    fh = open(d / "lock", "w")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        return None
+    return fh
+
+
+def cell_state(d: Path) -> str:
+    """`running` (a live process holds the cell), `interrupted` (its status says running but no
+    one holds it: the run was killed), else the last status written (`done`, `failed`) or ""."""
+    status = read_status(d / "status.json").get("status", "")
+    if status != "running":
+        return status
+    lock = claim_cell(d)
+    if lock is None:
+        return "running"
+    lock.close()
+    return "interrupted"
+
+
+def interrupted_cells(results_dir: str | os.PathLike) -> list[str]:
+    """Names of cells whose run was killed (status `running`, nobody holding them)."""
+    cells = Path(results_dir) / "cells"
+    return sorted(read_status(d / "status.json").get("cell", d.name)
+                  for d in (cells.iterdir() if cells.is_dir() else ())
+                  if d.is_dir() and cell_state(d) == "interrupted")
+
+
 def notebook_error(nb_path: Path, log_path: Path) -> str:
     """`Name: message` of the first error output of an executed notebook, else the log's tail."""
     try:
@@ -652,6 +699,29 @@ def _artifact_paths(cell: Cell) -> dict[str, str]:
     return {}
 
 
+def _run_once(cfg: LadderConfig, cell: Cell, results: Path, head: str,
+              log: Callable[[str], None]) -> dict:
+    """Run the cell unless its rows exist or another process holds it (then `busy`): concurrent
+    `ladder run`s split the cells instead of doubling them."""
+    skipped = {"key": cell.key, "cell": cell.name, "status": "skipped"}
+    if is_done(rows_by_key(results), cell.key):
+        log(f"{head}: rows exist, skipped")
+        return skipped
+    lock = claim_cell(cell_dir(cfg, cell))
+    if lock is None:
+        log(f"{head}: being run by another process, skipped")
+        return {**skipped, "status": "busy"}
+    with lock:  # held while the cell runs
+        if is_done(rows_by_key(results), cell.key):  # finished by another process meanwhile
+            log(f"{head}: rows exist, skipped")
+            return skipped
+        log(f"{head}: running (log: {cell_dir(cfg, cell) / 'log.txt'})")
+        st = run_cell(cfg, cell, log)
+    log(f"{head}: {st['status']} in {st['seconds']:.0f} s"
+        + (f" — {st['error']}" if st.get("error") else ""))
+    return st
+
+
 def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = True) -> list[dict]:
     """Run every cell whose rows are missing; keep going past failures. Returns the statuses."""
     cfg = validate(cfg)
@@ -667,22 +737,16 @@ def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = 
             log = bar.write  # lines above the bar, not through it
     for i, cell in enumerate(cells, 1):
         head = f"[{i}/{len(cells)}] {cell.name} ({cell.key})"
-        if is_done(rows_by_key(results), cell.key):
-            log(f"{head}: rows exist, skipped")
-            statuses.append({"key": cell.key, "cell": cell.name, "status": "skipped"})
-        else:
-            log(f"{head}: running")
-            st = run_cell(cfg, cell, log)
-            msg = f"{head}: {st['status']} in {st['seconds']:.0f} s"
-            log(msg + (f" — {st['error']}" if st.get("error") else ""))
-            statuses.append(st)
+        st = _run_once(cfg, cell, results, head, log)
+        statuses.append(st)
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
     failed = [s for s in statuses if s["status"] == "failed"]
     log(f"ladder: {len(cells)} cells, {sum(s['status'] == 'done' for s in statuses)} run, "
-        f"{sum(s['status'] == 'skipped' for s in statuses)} skipped, {len(failed)} failed"
+        f"{sum(s['status'] == 'skipped' for s in statuses)} skipped, "
+        f"{sum(s['status'] == 'busy' for s in statuses)} run elsewhere, {len(failed)} failed"
         + (f" (see {cfg.results_dir}/cells/<key>/status.json)" if failed else ""))
     return statuses
 
@@ -693,7 +757,9 @@ def plan_text(cfg: LadderConfig) -> str:
     present = rows_by_key(cfg.results_file)
     lines = [f"{len(cells)} cells; rows -> {cfg.results_file}"]
     for i, c in enumerate(cells, 1):
-        state = "done (rows exist)" if is_done(present, c.key) else "to run"
+        state = "done (rows exist)" if is_done(present, c.key) else \
+            {"running": "running now", "interrupted": "interrupted (killed; to rerun)",
+             "failed": "failed (to rerun)"}.get(cell_state(cell_dir(cfg, c)), "to run")
         lines.append(f"[{i}/{len(cells)}] {c.name}  key={c.key}  {state}")
         lines.append("    " + shlex.join(command(cfg, c)))
     return "\n".join(lines)
@@ -707,8 +773,17 @@ def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.Pat
     from jacrl import report
     from jacrl.project import path_or
 
-    rows = report.load_rows(path_or(results_dir, "results") / RESULTS_FILE)
+    results = path_or(results_dir, "results")
+    path = results / RESULTS_FILE
+    if not path.is_file():  # a missing or empty rows file is an error, never blank figures
+        raise FileNotFoundError(f"{path}: no rows file (`jacrl ladder run` writes it)")
+    rows = report.load_rows(path)
+    if not any(report.cell_of(r) for r in rows):
+        raise ValueError(f"{path}: no ladder rows in it")
     text = report.show_text(rows, include_stale)
+    killed = interrupted_cells(results)
+    if killed:
+        text += f"\ninterrupted (killed mid-run, no rows; rerun `ladder run`): {', '.join(killed)}"
     if not include_stale:
         rows = [r for r in report.mark_stale(rows) if not r["stale"]]
     figs = report.write_figures(rows, figures_dir or None) \
@@ -749,9 +824,12 @@ def ensure_data(data_dir: str | os.PathLike | None = None,
     d, drivers = path_or(data_dir, "data"), path_or(drivers, "drivers")
     if not (d / "tasks.jsonl").is_file():
         log(f"building tasks from {drivers}/ into {d}/ (runs every driver; a few minutes)")
-        rep = tasks.build_tasks(drivers, d)
+        rep = tasks.build_tasks(drivers, d, progress=True)
+        for line in rep.failures:
+            log(line)
         if rep.failures:
-            raise RuntimeError("task build failed:\n" + "\n".join(rep.failures))
+            raise ValueError(f"task build failed: {len(rep.failures)} driver(s) rejected (listed "
+                             "above), nothing written")
     if not all((d / "splits" / f"{s}.jsonl").is_file() for s in splits.SPLITS):
         log(f"building splits in {d}/splits")
         splits.build_splits(d)
@@ -762,14 +840,11 @@ def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
          log: Callable[[str], None] = print) -> dict:
     """Tasks/splits if needed; the demo ladder (rungs 1 and 3, four conditions, jac-tiny);
     the table; figures/ladder.png. Returns {"seconds", "statuses", "table", "figures"}."""
-    from jacrl.models import ModelError, resolve
+    from jacrl.models import resolve
 
     t0 = time.time()
+    resolve(model)  # before the slow task build; the error says how to build jac-tiny
     ensure_data(data_dir or None, None, log)
-    try:
-        resolve(model)
-    except ModelError as e:
-        raise SystemExit(f"{e}\n(the demo needs the model; `jacrl tiny-model` builds jac-tiny)")
     cfg = from_env(demo_config(models=(model,), results_dir=results_dir, figures_dir=figures_dir,
                                data_dir=data_dir, artifacts_dir=artifacts_dir))
     statuses = run(cfg, log)
@@ -787,7 +862,8 @@ def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
 # -------------------------------------------------------------------------------------------
 
 
-def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+def add_arguments(p: argparse.ArgumentParser, figures: bool = True) -> argparse.ArgumentParser:
+    """The options of `ladder plan` / `ladder run` (figures: accept --figures, which run uses)."""
     from jacrl.reward import FORMULAS
 
     d = LadderConfig()
@@ -805,29 +881,36 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--gen-limit", type=int, help=_help("gen_limit"))
     p.add_argument("--mem-limit", type=int, help=_help("mem_limit"))
     p.add_argument("-n", "--samples", type=int, help=_help("n"))
-    p.add_argument("-k", help=_help("k") + " (comma list)")
+    p.add_argument("-k", help="comma list: " + _help("k") + "; with -n alone: the default's "
+                   "values <= n")
     p.add_argument("--temperature", type=float, help=_help("temperature"))
     p.add_argument("--max-tokens", type=int, help=_help("max_tokens"))
     p.add_argument("--batch-size", type=int, help=_help("batch_size"))
     p.add_argument("--demo", action="store_true",
                    help="start from the demo's tiny settings (jac-tiny, rungs 1,3, few iterations)")
-    _paths(p)
+    _paths(p, figures)
     p.add_argument("--cell-timeout", type=int, help=_help("cell_timeout"))
     return p
 
 
-def _paths(p: argparse.ArgumentParser) -> None:
+def _paths(p: argparse.ArgumentParser, figures: bool = True) -> None:
     p.add_argument("--data-dir", default="", help="tasks.jsonl + splits/ (default: the "
                    "project's data/)")
     p.add_argument("--results", default="", help="results dir: rl_ladder.jsonl, cells/ "
                    "(default: the project's results/)")
-    p.add_argument("--figures", default="", help="figures dir (default: the project's figures/)")
+    if figures:
+        p.add_argument("--figures", default="", help="figures dir (default: the project's "
+                       "figures/)")
     p.add_argument("--artifacts", default="", help="artifacts dir (default: the project's "
                    "artifacts/)")
 
 
 def _help(name: str) -> str:
-    return next(f.metadata["help"] for f in dataclasses.fields(LadderConfig) if f.name == name)
+    """A knob's help and its LadderConfig default."""
+    f = next(f for f in dataclasses.fields(LadderConfig) if f.name == name)
+    d = ",".join(map(str, f.default)) if isinstance(f.default, tuple) else repr(f.default) \
+        if f.default == "" else f.default
+    return f"{f.metadata['help']} (default: {d})"
 
 
 def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> LadderConfig:
@@ -844,15 +927,20 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.envir
     if args.iters:
         ch.update({f"{k}_iters": v for k, v in parse_iters(args.iters).items()})
     sets = parse_sets(args.sets)
+    from jacrl.evaluate import _int_list
+
+    k = tuple(_int_list(args.k)) if args.k else None
+    if k is None and args.samples is not None:  # -n alone: the default k that n samples give
+        k = tuple(x for x in cfg.k if x <= max(args.samples, 1))
     flags = {"seed": args.seed, "gen_limit": args.gen_limit, "mem_limit": args.mem_limit,
-             "n": args.samples, "k": tuple(int(x) for x in _csv(args.k)) if args.k else None,
+             "n": args.samples, "k": k,
              "temperature": args.temperature, "max_tokens": args.max_tokens,
              "batch_size": args.batch_size, "cell_timeout": args.cell_timeout,
              "reward_formula": args.reward_formula}
     ch.update({name: v for name, v in flags.items() if v is not None})
     ch.update(sft_set={**cfg.sft_set, **sets["sft"]}, grpo_set={**cfg.grpo_set, **sets["grpo"]},
-              data_dir=args.data_dir, results_dir=args.results, figures_dir=args.figures,
-              artifacts_dir=args.artifacts)
+              data_dir=args.data_dir, results_dir=args.results,
+              figures_dir=getattr(args, "figures", None) or "", artifacts_dir=args.artifacts)
     return validate(dataclasses.replace(cfg, **ch))
 
 
@@ -862,7 +950,11 @@ def _cmd_plan(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    statuses = run(config_from_args(args))
+    cfg = config_from_args(args)
+    statuses = run(cfg)
+    if args.figures is not None:  # --figures DIR: the figures of all rows, after the run
+        for p in show(cfg.results_dir, cfg.figures_dir)[1]:
+            print(f"wrote {p}")
     return 1 if any(s["status"] == "failed" for s in statuses) else 0
 
 
@@ -885,31 +977,18 @@ def add_cli(subparsers) -> None:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="ladder_verb", required=True)
     q = sub.add_parser("plan", help="print every cell and its command; runs nothing")
-    add_arguments(q).set_defaults(func=_cmd_plan)
+    add_arguments(q, figures=False).set_defaults(func=_cmd_plan)
     q = sub.add_parser("run", help="run the cells without rows (resumable)")
-    add_arguments(q).set_defaults(func=_cmd_run)
+    add_arguments(q, figures=False).set_defaults(func=_cmd_run)
+    q.add_argument("--figures", default=None, metavar="DIR", help="after the run, write the "
+                   "figures of all rows here (default: none written; `ladder show` writes them)")
     q = sub.add_parser("show", help="pivot with Wilson CIs, McNemar vs base; write figures")
     q.add_argument("--results", default="", help="results dir (default: the project's results/)")
     q.add_argument("--figures", default="", help="figures dir (default: the project's figures/)")
-    q.add_argument("--no-figures", action="store_true")
+    q.add_argument("--no-figures", action="store_true", help="print the table only")
     q.set_defaults(func=_cmd_show)
     p = subparsers.add_parser("demo", help="a small ladder on jac-tiny: results/ and "
                                            "figures/ladder.png in minutes")
     _paths(p)
-    p.add_argument("--model", default="jac-tiny")
+    p.add_argument("--model", default="jac-tiny", help="registry name or MLX model dir")
     p.set_defaults(func=_cmd_demo)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="jacrl", description="the ladder")
-    add_cli(ap.add_subparsers(dest="verb", required=True))
-    return ap
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -106,8 +106,11 @@ def _draft(text: str, u: UnitInfo, rel: str, hole_id: str) -> str:
 
 
 def candidates(tree: str | Path | None = None, *, max_files: int = 200, timeout: float = 10.0,
-               executor: Executor | None = None) -> list[Candidate]:
-    """Hole candidates from the tree's runnable, deterministic programs (files with an entry)."""
+               executor: Executor | None = None, progress: bool = False) -> list[Candidate]:
+    """Hole candidates from the tree's runnable, deterministic programs (files with an entry).
+    progress: a progress bar over the files on stderr."""
+    from tqdm.auto import tqdm
+
     tree = Path(tree) if tree else default_tree()
     files = [p for p in sorted(tree.rglob("*.jac"))
              if "with entry" in p.read_text(errors="replace")][:max_files]
@@ -118,7 +121,8 @@ def candidates(tree: str | Path | None = None, *, max_files: int = 200, timeout:
         first = ex.run_many(texts, timeout=timeout)
         second = ex.run_many([t + "\n" for t in texts], timeout=timeout)  # uncached second run
         out: list[Candidate] = []
-        for path, text, a, b in zip(files, texts, first, second):
+        for path, text, a, b in tqdm(list(zip(files, texts, first, second)), desc="mine",
+                                     unit="file", disable=not progress):
             if not (a.ran and a.stdout.strip() and a.stdout == b.stdout):
                 continue
             rel = str(path.relative_to(tree))

@@ -4,8 +4,7 @@
 pretrained from scratch on the .jac files bundled with the installed jaclang package, so the
 whole pipeline (SFT, GRPO, eval) runs without any download.
 
-CLI: `jacrl tiny-model [--out models/jac-tiny] [--steps N] [--seed S]`
-(meanwhile: `python -m jacrl.models tiny-model ...`).
+CLI: `jacrl tiny-model [--out models/jac-tiny] [--steps N] [--seed S]`.
 """
 
 from __future__ import annotations
@@ -708,16 +707,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jacrl", description="jacrl model utilities")
-    sub = parser.add_subparsers(dest="verb", required=True)
-    add_arguments(sub.add_parser(
-        "tiny-model", help="build the embedded jac-tiny model offline",
-        description="Build jac-tiny: BPE tokenizer + tiny Qwen2 pretrained on jaclang's bundled .jac files.",
-    ))
-    return parser
-
-
 def run(args: argparse.Namespace) -> int:
     if args.out is None:
         from jacrl.project import project
@@ -733,13 +722,3 @@ def run(args: argparse.Namespace) -> int:
         "wall_s": round(result.wall_s, 1),
     }))
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    ensure_fast_blas()
-    args = build_parser().parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -120,14 +120,27 @@ def interleave(tasks: list[dict], seed: int = 0) -> list[dict]:
     return out
 
 
+def check_rung(n: int | str, pool_size: int) -> int | str:
+    """n as an int (or 'all'); a ValueError unless it is 'all' or an integer in 1..pool_size."""
+    if str(n) == "all":
+        return "all"
+    if not str(n).strip().isdigit() or int(n) < 1:
+        raise ValueError(f"rung must be a positive integer or 'all', got {n!r}")
+    if int(n) > pool_size:
+        raise ValueError(f"rung {n}: the train pool has only {pool_size} tasks; choose "
+                         f"1..{pool_size} or 'all'")
+    return int(n)
+
+
+def fitting_rungs(pool_size: int, rungs=RUNGS) -> list[int | str]:
+    """The rungs a pool of this size has (a small pool has no rung 20)."""
+    return [r for r in rungs if r == "all" or int(r) <= pool_size]
+
+
 def rung_tasks(trainpool: list[dict], n: int | str) -> list[dict]:
-    """The first n pool tasks ('all' = the whole pool)."""
-    if n == "all":
-        return list(trainpool)
-    n = int(n)
-    if n < 1:
-        raise ValueError(f"rung must be >= 1 or 'all', got {n}")
-    return trainpool[:n]
+    """The first n pool tasks ('all' = the whole pool); n outside 1..len(pool) is an error."""
+    n = check_rung(n, len(trainpool))
+    return list(trainpool) if n == "all" else trainpool[:n]
 
 
 def check_splits(s: Splits, rungs=RUNGS) -> list[str]:
@@ -148,7 +161,7 @@ def check_splits(s: Splits, rungs=RUNGS) -> list[str]:
     if held_fams != all_fams:
         problems.append(f"families missing from the holdout: {sorted(all_fams - held_fams)}")
     prev: list[str] = []
-    for r in rungs:
+    for r in fitting_rungs(len(s.trainpool), rungs):
         cur = [_meta(t)["id"] for t in rung_tasks(s.trainpool, r)]
         if cur[:len(prev)] != prev:
             problems.append(f"rung {r} does not extend the previous rung")
@@ -167,7 +180,7 @@ def report(s: Splits) -> str:
              f"trainpool {len(s.trainpool):4d}  ({fams(s.trainpool)})",
              f"valid     {len(s.valid):4d}  ({fams(s.valid)})",
              f"decontamination dropped {len(s.dropped)}: {', '.join(s.dropped) or '-'}"]
-    for r in RUNGS:
+    for r in fitting_rungs(len(s.trainpool)):
         lines.append(f"rung {str(r):>3}: {fams(rung_tasks(s.trainpool, r))}")
     problems = check_splits(s)
     lines.append("self-check: " + ("OK" if not problems else "; ".join(problems)))

@@ -138,19 +138,31 @@ def load_all(drivers_dir: str | Path) -> tuple[list[Driver], list[str]]:
     return drivers, failures
 
 
-def build_tasks(drivers_dir: str | Path | None = None,
-                out_dir: str | Path | None = None) -> BuildReport:
+CHUNK = 16  # drivers validated per batch: a progress step, while the fork server stays busy
+
+
+def build_tasks(drivers_dir: str | Path | None = None, out_dir: str | Path | None = None, *,
+                progress: bool = False) -> BuildReport:
     """Validate every driver and, only if all pass, write tasks.jsonl and templates/ atomically.
-    Defaults: the project's drivers/ and data/. A missing or empty drivers folder is an error."""
+    Defaults: the project's drivers/ and data/. A missing or empty drivers folder is an error.
+    progress: a progress bar over the drivers on stderr."""
     drivers_dir, out_dir = path_or(drivers_dir, "drivers"), path_or(out_dir, "data")
     if not drivers_dir.is_dir():
         raise FileNotFoundError(f"{drivers_dir}: no such drivers folder")
     if not any(drivers_dir.glob("*.jac")):
         raise ValueError(f"{drivers_dir}: no .jac drivers in it; nothing to build")
+    from tqdm.auto import tqdm
+
     t0 = time.perf_counter()
     drivers, parse_failures = load_all(drivers_dir)
-    with Executor(hash_seed=1) as a, Executor(hash_seed=2) as b:
-        report = validate(drivers, (a, b))
+    report = BuildReport([], [], 0.0)
+    with Executor(hash_seed=1) as a, Executor(hash_seed=2) as b, \
+            tqdm(total=len(drivers), desc="build-tasks", unit="driver", disable=not progress) as bar:
+        for i in range(0, len(drivers), CHUNK):
+            part = validate(drivers[i:i + CHUNK], (a, b))
+            report.built += part.built
+            report.failures += part.failures
+            bar.update(len(drivers[i:i + CHUNK]))
     report.failures = parse_failures + report.failures
     report.seconds = time.perf_counter() - t0
     if report.failures:
@@ -185,6 +197,9 @@ def read_tasks(path: str | Path | None = None) -> list[dict]:
     """Task records; each gets a parsed `meta` (the answer JSON) beside the raw fields.
     Default: the project's data/tasks.jsonl."""
     path = path_or(path, "tasks")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path}: no such tasks file (`jacrl build-tasks` writes "
+                                "data/tasks.jsonl)")
     rows = []
     with open(path) as fh:
         for n, line in enumerate(fh, 1):

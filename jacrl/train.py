@@ -242,7 +242,10 @@ def configure(cfg, overrides: Mapping[str, object] | None = None, *,
         elif dataclasses.is_dataclass(hints[head]) and isinstance(value, Mapping):
             nested.setdefault(head, {}).update(value)
         else:
-            changes[head] = _coerce(value, hints[head])
+            try:
+                changes[head] = _coerce(value, hints[head])
+            except ValueError as e:  # name the knob: "SFTConfig.iters = 'abc': ..."
+                raise ValueError(f"{type(cfg).__name__}.{head} = {value!r}: {e}") from None
     for head, sub in nested.items():
         changes[head] = configure(getattr(cfg, head), sub)
     cfg = dataclasses.replace(cfg, **changes)
@@ -255,7 +258,10 @@ def configure(cfg, overrides: Mapping[str, object] | None = None, *,
             if dataclasses.is_dataclass(typ):
                 env_changes[f.name] = configure(getattr(cfg, f.name), env=env, prefix=name + "_")
             elif name in env:
-                env_changes[f.name] = _coerce(env[name], typ)
+                try:
+                    env_changes[f.name] = _coerce(env[name], typ)
+                except ValueError as e:
+                    raise ValueError(f"{name}={env[name]!r}: {e}") from None
         cfg = dataclasses.replace(cfg, **env_changes)
     return cfg
 
@@ -933,7 +939,7 @@ def _parse_sets(items: Sequence[str]) -> dict[str, str]:
     for it in items:
         k, sep, v = it.partition("=")
         if not sep:
-            raise SystemExit(f"--set expects key=value, got {it!r}")
+            raise ValueError(f"--set expects key=value, got {it!r}")
         out[k.strip()] = v.strip()
     return out
 
@@ -979,10 +985,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """`jacrl train STAGE ...`: train (or reuse) one artifact and print its path and key."""
     cls = CONFIGS[args.stage]
-    try:
-        cfg = configure(configure(cls(), env=os.environ), _parse_sets(args.sets))
-    except (KeyError, ValueError) as e:  # bad knob or value: one line, no traceback
-        raise SystemExit(f"jacrl train: {e.args[0] if e.args else e}") from None
+    cfg = configure(configure(cls(), env=os.environ), _parse_sets(args.sets))
     if args.show_config:
         print(config_help(cls))
         print(json.dumps(dataclasses.asdict(cfg), indent=1))
@@ -998,7 +1001,7 @@ def run(args: argparse.Namespace) -> int:
 
         train_tasks, valid_tasks = read_task_file(args.tasks), None
     else:
-        raise SystemExit("give --rung N, --split NAME or --tasks FILE")
+        raise ValueError("give --rung N, --split NAME or --tasks FILE")
     if args.valid:
         from jacrl.evaluate import read_task_file
 
@@ -1008,7 +1011,7 @@ def run(args: argparse.Namespace) -> int:
     if args.stage in ("grpo", "rft"):
         kw["parent"] = parent
     elif parent is not None:
-        raise SystemExit(f"--parent is not used by {args.stage}")
+        raise ValueError(f"--parent is not used by {args.stage}")
     fn = {"sft": sft, "rft": rft, "grpo": grpo, "star": star}[args.stage]
     out = fn(args.model, train_tasks, valid_tasks, cfg, args.out_root, **kw)
     for a in out if isinstance(out, list) else [out]:
@@ -1022,19 +1025,3 @@ def add_cli(subparsers) -> None:
     p = subparsers.add_parser("train", help="train (or reuse) a content-addressed LoRA artifact",
                               description=run.__doc__)
     add_arguments(p).set_defaults(func=run)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="jacrl train", description=run.__doc__)
-    return add_arguments(ap)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from jacrl.models import ensure_fast_blas
-
-    ensure_fast_blas()  # re-exec with OpenBLAS preloaded (LD_PRELOAD only works at process start)
-    return run(build_parser().parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -304,6 +304,9 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
     present = ladder.rows_by_key(cfg.results_file)
     assert ladder.is_done(present, first.key) and not ladder.is_done(present, second.key)
     assert ladder.read_status(status2)["status"] == "running"  # killed mid-way
+    assert ladder.cell_state(status2.parent) == "interrupted"  # nobody holds it any more
+    assert f"{second.name}  key={second.key}  interrupted" in ladder.plan_text(cfg)
+    assert second.name in ladder.show(res, None)[0].split("interrupted")[-1]
     for _ in range(40):  # the papermill child gets SIGKILL with its parent (PR_SET_PDEATHSIG)
         if not _procs_mentioning(second.key):
             break
@@ -348,3 +351,28 @@ def test_readme_demo_table_is_what_ladder_show_prints():
     for _model, cond, r1, r3 in rows:
         line = next(ln for ln in lines if re.search(rf"\b{cond}\b", ln) and "p@" in ln)
         assert r1 in line and r3 in line, (cond, line)
+
+
+def test_two_concurrent_runs_split_the_cells(tiny, data_dir, tmp_path):
+    """Two `ladder run` processes started together on the same two-cell plan: each cell is run
+    exactly once (the other process finds it held and moves on), one row per evaluation."""
+    res = tmp_path / "results"
+    argv = ["--models", tiny, "--rungs", "1,3", "--conditions", "base", "--gen-limit", "2",
+            "-n", "0", "-k", "1", "--max-tokens", "16", "--data-dir", data_dir,
+            "--results", str(res), "--artifacts", str(tmp_path / "artifacts")]
+    logs = [tmp_path / f"run{i}.log" for i in (1, 2)]
+    procs = [subprocess.Popen([sys.executable, "-m", "jacrl.cli", "ladder", "run", *argv],
+                              stdout=open(log, "w"), stderr=subprocess.STDOUT, cwd=ROOT)
+             for log in logs]
+    for p in procs:
+        assert p.wait(timeout=900) == 0, [log.read_text()[-2000:] for log in logs]
+    out = "".join(log.read_text() for log in logs)
+    import re
+
+    for name in ("r1/jac-tiny/base", "r3/jac-tiny/base"):  # started once in all, and finished
+        assert len(re.findall(rf"{name} \([^)]+\): running", out)) == 1, out
+        assert len(re.findall(rf"{name} \([^)]+\): done", out)) == 1, out
+    assert out.count("being run by another process") + out.count("rows exist, skipped") == 2
+    rows = report.load_rows(res / ladder.RESULTS_FILE)
+    pairs = sorted((r["cell_key"], r["kind"]) for r in rows)
+    assert len(pairs) == 4 and len(set(pairs)) == 4 and len({k for k, _ in pairs}) == 2
