@@ -137,7 +137,7 @@ def _rung(args: argparse.Namespace) -> int:
 def _mine(args: argparse.Namespace) -> int:
     from jacrl.mining import candidates, inventory, write_drafts
 
-    df = inventory(args.tree)
+    df = inventory(args.tree, progress=True)
     print(df.groupby("kind").agg(units=("name", "size"), lines=("lines", "sum")).to_string())
     if args.drafts:
         paths = write_drafts(candidates(args.tree, progress=True), args.drafts)

@@ -377,6 +377,24 @@ def make_cell(rung, model: str = "jac-tiny", condition: str = "base", *, seed: i
                 artifacts=str(artifacts), key=key, key_parts=parts)
 
 
+def notebook_cell(cell_key: str = "", log: Callable[[str], None] = print,
+                  env: Mapping[str, str] = os.environ, **params) -> Cell:
+    """The cell notebook 30 runs, from its parameters ("" paths: the project's). Run by hand (no
+    `cell_key`), JACRL_NOTEBOOK_QUICK=1 scales its costly settings down (jacrl.notebooks). Run by
+    the ladder, a key computed here that differs from the planned one (code or data changed since
+    planning) is reported, and the cell keeps the planned key so `ladder run` finds its rows."""
+    from jacrl.notebooks import scaled
+
+    if not cell_key:
+        params = scaled("30_training", params, env, log)
+    cell = make_cell(env=env, **params)
+    if cell_key and cell_key != cell.key:
+        log(f"warning: planned as {cell_key}, computed {cell.key} here (code or data changed "
+            "since planning); filing rows under the planned key")
+        cell = dataclasses.replace(cell, key=cell_key)
+    return cell
+
+
 def plan(cfg: LadderConfig) -> list[Cell]:
     """Every cell of the ladder, in order: rung, then model, then condition. Reads only."""
     from jacrl import splits
@@ -423,10 +441,13 @@ def cell_dir(cfg: LadderConfig, cell: Cell) -> Path:
 
 
 def command(cfg: LadderConfig, cell: Cell) -> list[str]:
-    """The papermill command that runs the cell."""
+    """The papermill command that runs the cell, on the `jacrl` kernel when it is installed for
+    this interpreter (jacrl.kernel; OpenBLAS preloaded), else on python3."""
+    from jacrl.kernel import for_cells
+
     out = cell_dir(cfg, cell) / Path(cfg.notebook).name
     cmd = [sys.executable, "-m", "papermill", str(Path(cfg.notebook).resolve()), str(out),
-           "--cwd", str(_root()), "--log-output", "--no-progress-bar", "-k", "python3"]
+           "--cwd", str(_root()), "--log-output", "--no-progress-bar", "-k", for_cells()]
     for name, value in cell.params().items():
         if isinstance(value, str):
             cmd += ["-r", name, value]
@@ -522,7 +543,7 @@ def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None =
     plans = [("gen", "holdout", tasks["gen"], e["n"]), ("mem", "rung", tasks["mem"], 0)]
     it = plans
     if progress:
-        from tqdm import tqdm
+        from tqdm.auto import tqdm  # a widget in a notebook, text elsewhere
 
         it = tqdm(plans, desc=f"eval {cell.name}", unit="eval")
     rows = []
@@ -730,7 +751,7 @@ def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = 
     statuses = []
     bar = None
     if progress:
-        from tqdm import tqdm
+        from tqdm.auto import tqdm
 
         bar = tqdm(total=len(cells), desc="ladder", unit="cell")
         if log is print:

@@ -60,11 +60,17 @@ def units(text: str, file: str = "") -> list[UnitInfo]:
     return found
 
 
-def inventory(tree: str | Path | None = None) -> pd.DataFrame:
-    """One row per unit: file, kind, name, containers, line, body lines, idiom counts."""
+def inventory(tree: str | Path | None = None, progress: bool = False) -> pd.DataFrame:
+    """One row per unit: file, kind, name, containers, line, body lines, idiom counts.
+    progress: a progress bar over the files on stderr."""
+    from tqdm.auto import tqdm
+
     tree = Path(tree) if tree else default_tree()
+    if not tree.is_dir():
+        raise FileNotFoundError(f"{tree}: no such folder")
     rows = []
-    for path in sorted(tree.rglob("*.jac")):
+    for path in tqdm(sorted(tree.rglob("*.jac")), desc="inventory", unit="file",
+                     disable=not progress):
         try:
             text = path.read_text()
         except (OSError, UnicodeDecodeError):
@@ -105,6 +111,9 @@ def _draft(text: str, u: UnitInfo, rel: str, hole_id: str) -> str:
             + body + f"\n{indent}# <<<HOLE\n" + close_indent + text[u.body_end:])
 
 
+CHUNK = 16  # files run per batch: a progress step, while the fork server stays busy
+
+
 def candidates(tree: str | Path | None = None, *, max_files: int = 200, timeout: float = 10.0,
                executor: Executor | None = None, progress: bool = False) -> list[Candidate]:
     """Hole candidates from the tree's runnable, deterministic programs (files with an entry).
@@ -117,29 +126,39 @@ def candidates(tree: str | Path | None = None, *, max_files: int = 200, timeout:
     own = executor is None
     ex = executor or Executor()
     try:
-        texts = [p.read_text(errors="replace") for p in files]
-        first = ex.run_many(texts, timeout=timeout)
-        second = ex.run_many([t + "\n" for t in texts], timeout=timeout)  # uncached second run
         out: list[Candidate] = []
-        for path, text, a, b in tqdm(list(zip(files, texts, first, second)), desc="mine",
-                                     unit="file", disable=not progress):
-            if not (a.ran and a.stdout.strip() and a.stdout == b.stdout):
-                continue
-            rel = str(path.relative_to(tree))
-            cands = [u for u in units(text, rel) if u.kind in HOLE_KINDS and u.lines >= 2]
-            emptied = ex.run_many([_with_empty_body(text, u) for u in cands], timeout=timeout)
-            for u, v in zip(cands, emptied):
-                if v.ran and v.stdout == a.stdout:
-                    continue  # the body does not matter to the output
-                # a guessed family prefix, to be reviewed with the instruction
-                family = {"can": "osp", "impl": "arch"}.get(u.kind, "lib")
-                hole_id = f"{family}_mined_" + re.sub(r"\W+", "_", f"{path.stem}_{u.name}").lower()
-                out.append(Candidate(rel, u.kind, u.name, u.line, u.lines,
-                                     _draft(text, u, rel, hole_id)))
+        with tqdm(total=len(files), desc="mine", unit="file", disable=not progress) as bar:
+            for i in range(0, len(files), CHUNK):
+                part = files[i:i + CHUNK]
+                texts = [p.read_text(errors="replace") for p in part]
+                first = ex.run_many(texts, timeout=timeout)
+                second = ex.run_many([t + "\n" for t in texts], timeout=timeout)  # uncached
+                for path, text, a, b in zip(part, texts, first, second):
+                    out += _file_candidates(ex, tree, path, text, a, b, timeout)
+                bar.update(len(part))
         return out
     finally:
         if own:
             ex.close()
+
+
+def _file_candidates(ex: Executor, tree: Path, path: Path, text: str, a, b,
+                     timeout: float) -> list[Candidate]:
+    """The units of one file whose body matters to its (deterministic) output."""
+    if not (a.ran and a.stdout.strip() and a.stdout == b.stdout):
+        return []
+    rel = str(path.relative_to(tree))
+    cands = [u for u in units(text, rel) if u.kind in HOLE_KINDS and u.lines >= 2]
+    emptied = ex.run_many([_with_empty_body(text, u) for u in cands], timeout=timeout)
+    out = []
+    for u, v in zip(cands, emptied):
+        if v.ran and v.stdout == a.stdout:
+            continue  # the body does not matter to the output
+        # a guessed family prefix, to be reviewed with the instruction
+        family = {"can": "osp", "impl": "arch"}.get(u.kind, "lib")
+        hole_id = f"{family}_mined_" + re.sub(r"\W+", "_", f"{path.stem}_{u.name}").lower()
+        out.append(Candidate(rel, u.kind, u.name, u.line, u.lines, _draft(text, u, rel, hole_id)))
+    return out
 
 
 def write_drafts(cands: list[Candidate], out_dir: str | Path) -> list[Path]:

@@ -392,9 +392,11 @@ def plot_training(metrics: str | os.PathLike, title: str = ""):
 
 def write_figures(rows: list[dict], out_dir: str | os.PathLike | None = None) -> list[Path]:
     """figures/ladder.png (pass@1 curves with Wilson bands) and figures/ladder_passk.png, in the
-    project's figures/ by default."""
+    project's figures/ by default. No ladder rows is an error (never blank figures)."""
     from jacrl.project import path_or
 
+    if not any(cell_of(r) for r in rows):
+        raise ValueError("no ladder rows to plot")
     plt = _pyplot()
     out = path_or(out_dir, "figures")
     out.mkdir(parents=True, exist_ok=True)

@@ -156,8 +156,8 @@ def build_tasks(drivers_dir: str | Path | None = None, out_dir: str | Path | Non
     t0 = time.perf_counter()
     drivers, parse_failures = load_all(drivers_dir)
     report = BuildReport([], [], 0.0)
-    with Executor(hash_seed=1) as a, Executor(hash_seed=2) as b, \
-            tqdm(total=len(drivers), desc="build-tasks", unit="driver", disable=not progress) as bar:
+    bar = tqdm(total=len(drivers), desc="build-tasks", unit="driver", disable=not progress)
+    with Executor(hash_seed=1) as a, Executor(hash_seed=2) as b, bar:
         for i in range(0, len(drivers), CHUNK):
             part = validate(drivers[i:i + CHUNK], (a, b))
             report.built += part.built

@@ -335,8 +335,10 @@ def _warn_slow_blas() -> None:
 
     if sys.platform.startswith("linux") and not os.environ.get("LD_PRELOAD") and find_openblas():
         warnings.warn("MLX is using the slow reference BLAS in this process (~10x slower "
-                      "training). Start Python with jacrl.models.fast_blas_env() in the "
-                      "environment, or use the `jacrl` CLI, which re-execs with it.", stacklevel=3)
+                      "training). In Jupyter pick the `jacrl` kernel (`make setup` installs it: "
+                      "python -m jacrl.kernel); else start Python with "
+                      "jacrl.models.fast_blas_env() in the environment, or use the `jacrl` CLI, "
+                      "which re-execs with it.", stacklevel=3)
 
 
 def build_artifact(condition: str, parts: dict, base: Path, out_root: str | os.PathLike | None,

@@ -17,6 +17,8 @@ import nbformat
 import pytest
 
 from jacrl import ladder, report
+from jacrl.cli import build_parser, main
+from jacrl.models import resolve
 from jacrl.stats import mcnemar_exact, wilson
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +33,7 @@ def data_dir():
 
 
 def _args(*argv: str):
-    return ladder.build_parser().parse_args(["ladder", *argv])
+    return build_parser().parse_args(["ladder", *argv])
 
 
 # -------------------------------------------------------------------------------------------
@@ -66,11 +68,13 @@ def test_condition_configs():
     assert sft is None and grpo.iters == 6 and grpo.beta == 0.5
 
 
-def test_plan_runs_nothing_and_keys_are_stable(data_dir, tmp_path, capsys):
+def test_plan_runs_nothing_and_keys_are_stable(tiny, data_dir, tmp_path, capsys):
     res, arts = tmp_path / "results", tmp_path / "artifacts"
-    argv = ["--models", "jac-tiny,nonexistent-model", "--rungs", "1,3", "--iters", "sft=4,grpo=2",
+    other = tmp_path / "tiny-copy"  # a second model (an unknown one is an error at plan time)
+    shutil.copytree(resolve(tiny), other)
+    argv = ["--models", f"{tiny},{other}", "--rungs", "1,3", "--iters", "sft=4,grpo=2",
             "--data-dir", data_dir, "--results", str(res), "--artifacts", str(arts)]
-    assert ladder.main(["ladder", "plan", *argv]) == 0
+    assert main(["ladder", "plan", *argv]) == 0
     out = capsys.readouterr().out
     cfg = ladder.config_from_args(_args("plan", *argv))
     cells = ladder.plan(cfg)
@@ -109,7 +113,7 @@ def test_reward_formula_keys_grpo_cells_only(data_dir, tmp_path, monkeypatch, ca
             "--iters", "4", "--data-dir", data_dir, "--results", str(tmp_path / "r")]
 
     def plan_keys() -> dict[str, str]:
-        assert ladder.main(argv) == 0
+        assert main(argv) == 0
         out = capsys.readouterr().out
         return {c: next(w[4:] for w in out.split() if w.startswith("key=") and f"-{c}-" in w)
                 for c in ladder.CONDITIONS}
@@ -152,8 +156,7 @@ def test_unknown_reward_formula_is_a_one_line_error(data_dir, monkeypatch, capsy
         assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="unknown reward formula 'v3'"):
         ladder.validate(ladder.LadderConfig(reward_formula="v3"))
-    with pytest.raises(SystemExit):
-        ladder.main(["ladder", "plan", "--reward-formula", "v3"])
+    assert main(["ladder", "plan", "--reward-formula", "v3"]) == 2  # a usage error, one line
     assert "invalid choice: 'v3'" in capsys.readouterr().err
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")  # base and sft cells never grade rollouts
     assert ladder.make_cell(**{**one, "condition": "sft"}, env=os.environ).reward_formula == ""
@@ -211,7 +214,7 @@ def test_show_reproduces_the_statistics(tmp_path, capsys):
     ]
     res = tmp_path / "results"
     ladder.append_cell_rows(res / "rl_ladder.jsonl", [r for r in rows if "cell_key" in r])
-    assert ladder.main(["ladder", "show", "--results", str(res),
+    assert main(["ladder", "show", "--results", str(res),
                         "--figures", str(tmp_path / "fig")]) == 0
     out = capsys.readouterr().out
     assert "38.9 [20-61] p@8 55.5 m0" in out and "61.1 [39-80] p@8 72.2 m100" in out
@@ -253,8 +256,12 @@ def test_a_failing_cell_is_recorded_and_the_ladder_goes_on(data_dir, tmp_path):
     cfg = ladder.LadderConfig(rungs=("1",), models=("jac-tiny",), conditions=("base", "sft"),
                               data_dir=data_dir, results_dir=str(tmp_path / "results"),
                               notebook=str(path))
-    statuses = ladder.run(cfg, log=lambda s: None, progress=False)
+    lines: list[str] = []
+    statuses = ladder.run(cfg, log=lines.append, progress=False)
     assert [s["status"] for s in statuses] == ["failed", "failed"]
+    for s in statuses:  # each cell says where its log is when it starts
+        log = Path(cfg.results_dir) / "cells" / s["key"] / "log.txt"
+        assert any(ln.endswith(f"): running (log: {log})") for ln in lines), lines
     assert statuses[0]["error"] == "ValueError: boom base"
     assert statuses[1]["error"] == "ValueError: boom sft"
     for s in statuses:
@@ -290,7 +297,7 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
     first, second = ladder.plan(cfg)
     status2 = ladder.cell_dir(cfg, second) / "status.json"
     with open(tmp_path / "ladder.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "jacrl.ladder", "ladder", "run", *argv],
+        proc = subprocess.Popen([sys.executable, "-m", "jacrl.cli", "ladder", "run", *argv],
                                 stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         deadline = time.time() + 600
         while time.time() < deadline and proc.poll() is None:
@@ -313,7 +320,7 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
         time.sleep(0.5)
     assert not _procs_mentioning(second.key)
 
-    assert ladder.main(["ladder", "run", *argv]) == 0
+    assert main(["ladder", "run", *argv]) == 0
     out = capsys.readouterr().out
     assert f"{first.name} ({first.key}): rows exist, skipped" in out
     assert f"{second.name} ({second.key}): done" in out
@@ -323,11 +330,11 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
     assert ladder.read_status(status2)["status"] == "done"
     assert (ladder.cell_dir(cfg, second) / "30_training.ipynb").is_file()
 
-    assert ladder.main(["ladder", "run", *argv]) == 0  # a third run does nothing
+    assert main(["ladder", "run", *argv]) == 0  # a third run does nothing
     assert "0 run, 2 skipped" in capsys.readouterr().out
     assert len(report.load_rows(cfg.results_file)) == 4
 
-    assert ladder.main(["ladder", "show", "--results", str(res),
+    assert main(["ladder", "show", "--results", str(res),
                         "--figures", str(tmp_path / "fig")]) == 0
     out = capsys.readouterr().out
     for r in rows:

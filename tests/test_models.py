@@ -212,7 +212,9 @@ def test_build_refuses_to_overwrite_non_model_dir(tmp_path):
 
 
 def test_cli_parser():
-    args = models.build_parser().parse_args(["tiny-model", "--steps", "7", "--seed", "3"])
+    from jacrl.cli import build_parser
+
+    args = build_parser().parse_args(["tiny-model", "--steps", "7", "--seed", "3"])
     assert (args.steps, args.seed, args.func) == (7, 3, models.run)
     assert args.out is None  # resolved to the project's models/jac-tiny when run
-    assert TinyModelConfig().steps == models.build_parser().parse_args(["tiny-model"]).steps
+    assert TinyModelConfig().steps == build_parser().parse_args(["tiny-model"]).steps

@@ -256,7 +256,9 @@ def test_formula_is_part_of_the_artifact_key(tiny):
         assert keys["tiered"] != keys["additive"], cls.__name__
 
 
-def test_unknown_formula_is_a_one_line_error(monkeypatch):
+def test_unknown_formula_is_a_one_line_error(monkeypatch, capsys):
+    from jacrl.cli import main
+
     for make in (lambda: tr.GRPOConfig(reward_formula="v3"),
                  lambda: tr.configure(tr.RFTConfig(), {"reward_formula": "v3"}),
                  lambda: tr.STaRConfig(reward_formula=""),
@@ -264,14 +266,16 @@ def test_unknown_formula_is_a_one_line_error(monkeypatch):
         with pytest.raises(ValueError, match="choose from tiered, additive") as e:
             make()
         assert "\n" not in str(e.value)
-    with pytest.raises(SystemExit, match=r"^jacrl train: unknown reward formula 'v3'; choose "
-                                         r"from tiered, additive$"):
-        tr.run(tr.build_parser().parse_args(["grpo", "--set", "reward_formula=v3"]))
+    capsys.readouterr()
+    assert main(["train", "grpo", "--set", "reward_formula=v3"]) == 2
+    assert capsys.readouterr().err == ("jacrl: train: unknown reward formula 'v3'; choose from "
+                                       "tiered, additive\n")
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")
     with pytest.raises(ValueError, match=r"^JACRL_REWARD_FORMULA='v3' is not a reward formula"):
         tr.GRPOConfig()
-    with pytest.raises(SystemExit, match="JACRL_REWARD_FORMULA='v3'"):
-        tr.run(tr.build_parser().parse_args(["rft", "--show-config"]))
+    assert main(["train", "rft", "--show-config"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("jacrl: train: JACRL_REWARD_FORMULA='v3'") and err.count("\n") == 1
 
 
 def test_bound_reward_ignores_the_env_at_call_time(harness, monkeypatch):

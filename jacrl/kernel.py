@@ -1,0 +1,61 @@
+"""The `jacrl` Jupyter kernel: this interpreter with OpenBLAS preloaded.
+
+On Linux CPU, MLX's wheel uses a reference BLAS ~10x slower than OpenBLAS, and the dynamic loader
+reads LD_PRELOAD only at process start, so a notebook cannot switch it on for itself (the `jacrl`
+CLI re-execs instead). The kernelspec carries `jacrl.models.fast_blas_env()` in its `env`, so
+every kernel Jupyter starts from it has OpenBLAS. `make setup` runs `python -m jacrl.kernel`
+(like `python -m ipykernel install --sys-prefix --name jacrl`); the notebooks name this kernel in
+their metadata, and `jacrl ladder run` runs its cells on it when it is installed for this
+interpreter (else on `python3`, with the same environment passed by the ladder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+NAME = "jacrl"
+DISPLAY_NAME = f"jacrl (Python {sys.version_info.major}.{sys.version_info.minor})"
+FALLBACK = "python3"
+
+
+def install(prefix: str | os.PathLike | None = None) -> Path:
+    """Install (or refresh) the kernelspec in `prefix`/share/jupyter/kernels/jacrl (default: this
+    environment's prefix, like --sys-prefix). Returns its folder."""
+    from ipykernel.kernelspec import install as ipykernel_install
+
+    from jacrl.models import fast_blas_env
+
+    path = ipykernel_install(kernel_name=NAME, display_name=DISPLAY_NAME,
+                             prefix=str(prefix or sys.prefix), env=fast_blas_env())
+    return Path(path)
+
+
+def for_cells() -> str:
+    """The kernel papermill should run cells on: `jacrl` when its spec starts this interpreter,
+    else `python3` (a `jacrl` spec from another environment would import another jacrl)."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(NAME)
+    except NoSuchKernel:
+        return FALLBACK
+    same = os.path.abspath(spec.argv[0]) == os.path.abspath(sys.executable)
+    return NAME if same else FALLBACK
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m jacrl.kernel", description=__doc__.split("\n")[0])
+    ap.add_argument("--prefix", help="install prefix (default: this environment's, sys.prefix)")
+    args = ap.parse_args(argv)
+    path = install(args.prefix)
+    env = (path / "kernel.json").read_text()
+    print(f"installed the {DISPLAY_NAME!r} kernel in {path}")
+    print("its kernel.json: " + " ".join(env.split()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

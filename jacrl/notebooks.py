@@ -1,0 +1,212 @@
+"""What the notebooks (notebooks/*.ipynb) call besides the pipeline modules, so that they hold no
+logic and the tests reach it: the quick switch, notebook 10's task build and split writing,
+notebook 20's task pick, notebook 40's rows, and the SUMMARY line every notebook ends with.
+
+Paths: a notebook parameter naming a path defaults to "" = the project's (`jacrl.project`), so a
+kernel started anywhere inside the project finds drivers/, data/, models/, results/, artifacts/
+and figures/ (JupyterLab starts it in notebooks/; papermill wherever it is told). A path given
+is taken relative to the kernel's working directory, as on a command line.
+
+Quick: with JACRL_NOTEBOOK_QUICK=1 the defaults that take long on a CPU are scaled down (the
+`QUICK` caps: notebook 00 mines a few files, notebook 30 trains a few iterations and evaluates a
+few tasks with short completions), and the notebook says what it changed. Everything else runs
+at its default. A ladder cell (notebook 30 given its planned `cell_key`) is never scaled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+QUICK_ENV = "JACRL_NOTEBOOK_QUICK"
+
+# notebook -> parameter -> its largest value in quick mode
+QUICK: dict[str, dict] = {
+    "00_corpus_mining": {"max_files": 6, "timeout": 5.0},
+    "30_training": {"sft_iters": 3, "grpo_iters": 2, "gen_limit": 2, "mem_limit": 2, "n": 2,
+                    "max_tokens": 16},
+}
+ZERO_MEANS_ALL = {"gen_limit", "mem_limit"}  # 0 = every task, above any cap
+# quick training settings under the notebook's own *_set (which win): jac-tiny-sized, no warm-up,
+# no validation pass beyond one batch
+QUICK_SETS = {
+    "sft_set": {"warmup": 0, "lora_layers": 2, "lora_rank": 4, "grad_checkpoint": False,
+                "batch_size": 1, "steps_per_report": 1, "steps_per_eval": 1000,
+                "val_batches": 1},
+    "grpo_set": {"group_size": 2, "max_completion_length": 16, "lora_layers": 2, "lora_rank": 4,
+                 "grad_checkpoint": False, "steps_per_report": 1},
+}
+
+
+def quick(env: Mapping[str, str] = os.environ) -> bool:
+    return env.get(QUICK_ENV, "") not in ("", "0")
+
+
+def scaled(notebook: str, params: Mapping, env: Mapping[str, str] = os.environ,
+           log: Callable[[str], None] = print) -> dict:
+    """`params` as given, or under JACRL_NOTEBOOK_QUICK=1 with the notebook's QUICK caps applied
+    (and, for a cell, k limited to n and the quick training settings under its own *_set).
+    Logs each change."""
+    out = dict(params)
+    if not quick(env):
+        return out
+    changed = []
+    for name, cap in QUICK.get(notebook, {}).items():
+        v = out.get(name)
+        if v is not None and (v > cap or (v == 0 and name in ZERO_MEANS_ALL)):
+            out[name] = cap
+            changed.append(f"{name} {v} -> {cap}")
+    if "k" in out and "n" in out:  # pass@k needs k <= n
+        ks = [x.strip() for x in str(out["k"]).split(",") if x.strip()]
+        kept = ",".join(x for x in ks if int(x) <= int(out["n"])) or "1"
+        if kept != ",".join(ks):
+            changed.append(f"k {out['k']} -> {kept}")
+            out["k"] = kept
+    if notebook == "30_training":
+        for name, small in QUICK_SETS.items():
+            given = json.loads(out.get(name) or "{}") if isinstance(out.get(name, ""), str) \
+                else dict(out.get(name) or {})
+            out[name] = json.dumps({**small, **given})
+            changed.append(f"{name} -> {out[name]}")
+    if changed:
+        log(f"{QUICK_ENV}=1: " + "; ".join(changed))
+    return out
+
+
+def summary(**fields) -> dict:
+    """Print the notebook's last line, `SUMMARY {json}` (what the tests read), with the project
+    root it ran in; returns the dict."""
+    from jacrl.project import project
+
+    out = {"project": str(project().root), **fields}
+    print("SUMMARY " + json.dumps(out, default=str))
+    return out
+
+
+# -------------------------------------------------------------------------------------------
+# 10 · task building
+# -------------------------------------------------------------------------------------------
+
+
+def select_drivers(drivers_dir: str | os.PathLike, globs: str, dest: str | os.PathLike
+                   ) -> list[Path]:
+    """Copy the drivers matching any of the comma-separated `globs` into `dest`; an error when
+    none match."""
+    src, dest = Path(drivers_dir), Path(dest)
+    picked = sorted({p for pat in globs.split(",") if pat.strip()
+                     for p in src.glob(pat.strip()) if p.is_file()})
+    if not picked:
+        raise FileNotFoundError(f"{src}: no drivers match {globs!r}")
+    dest.mkdir(parents=True, exist_ok=True)
+    return [Path(shutil.copy(p, dest)) for p in picked]
+
+
+def ensure_tasks(drivers_dir: str = "", globs: str = "*.jac", data_dir: str = "",
+                 rebuild: bool = False, log: Callable[[str], None] = print) -> Path:
+    """tasks.jsonl in `data_dir` (default: the project's data/), built from the drivers matching
+    `globs` when it is missing or `rebuild`; returns its path. A failed build raises with every
+    `drivers/x.jac:LINE: reason` and writes nothing."""
+    from jacrl import tasks
+    from jacrl.project import path_or
+
+    data, drivers = path_or(data_dir, "data").resolve(), path_or(drivers_dir, "drivers").resolve()
+    out = data / "tasks.jsonl"
+    if out.is_file() and not rebuild:
+        log(f"using {out} (rebuild=True rebuilds it from {drivers})")
+        return out
+    with tempfile.TemporaryDirectory(prefix="jacrl-drivers-") as tmp:
+        src = drivers
+        if globs.strip() != "*.jac":  # a subset: build from a copy of the matching drivers
+            select_drivers(drivers, globs, tmp)
+            src = Path(tmp)
+        rep = tasks.build_tasks(src, data)
+    if rep.failures:
+        raise RuntimeError("task build failed; fix the drivers:\n" + "\n".join(rep.failures))
+    log(f"built {len(rep.built)} tasks from {drivers} ({globs}) into {out} in {rep.seconds:.0f} s")
+    return out
+
+
+def rung_families(trainpool: list[dict]):
+    """Tasks per family (rows) in each rung (columns) the pool is large enough for; the rungs
+    are nested prefixes of the interleaved pool."""
+    import pandas as pd
+
+    from jacrl import splits
+
+    fams = {str(r): pd.Series([t["meta"]["family"] for t in splits.rung_tasks(trainpool, r)])
+            .value_counts() for r in splits.fitting_rungs(len(trainpool))}
+    return pd.DataFrame(fams).fillna(0).astype(int)
+
+
+def save_splits(s, problems: list[str], data_dir: str = "", force: bool = False,
+                log: Callable[[str], None] = print) -> Path | None:
+    """Write the splits to `data_dir`/splits/ when they are missing or `force`, never when they
+    have problems; returns the folder written, else None."""
+    from jacrl import splits
+    from jacrl.project import path_or
+
+    out = path_or(data_dir, "data").resolve() / "splits"
+    missing = not all((out / f"{n}.jsonl").is_file() for n in splits.SPLITS)
+    if problems or not (force or missing):
+        log(f"{out}: not written" + (f" ({'; '.join(problems)})" if problems else
+                                     " (exists; write_splits=True overwrites it)"))
+        return None
+    splits.write_splits(s, out.parent)
+    log(f"wrote {out}/")
+    return out
+
+
+# -------------------------------------------------------------------------------------------
+# 20 · reward inspection
+# -------------------------------------------------------------------------------------------
+
+
+def pick_task(split: str = "holdout", task_id: str = "", data_dir: str = ""
+              ) -> tuple[dict, dict, str]:
+    """(task record, its answer JSON, another task's gold body) from a split: `task_id`, else the
+    split's first task."""
+    from jacrl import splits
+
+    pool = splits.load_split(split, data_dir or None)
+    metas = [json.loads(t["answer"]) for t in pool]
+    ids = [m["id"] for m in metas]
+    if task_id and task_id not in ids:
+        raise KeyError(f"no task {task_id!r} in the {split} split ({len(ids)} tasks)")
+    i = ids.index(task_id) if task_id else 0
+    other = next((m["gold"] for m in metas if m["id"] != ids[i]), None)
+    if other is None:
+        raise ValueError(f"the {split} split needs a second task to compare with")
+    return pool[i], metas[i], other
+
+
+# -------------------------------------------------------------------------------------------
+# 40 · ladder analysis
+# -------------------------------------------------------------------------------------------
+
+
+def ladder_rows(results: str = "", include_stale: bool = False,
+                log: Callable[[str], None] = print) -> tuple[list[dict], Path]:
+    """The ladder's rows (default: the project's results/rl_ladder.jsonl) and their file; an
+    error when there are none, so the analysis never draws empty figures. Stale rows (model,
+    adapter or tasks changed on disk since; `report.stale_reasons`) are left out, as `jacrl
+    ladder show` does, unless include_stale."""
+    from jacrl import report
+    from jacrl.project import path_or
+
+    path = path_or(results, "rows").resolve()
+    rows = report.load_rows(path)
+    if not rows:
+        raise FileNotFoundError(f"{path}: no ladder rows; run `jacrl ladder run` (or notebook "
+                                "30) first, or point `results` at a results file")
+    if not include_stale:
+        marked = report.mark_stale(rows)
+        rows = [r for r, m in zip(rows, marked) if not m["stale"]]
+        if len(rows) < len(marked):
+            log(f"left out {len(marked) - len(rows)} stale row(s) (include_stale=True shows them)")
+        if not rows:
+            raise ValueError(f"{path}: every row is stale (its model, adapter or tasks changed)")
+    return rows, path

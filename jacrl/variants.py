@@ -1,0 +1,107 @@
+"""Answer shapes built from a gold body, in one place for the tests, notebook 20 and the benchmark.
+
+- `driver_shapes(d)`: the shapes a model writes a *correct* answer in (bare, fenced with any tag,
+  prose around it, the whole driver echoed, a truncated echo, <think>/<answer>, the whole unit);
+  each must score exactly 1.0 (tests/test_extract.py, tests/test_reward.py).
+- `MUTATIONS` / `mutants(body)`: small edits that turn a gold body into a plausible wrong one
+  (a flipped operator, a dropped brace, a misspelled method); bench/reward_throughput.py's set.
+- `inspection_answers(meta, other_gold)`: notebook 20's labelled mix of right and wrong answers
+  to one task, one per reward tier.
+"""
+
+from __future__ import annotations
+
+import re
+
+from jacrl.drivers import Driver
+from jacrl.extract import splice
+from jacrl.jacsyntax import code_mask, enclosing, headers, match_brace
+
+# (pattern, replacement[, count]) for re.sub; count 0/absent = every match
+MUTATIONS = [(r"\+=", "-="), (r"<=", "<"), (r" > ", " >= "), (r"\bTrue\b", "False"),
+             (r"\bappend\b", "apend"), (r";", "", 1), (r"\b1\b", "2"), (r"\}", "", 1),
+             (r"\bself\.", "", 1), (r"\breturn\b", "print", 1), (r"\bif\b", "while", 1),
+             (r"\bhere\b", "root"), (r"\(", "[", 1)]
+
+GARBAGE = "```jac\n}} let x = = ; walker {\n```"
+
+
+def mutants(body: str) -> list[tuple[str, str]]:
+    """(label, mutated body) for every mutation that changes `body`, in MUTATIONS order."""
+    out = []
+    for m in MUTATIONS:
+        mutated = re.sub(m[0], m[1], body, count=m[2] if len(m) > 2 else 0)
+        if mutated != body:
+            out.append((f"mutant {m[0]} -> {m[1] or '(nothing)'}", mutated))
+    return out
+
+
+def whole_unit(d: Driver) -> str:
+    """The hole's unit as written in the driver (modifiers, header to closing brace; markers
+    removed), found from the marker's position like the driver parser does."""
+    text = d.text
+    mask = code_mask(text)
+    marker = text.index(">>>HOLE")
+    by_brace = {h.brace: h for h in headers(text, mask)}
+    head = [by_brace[b] for b in enclosing(mask, marker) if b in by_brace][-1]
+    line_start = text.rfind("\n", 0, head.start) + 1
+    lead = text[line_start:head.start]  # modifiers before the header on its line
+    start = line_start + len(lead) - len(lead.lstrip())
+    unit = text[start:match_brace(mask, head.brace) + 1]
+    return "\n".join(ln for ln in unit.split("\n") if "HOLE" not in ln)
+
+
+def driver_shapes(d: Driver) -> dict[str, str]:
+    """Correct answers to the driver's hole, one per shape (17 for a partial hole, else 19)."""
+    gold = d.gold
+    echoed = d.text
+    echoed_clean = "\n".join(ln for ln in d.text.split("\n") if "HOLE" not in ln)
+    unit = whole_unit(d)
+    # truncated echo: the file up to just after the unit, fence never closed
+    cut = echoed_clean.index(unit) + len(unit) + 1  # just past this unit's closing brace
+    decoy = f"{d.unit.signature} {{\n    return None;\n}}"  # the hole's own unit, wrong body
+    out = {
+        "bare": gold,
+        "bare_stripped": gold.strip(),
+        "fence_jac": f"```jac\n{gold}\n```",
+        "fence_Jac": f"```Jac\n{gold}\n```",
+        "fence_python": f"```python\n{gold}\n```",
+        "fence_bare": f"```\n{gold}\n```",
+        "prose": (f"Here is the body you asked for:\n\n```jac\n{gold}\n```\n\n"
+                  "It handles the edge cases."),
+        "unclosed_fence": f"```jac\n{gold}\n",
+        "whole_driver": f"```jac\n{echoed}\n```",
+        "whole_driver_clean": f"Sure, the complete file:\n```jac\n{echoed_clean}\n```\nDone.",
+        "truncated_echo": f"```jac\n{echoed_clean[:cut]}\nwith entry {{\n    print(",
+        # mlx-lm-lora's GRPO format: thinking first, then the answer in tags
+        "think_answer_fence": (f"<think>\nLoop, then return.\n</think>\n"
+                               f"<answer>\n```jac\n{gold}\n```\n</answer>"),
+        "answer_inline_fence": f"<think>short</think><answer>```jac\n{gold}\n```</answer>",
+        "answer_bare": f"<answer>\n{gold}\n</answer>",
+        "answer_unclosed": f"<think>\nok\n</think>\n<answer>\n```jac\n{gold}\n",
+        # a thought holding fences, a decoy unit and stray braces: never the answer
+        "think_with_junk": (f"<think>\nFirst try:\n```jac\n{decoy}\n```\n```\n}} {{ return;\n"
+                            f"</think>\n<answer>\n```jac\n{gold}\n```\n</answer>"),
+        # a chat template that opened <think> in the prompt: only its close is generated
+        "think_opened_by_prompt": (f"{decoy}\n```jac\nreturn 0;\n```\n</think>\n\n"
+                                   f"```jac\n{gold}\n```"),
+    }
+    if not d.unit.partial:
+        out["whole_unit"] = f"```jac\n{unit}\n```"
+        out["whole_unit_bare"] = unit
+    return out
+
+
+def inspection_answers(meta: dict, other_gold: str) -> dict[str, str]:
+    """Notebook 20's hand-made answers to one task (`meta`: its answer JSON): the gold fenced and
+    bare and the whole file echoed (all exact), the echo cut at 60 % (a fence left open by
+    truncation), every mutant of the gold, another task's gold, garbage and nothing."""
+    gold = meta["gold"]
+    echo = splice(meta["template"], gold)
+    out = {"gold (fenced)": f"```jac\n{gold}\n```", "gold (bare)": gold,
+           "echoed file": f"Here is the file:\n```jac\n{echo}\n```",
+           "truncated echo": f"```jac\n{echo[: int(len(echo) * 0.6)]}"}
+    out.update({label: f"```jac\n{body}\n```" for label, body in mutants(gold)})
+    out.update({"another task's body": f"```jac\n{other_gold}\n```", "garbage": GARBAGE,
+                "empty": ""})
+    return out
