@@ -12,6 +12,7 @@ interpreter (else on `python3`, with the same environment passed by the ladder).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -24,13 +25,34 @@ FALLBACK = "python3"
 def install(prefix: str | os.PathLike | None = None) -> Path:
     """Install (or refresh) the kernelspec in `prefix`/share/jupyter/kernels/jacrl (default: this
     environment's prefix, like --sys-prefix). Returns its folder."""
+    import fcntl
+
     from ipykernel.kernelspec import install as ipykernel_install
 
     from jacrl.models import fast_blas_env
 
-    path = ipykernel_install(kernel_name=NAME, display_name=DISPLAY_NAME,
-                             prefix=str(prefix or sys.prefix), env=fast_blas_env())
-    return Path(path)
+    prefix = str(prefix or sys.prefix)
+    kernels = Path(prefix) / "share" / "jupyter" / "kernels"
+    kernels.mkdir(parents=True, exist_ok=True)
+    env = fast_blas_env()
+    # ipykernel replaces the folder (rmtree + copy): leave an up-to-date spec alone, so a kernel
+    # being started from it meanwhile (another test process, a running lab) never misses it
+    with open(kernels / f".{NAME}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _spec_is(kernels / NAME, env):
+            return kernels / NAME
+        return Path(ipykernel_install(kernel_name=NAME, display_name=DISPLAY_NAME,
+                                      prefix=prefix, env=env))
+
+
+def _spec_is(folder: Path, env: dict[str, str]) -> bool:
+    """Whether `folder` holds our spec: this interpreter, our name, this environment."""
+    try:
+        spec = json.loads((folder / "kernel.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return (spec.get("argv", [""])[0] == sys.executable
+            and spec.get("display_name") == DISPLAY_NAME and spec.get("env", {}) == env)
 
 
 def for_cells() -> str:

@@ -61,9 +61,13 @@ def images(nb: dict) -> int:
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """(size, mtime) of every file under the checkout's data/, results/ and figures/."""
-    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for d in ("data", "results", "figures") for p in (root / d).rglob("*") if p.is_file()}
+    """(size, mtime) of every file under the checkout's data/, results/ and figures/, but the
+    git-ignored ones other tools write (results/cells/, results/eval/, locks)."""
+    ignored = ("results/cells/", "results/eval/")
+    files = (p for d in ("data", "results", "figures") for p in (root / d).rglob("*"))
+    return {rel: (p.stat().st_size, p.stat().st_mtime_ns) for p in files
+            if p.is_file() and not (rel := p.relative_to(root).as_posix()).startswith(ignored)
+            and not rel.endswith(".lock")}
 
 
 @pytest.fixture(scope="module")
@@ -303,8 +307,12 @@ def test_notebook_cell_reports_a_key_mismatch_and_keeps_the_planned_key():
 # -------------------------------------------------------------------------------------------
 
 
-def test_setup_installs_the_jacrl_kernelspec(jacrl_kernel):
-    spec = KernelSpecManager().get_kernel_spec(kernel.NAME)
+def test_setup_installs_the_jacrl_kernelspec(jacrl_kernel, tmp_path):
+    fresh = kernel.install(tmp_path)  # into an empty prefix: really written
+    assert fresh == tmp_path / "share" / "jupyter" / "kernels" / kernel.NAME
+    written = json.loads((fresh / "kernel.json").read_text())
+    assert written["argv"][0] == sys.executable and written.get("env", {}) == models.fast_blas_env()
+    spec = KernelSpecManager().get_kernel_spec(kernel.NAME)  # setup's, in this environment
     assert Path(spec.resource_dir) == jacrl_kernel
     assert jacrl_kernel.is_relative_to(Path(sys.prefix))  # the venv's, like --sys-prefix
     assert spec.argv[0] == sys.executable and spec.display_name == kernel.DISPLAY_NAME
