@@ -33,12 +33,8 @@ import argparse
 import dataclasses
 import json
 import os
-import re
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -47,13 +43,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from jacrl.drivers import parse_driver  # noqa: E402
-from jacrl.executor import Executor, Limits, Verdict, _compile_rejected, _first_lines  # noqa: E402
+from jacrl.executor import Executor, Verdict, run_subprocess  # noqa: E402
 from jacrl.extract import extract_body, splice  # noqa: E402
+from jacrl.variants import mutants  # noqa: E402
 
-MUTATIONS = [(r"\+=", "-="), (r"<=", "<"), (r" > ", " >= "), (r"\bTrue\b", "False"),
-             (r"\bappend\b", "apend"), (r";", "", 1), (r"\b1\b", "2"), (r"\}", "", 1),
-             (r"\bself\.", "", 1), (r"\breturn\b", "print", 1), (r"\bif\b", "while", 1),
-             (r"\bhere\b", "root"), (r"\(", "[", 1)]
 GROUP = 4  # GRPO group size
 CHUNK = 8  # programs per alternation of the two concurrency-1 arms
 C1_PASSES = 3  # passes over the set per round for the concurrency-1 arms (they are cheap)
@@ -85,10 +78,7 @@ def completions(quick: bool = False) -> list[Job]:
         lines = gold.split("\n")
         for i in range(len(lines)):  # drop one line at a time
             bodies.append(("drop_line", "\n".join(lines[:i] + lines[i + 1:])))
-        for m in MUTATIONS:
-            mutated = re.sub(m[0], m[1], gold, count=m[2] if len(m) > 2 else 0)
-            if mutated != gold:
-                bodies.append(("mutant", mutated))
+        bodies += [("mutant", mutated) for _, mutated in mutants(gold)]
         bodies.append(("garbage", "@@@ not jac {"))
         if d.id.startswith(("syn", "osp_harness_tally")):
             bodies.append(("loop", "while True { }"))
@@ -140,46 +130,10 @@ def brief(v: Verdict) -> str:
 # the baseline: `jac run` with the user's environment and a warm cache
 # ----------------------------------------------------------------------------------------------
 
-def _jac(args: list[str], cwd: str, timeout: float) -> tuple[int | None, str, str, bool]:
-    proc = subprocess.Popen([JAC, *args], cwd=cwd, env=BASELINE_ENV,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        return (proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
-                False)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        return None, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), True
-
-
-def jac_run(source: str, timeout: float, limits: Limits = Limits()) -> Verdict:
-    """`jac run snippet.jac` in a fresh temp dir, then `jac check -p` when it failed; verdict as
-    `jacrl.executor.run_subprocess` builds it. One difference: the check gets the full timeout, not
-    what the run left of it (>= 1 s), so a program that timed out still gets a check that the load
-    on the machine cannot time out."""
-    t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="jacrl-base-") as work:
-        with open(os.path.join(work, "snippet.jac"), "w") as fh:
-            fh.write(source)
-        code, out, err, timed_out = _jac(["run", "snippet.jac"], work, timeout)
-        compiled = code == 0
-        if not compiled:
-            check_code, _, _, _ = _jac(["check", "-p", "snippet.jac"], work, timeout)
-            compiled = check_code == 0
-    if timed_out:
-        status = "timeout"
-    elif code == 0:
-        status = "ok"
-    elif code is not None and code < 0:
-        status = f"killed:{signal.Signals(-code).name}"
-    else:
-        status = "compile_error" if _compile_rejected(err) else "runtime_error"
-    return Verdict(compiled=compiled, ran=code == 0, exit_code=code,
-                   stdout=out.encode()[:limits.max_output].decode("utf-8", "replace"),
-                   stderr=_first_lines(err, limits.stderr_lines), timed_out=timed_out,
-                   seconds=round(time.perf_counter() - t0, 6), status=status)
+def jac_run(source: str, timeout: float) -> Verdict:
+    """`jac run snippet.jac` in a fresh temp dir, `jac check -p` when it failed
+    (`jacrl.executor.run_subprocess`), with the user's environment and warm cache."""
+    return run_subprocess(source, timeout, env=BASELINE_ENV)
 
 
 @dataclasses.dataclass
@@ -326,18 +280,16 @@ def main() -> None:
           f"batch; per-job cost: sandbox vs rlimits-only at concurrency 1, alternating every "
           f"{CHUNK} jobs, {C1_PASSES} passes a round")
 
-    # warm jaclang's cache for the baseline (and show that it is warm)
-    with tempfile.TemporaryDirectory(prefix="jacrl-warm-") as work:
-        Path(work, "snippet.jac").write_text('with entry { print("warm"); }\n')
-        warm = []
-        for cmd in (["run", "snippet.jac"], ["check", "-p", "snippet.jac"], ["run", "snippet.jac"]):
-            t = time.perf_counter()
-            code, _, err, _ = _jac(cmd, work, 300)
-            warm.append(time.perf_counter() - t)
-            if code != 0:
-                sys.exit(f"warm-up `jac {' '.join(cmd)}` failed: {err[-500:]}")
-    print(f"warm-up: jac run {warm[0]:.2f} s, jac check -p {warm[1]:.2f} s, jac run again "
-          f"{warm[2]:.2f} s")
+    # warm jaclang's cache for the baseline (and show that it is warm): a failing program runs
+    # both `jac run` and `jac check -p`
+    warm = []
+    for src in ('with entry { print("warm"); }', "with entry { x = 1 / 0; }"):
+        t = time.perf_counter()
+        v = jac_run(src, 300)
+        warm.append(time.perf_counter() - t)
+        if not v.compiled:
+            sys.exit(f"warm-up `jac run` failed: {v.stderr[-500:]}")
+    print(f"warm-up: jac run {warm[0]:.2f} s, jac run + check -p {warm[1]:.2f} s")
 
     looping: set[str] | None = None  # programs that reach the timeout (found by ours' first batch)
     nl: dict[str, list[Job]] = {}

@@ -321,8 +321,9 @@ def _jac_bin() -> str:
     return os.path.join(os.path.dirname(sys.executable), "jac")
 
 
-def _run_cli(args: list[str], cwd: str, timeout: float) -> tuple[int | None, str, str, bool]:
-    proc = subprocess.Popen([_jac_bin(), *args], cwd=cwd, env=minimal_env(cwd),
+def _run_cli(args: list[str], cwd: str, timeout: float,
+             env: dict[str, str] | None) -> tuple[int | None, str, str, bool]:
+    proc = subprocess.Popen([_jac_bin(), *args], cwd=cwd, env=env or minimal_env(cwd),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
     try:
@@ -339,18 +340,22 @@ def _compile_rejected(stderr: str) -> bool:
     return re.search(r"^\S* ?Error: error\[E\d+\]", stderr, re.M) is not None
 
 
-def run_subprocess(source: str, timeout: float = 20.0, limits: Limits = Limits()) -> Verdict:
+def run_subprocess(source: str, timeout: float = 20.0, limits: Limits = Limits(),
+                   env: dict[str, str] | None = None) -> Verdict:
     """`jac run snippet.jac` in a fresh temp dir; when it fails, `jac check -p` says whether it
-    parses (the reference harness's two-process way), which is what `compiled` means."""
+    parses (the reference harness's two-process way), which is what `compiled` means. The check
+    has a budget of its own (the timeout, at most 15 s), so a load that timed the run out does not
+    also decide `compiled`. env: the processes' environment (default: `minimal_env`; the benchmark
+    passes the user's own, as the earlier harness ran `jac run`)."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="jacrl-sub-") as work:
         with open(os.path.join(work, "snippet.jac"), "w") as fh:
             fh.write(source)
-        code, out, err, timed_out = _run_cli(["run", "snippet.jac"], work, timeout)
+        code, out, err, timed_out = _run_cli(["run", "snippet.jac"], work, timeout, env)
         compiled = code == 0
         if not compiled:
-            left = max(1.0, timeout - (time.perf_counter() - t0))
-            check_code, _, _, _ = _run_cli(["check", "-p", "snippet.jac"], work, min(left, 15.0))
+            check_code, _, _, _ = _run_cli(["check", "-p", "snippet.jac"], work,
+                                           min(timeout, 15.0), env)
             compiled = check_code == 0
     if timed_out:
         status = "timeout"

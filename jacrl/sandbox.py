@@ -13,8 +13,8 @@ launcher in a mount namespace of its own, under a tmpfs it can reach (`_stage_an
 
 Isolation levels (recorded in every result row and benchmark):
 - `sandbox`: the above, and inside it every job in namespaces of its own (see `jobserver`).
-- `namespaces`: no bubblewrap; jobs still get their own pid/mount/net namespaces and private /tmp
-  but see the whole filesystem with your permissions.
+- `namespaces`: no bubblewrap; jobs still get their own pid/mount/ipc namespaces and private /tmp
+  but see the whole filesystem with your permissions and the network.
 - `rlimits-only`: neither (macOS, or user namespaces disabled): resource limits, a temp dir and a
   process group. Not a sandbox.
 Below `sandbox`, the executor refuses to start unless JACRL_ALLOW_UNSANDBOXED=1.
