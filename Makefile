@@ -35,7 +35,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 test: setup
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile  # two workers, one test file each at a time
 
 tasks: setup
 	$(VENV)/bin/jacrl build-tasks

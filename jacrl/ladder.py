@@ -102,13 +102,16 @@ class LadderConfig:
     seed: int = _f(0, "training and sampling seed")
     sft_iters: int = _f(200, "SFT iterations (reference RFT_ITERS)")
     grpo_iters: int = _f(200, "GRPO iterations (reference GRPO_ITERS)")
+    sft_iters_per_task: int = _f(0, "when > 0, a rung's SFT runs min(sft_iters, this x the rung's "
+                                    "tasks) iterations, so every rung trains each task about "
+                                    "equally often (0 = sft_iters on every rung)")
     sft_set: dict = field(default_factory=dict, metadata={
         "help": "SFTConfig overrides, e.g. {'learning_rate': 1e-3}"})
     grpo_set: dict = field(default_factory=dict, metadata={
         "help": "GRPOConfig overrides, e.g. {'group_size': 2}"})
     reward_formula: str = _f("", "GRPO reward formula, tiered | additive ('' = "
                                  "JACRL_REWARD_FORMULA, else tiered)")
-    gen_limit: int = _f(0, "first N holdout tasks for gen (0 = all)")
+    gen_limit: int = _f(0, "N holdout tasks for gen, taken round-robin by family (0 = all)")
     mem_limit: int = _f(0, "first N rung tasks for mem (0 = all)")
     n: int = _f(8, "temperature samples per gen task (reference JAC_LADDER_K)")
     k: tuple[int, ...] = _f((1, 2, 4, 8), "pass@k values reported (each <= n)")
@@ -292,15 +295,48 @@ def notebook_hash(path: str | os.PathLike | None = None) -> str:
     return hashlib.sha256(json.dumps(code).encode()).hexdigest()
 
 
+def stratified(tasks: Sequence[dict], n: int) -> list[dict]:
+    """n of `tasks` taken round-robin by family (families sorted), each family's next pick being
+    its first task (in the given order) from the source used least so far, so the sample spreads
+    over sources too; returned in the given order. Deterministic; every family is present when
+    n >= the number of families. n <= 0 or n >= len(tasks): all of them."""
+    from collections import Counter
+
+    from jacrl.evaluate import family_of
+
+    tasks = list(tasks)
+    if n <= 0 or n >= len(tasks):
+        return tasks
+
+    def source(i: int) -> str:
+        t = tasks[i]
+        return str((t.get("meta") or json.loads(t["answer"])).get("source", ""))
+
+    queues: dict[str, list[int]] = {}
+    for i, t in enumerate(tasks):
+        queues.setdefault(family_of(t), []).append(i)
+    used: Counter = Counter()
+    picked: list[int] = []
+    while len(picked) < n:
+        for fam in sorted(queues):
+            if queues[fam] and len(picked) < n:
+                i = min(queues[fam], key=lambda j: used[source(j)])  # first of the least used
+                queues[fam].remove(i)
+                used[source(i)] += 1
+                picked.append(i)
+    return [tasks[i] for i in sorted(picked)]
+
+
 def cell_tasks(rung: str, data_dir: str | os.PathLike | None, gen_limit: int = 0,
                mem_limit: int = 0) -> dict[str, list[dict]]:
-    """{"train": the rung's tasks, "valid", "gen": holdout[:gen_limit], "mem": train[:mem_limit]}."""
+    """{"train": the rung's tasks, "valid", "gen": gen_limit holdout tasks sampled round-robin
+    by family (`stratified`; 0 = the whole holdout), "mem": train[:mem_limit]}."""
     from jacrl import splits
 
     train = splits.rung("all" if rung == "all" else int(rung), data_dir)
     valid = splits.load_split("valid", data_dir)
     hold = splits.load_split("holdout", data_dir)
-    return {"train": train, "valid": valid, "gen": hold[:gen_limit] if gen_limit else hold,
+    return {"train": train, "valid": valid, "gen": stratified(hold, gen_limit),
             "mem": train[:mem_limit] if mem_limit else train}
 
 
@@ -395,6 +431,17 @@ def notebook_cell(cell_key: str = "", log: Callable[[str], None] = print,
     return cell
 
 
+def rung_sft_iters(cfg: LadderConfig, rung: str) -> int:
+    """The SFT iterations of a rung's cells: cfg.sft_iters, or with cfg.sft_iters_per_task > 0,
+    min(cfg.sft_iters, sft_iters_per_task x the rung's tasks)."""
+    if cfg.sft_iters_per_task <= 0:
+        return cfg.sft_iters
+    from jacrl import splits
+
+    n = len(splits.rung("all" if rung == "all" else int(rung), cfg.data_dir or None))
+    return max(1, min(cfg.sft_iters, cfg.sft_iters_per_task * n))
+
+
 def plan(cfg: LadderConfig) -> list[Cell]:
     """Every cell of the ladder, in order: rung, then model, then condition. Reads only."""
     from jacrl import splits
@@ -416,7 +463,7 @@ def plan(cfg: LadderConfig) -> list[Cell]:
                 else str(Path(model).expanduser().resolve())
             for cond in cfg.conditions:
                 cells.append(make_cell(
-                    rung, m, cond, seed=cfg.seed, sft_iters=cfg.sft_iters,
+                    rung, m, cond, seed=cfg.seed, sft_iters=rung_sft_iters(cfg, rung),
                     grpo_iters=cfg.grpo_iters, sft_set=cfg.sft_set, grpo_set=cfg.grpo_set,
                     reward_formula=cfg.reward_formula, gen_limit=cfg.gen_limit,
                     mem_limit=cfg.mem_limit, n=cfg.n, k=cfg.k,
@@ -816,22 +863,52 @@ def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.Pat
 # demo
 # -------------------------------------------------------------------------------------------
 
-# jac-tiny is a 4M-parameter test fixture: high learning rates, all layers, tiny budgets, so the
-# whole ladder machinery runs in minutes on two CPU cores. Not a recipe for real models.
-DEMO_SFT = {"learning_rate": 1e-3, "warmup": 0, "lora_layers": -1, "lora_rank": 8,
-            "grad_checkpoint": False, "batch_size": 1, "steps_per_report": 2,
-            "steps_per_eval": 1000, "val_batches": 1}
-DEMO_GRPO = {"learning_rate": 1e-4, "group_size": 2, "max_completion_length": 64,
+# jac-tiny is a 4M-parameter test fixture, not a recipe for real models. The demo's SFT is sized
+# so its plumbing gate is visible: greedy decoding must reproduce the trained gold bodies (mem).
+# Measured on 2 CPU cores with OpenBLAS (seeds 0 and 1): LoRA rank 64 on every linear layer of all
+# 4 blocks, constant LR 2e-4, batch 1 reproduces rung 1's body from iteration 50-60 and all 3 of
+# rung 3's from 240 (2/3 from 210 with seed 0); LR >= 4e-4, or rank 128 at 2e-4, diverges. So 90
+# iterations per rung task: 90 on rung 1, 270 on rung 3 (~0.5-0.7 s each). Evaluation and GRPO
+# rollouts get 256 tokens: the longest rung-3 gold answer is 249 tokens + the end token. GRPO at LR
+# 1e-5 (KL ~0.04 after 4 steps, mem kept); at 3e-5 or 1e-4, 4 steps undo rung 3's memorization
+# (mem 3/3 -> 0/3, KL 0.2-0.9): its sampled rollouts are not the greedy answer, and GRPO
+# normalizes the tiny reward differences within a group to full-size advantages.
+DEMO_SFT = {"learning_rate": 2e-4, "warmup": 0, "decay_steps": 10**9, "lora_layers": -1,
+            "lora_rank": 64, "grad_checkpoint": False, "batch_size": 1, "steps_per_report": 10,
+            "steps_per_eval": 10**6, "val_batches": 1}
+DEMO_GRPO = {"learning_rate": 1e-5, "group_size": 2, "max_completion_length": 256,
              "max_seq_length": 2048, "lora_layers": -1, "lora_rank": 8, "grad_checkpoint": False,
              "steps_per_report": 1}
 
 
 def demo_config(**over) -> LadderConfig:
     base = LadderConfig(rungs=("1", "3"), models=("jac-tiny",), conditions=DEFAULT_CONDITIONS,
-                        sft_iters=12, grpo_iters=3, sft_set=dict(DEMO_SFT),
-                        grpo_set=dict(DEMO_GRPO), gen_limit=6, n=4, k=(1, 2, 4), max_tokens=64,
-                        temperature=1.0)
+                        sft_iters=270, sft_iters_per_task=90, grpo_iters=4,
+                        sft_set=dict(DEMO_SFT), grpo_set=dict(DEMO_GRPO), gen_limit=6, n=4,
+                        k=(1, 2, 4), max_tokens=256, temperature=1.0)
     return dataclasses.replace(base, **over)
+
+
+def training_runs(cfg: LadderConfig, statuses: Sequence[Mapping] | None = None,
+                  ) -> list[tuple[str, Path]]:
+    """(label, metrics file) of the last rung's trained cells of the first model, from the copies
+    `run_cell` keeps in each cell's directory: the sft cell's SFT, then each GRPO condition's GRPO
+    stage (sft_grpo's SFT stage is the sft cell's artifact). The cells are `statuses` (what `run`
+    returned: the keys it ran or skipped), else `plan(cfg)`'s. Cells without one are left out."""
+    cfg = validate(cfg)
+    if statuses is None:
+        statuses = [{"key": c.key, "cell": c.name} for c in plan(cfg)]
+    cells = [(s["key"], *s["cell"].split("/")) for s in statuses
+             if s.get("key") and len(s.get("cell", "").split("/")) == 3]
+    cells = [c for c in cells if c[1] == f"r{cfg.rungs[-1]}"]
+    out = []
+    for key, rung, label, cond in cells:
+        c = CONDITIONS.get(cond)
+        stage = None if c is None else "grpo" if c.grpo else "sft" if c.sft else None
+        path = Path(cfg.results_dir) / "cells" / key / f"metrics-{stage}.jsonl" if stage else None
+        if label == cells[0][2] and path is not None and path.is_file():
+            out.append((f"{rung} {cond} ({stage.upper()})", path))
+    return out
 
 
 def ensure_data(data_dir: str | os.PathLike | None = None,
@@ -860,7 +937,8 @@ def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
          artifacts_dir: str = "", model: str = "jac-tiny",
          log: Callable[[str], None] = print) -> dict:
     """Tasks/splits if needed; the demo ladder (rungs 1 and 3, four conditions, jac-tiny);
-    the table; figures/ladder.png. Returns {"seconds", "statuses", "table", "figures"}."""
+    the table; figures/ladder.png (+ ladder_passk.png) and figures/training.png (the last rung's
+    SFT and GRPO curves, `training_runs`). Returns {"seconds", "statuses", "table", "figures"}."""
     from jacrl.models import resolve
 
     t0 = time.time()
@@ -870,6 +948,12 @@ def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
                                data_dir=data_dir, artifacts_dir=artifacts_dir))
     statuses = run(cfg, log)
     table, figs = show(cfg.results_dir, cfg.figures_dir)
+    runs = training_runs(cfg, statuses)
+    if runs:
+        from jacrl import report
+
+        figs = [*figs, report.write_training_figure(
+            runs, cfg.figures_dir, title=f"training curves, rung {cfg.rungs[-1]} ({model})")]
     log(table)
     for p in figs:
         log(f"wrote {p}")

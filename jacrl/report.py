@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -361,33 +362,89 @@ def plot_curves(rows: list[dict], value: str = "pass1_pct", band: bool = True):
     return fig
 
 
-def plot_training(metrics: str | os.PathLike, title: str = ""):
-    """Training curves from an artifact's metrics.jsonl (or its directory): SFT train/val loss;
-    GRPO reward mean, within-group σ, KL and truncated share. Returns the Figure."""
-    plt = _pyplot()
+def _training_records(metrics: str | os.PathLike) -> tuple[list[dict], Path]:
     path = Path(metrics)
     if path.is_dir():
         path = path / "metrics.jsonl"
     recs = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] \
         if path.is_file() else []
+    return recs, path
+
+
+def _training_series(stage: str) -> list[tuple[str, str]]:
+    if stage == "grpo":
+        return [("reward_mean", "reward mean ± σ"), ("group_reward_std", "within-group σ"),
+                ("kl", "KL"), ("truncated", "truncated share")]
+    return [("train_loss", "train loss"), ("val_loss", "val loss")]
+
+
+def _draw_training(axes, recs: list[dict], label: str = "") -> None:
+    """One metrics.jsonl's curves on a row of axes (per iteration; GRPO's reward mean with its
+    σ over the step's rollouts shaded)."""
     df = pd.DataFrame(recs)
     stage = recs[0].get("stage", "") if recs else ""
-    if stage == "grpo":
-        series = [("reward_mean", "reward mean"), ("group_reward_std", "within-group σ"),
-                  ("kl", "KL"), ("truncated", "truncated share")]
-    else:
-        series = [("train_loss", "train loss"), ("val_loss", "val loss")]
-    fig, axes = plt.subplots(1, len(series), figsize=(3.6 * len(series), 2.8), squeeze=False)
-    for ax, (col, label) in zip(axes[0], series):
+    for ax, (col, title) in zip(axes, _training_series(stage)):
         if not df.empty and col in df and df[col].notna().any():
             d = df[df[col].notna()]
             ax.plot(d["iteration"], d[col], marker=".")
-        ax.set_title(label)
+            if col == "reward_mean" and "reward_std" in d and d["reward_std"].notna().all():
+                ax.fill_between(d["iteration"], d[col] - d["reward_std"],
+                                d[col] + d["reward_std"], alpha=0.2)
+        ax.set_title(f"{label}: {title}" if label else title, fontsize=9)
         ax.set_xlabel("iteration")
         ax.grid(alpha=0.3)
+
+
+def plot_training(metrics: str | os.PathLike, title: str = ""):
+    """Training curves from an artifact's metrics.jsonl (or its directory): SFT train/val loss;
+    GRPO reward mean (± σ), within-group σ, KL and truncated share. Returns the Figure."""
+    plt = _pyplot()
+    recs, path = _training_records(metrics)
+    stage = recs[0].get("stage", "") if recs else ""
+    series = _training_series(stage)
+    fig, axes = plt.subplots(1, len(series), figsize=(3.6 * len(series), 2.8), squeeze=False)
+    _draw_training(axes[0], recs)
     fig.suptitle(title or f"{stage or 'training'}: {path.parent.name}")
     fig.tight_layout()
     return fig
+
+
+def plot_training_runs(runs: Sequence[tuple[str, str | os.PathLike]], title: str = ""):
+    """Several training runs in one figure, one row per (label, metrics.jsonl or artifact dir):
+    SFT rows show the losses, GRPO rows reward mean ± σ, within-group σ, KL, truncated share.
+    Returns the Figure."""
+    plt = _pyplot()
+    loaded = [(label, _training_records(m)[0]) for label, m in runs]
+    cols = max([len(_training_series(r[0].get("stage", "") if r else "")) for _, r in loaded]
+               or [2])
+    fig, axes = plt.subplots(max(1, len(loaded)), cols, figsize=(3.6 * cols, 2.6 * len(loaded)),
+                             squeeze=False)
+    for row, (label, recs) in zip(axes, loaded):
+        n = len(_training_series(recs[0].get("stage", "") if recs else ""))
+        _draw_training(row[:n], recs, label)
+        for ax in row[n:]:
+            ax.axis("off")
+    fig.suptitle(title or "training curves")
+    fig.tight_layout()
+    return fig
+
+
+def write_training_figure(runs: Sequence[tuple[str, str | os.PathLike]],
+                          out_dir: str | os.PathLike | None = None,
+                          name: str = "training.png", title: str = "") -> Path:
+    """`plot_training_runs(runs)` saved as figures/<name> (the project's figures/ by default)."""
+    from jacrl.project import path_or
+
+    if not runs:
+        raise ValueError("no training runs to plot")
+    plt = _pyplot()
+    out = path_or(out_dir, "figures")
+    out.mkdir(parents=True, exist_ok=True)
+    fig = plot_training_runs(runs, title)
+    p = out / name
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    return p
 
 
 def write_figures(rows: list[dict], out_dir: str | os.PathLike | None = None) -> list[Path]:

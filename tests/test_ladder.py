@@ -68,6 +68,73 @@ def test_condition_configs():
     assert sft is None and grpo.iters == 6 and grpo.beta == 0.5
 
 
+def _fake_task(i: int, family: str, source: str) -> dict:
+    return {"prompt": f"p{i}", "answer": json.dumps({"id": f"{family}_{i}", "family": family,
+                                                       "source": source})}
+
+
+def test_stratified_sample_covers_every_family():
+    """gen_limit samples round-robin by family (each family's picks spread over sources), keeps
+    the given order, is deterministic; 0 or >= len = everything."""
+    from collections import Counter
+
+    from jacrl.evaluate import family_of
+
+    tasks = ([_fake_task(i, "arch", f"s{i % 2}") for i in range(10)]  # unbalanced families
+             + [_fake_task(10, "err", "s0"), _fake_task(11, "lib", "s1"),
+                _fake_task(12, "lib", "s1")])
+    for n in (3, 4, 5):
+        got = ladder.stratified(tasks, n)
+        assert len(got) == n and {family_of(t) for t in got} == {"arch", "err", "lib"}
+        assert got == [t for t in tasks if t in got]  # the given order
+        assert got == ladder.stratified(list(tasks), n)  # deterministic
+    two_arch = [t for t in ladder.stratified(tasks, 5) if family_of(t) == "arch"]
+    assert {json.loads(t["answer"])["source"] for t in two_arch} == {"s0", "s1"}
+    assert ladder.stratified(tasks, 0) == tasks and ladder.stratified(tasks, 99) == tasks
+    assert Counter(family_of(t) for t in ladder.stratified(tasks, 2)) == {"arch": 1, "err": 1}
+
+
+def test_gen_sample_of_the_real_holdout_covers_every_family(data_dir):
+    from collections import Counter
+
+    from jacrl import splits
+    from jacrl.evaluate import family_of
+
+    hold = splits.load_split("holdout", data_dir)
+    fams = {family_of(t) for t in hold}
+    assert ladder.cell_tasks("1", data_dir, 0)["gen"] == hold  # 0 = the whole holdout
+    for n in (len(fams), 2 * len(fams), ladder.demo_config().gen_limit):
+        gen = ladder.cell_tasks("3", data_dir, n)["gen"]
+        counts = Counter(family_of(t) for t in gen)
+        assert len(gen) == n and set(counts) == fams, counts
+        assert max(counts.values()) - min(counts.values()) <= 1
+        assert gen == ladder.cell_tasks("1", data_dir, n)["gen"]  # every rung: the same sample
+
+
+def test_demo_budgets_fit_the_memorized_answers(tiny, data_dir):
+    """The demo's eval and rollout budget holds every rung task's whole gold answer (+ the end
+    token), so mem is never cut off by truncation; SFT runs 90 iterations per rung task."""
+    import dataclasses
+
+    from jacrl import train as tr
+    from jacrl.evaluate import chat_messages, load_model
+
+    cfg = ladder.demo_config(data_dir=data_dir)
+    _, tok = load_model(tiny)
+    for rung in cfg.rungs:
+        for t in ladder.cell_tasks(rung, data_dir)["mem"]:
+            full = tok.apply_chat_template(chat_messages(t["prompt"], tr.fenced(tr.gold_body(t))),
+                                           return_dict=False)
+            prompt = tok.apply_chat_template(chat_messages(t["prompt"]), return_dict=False,
+                                             add_generation_prompt=True)
+            answer = len(full) - len(prompt) - 1  # the answer and <|im_end|>, not the final "\n"
+            assert answer <= cfg.max_tokens, (rung, answer)
+    assert cfg.grpo_set["max_completion_length"] == cfg.max_tokens
+    assert {r: ladder.rung_sft_iters(cfg, r) for r in cfg.rungs} == {"1": 90, "3": 270}
+    assert ladder.rung_sft_iters(dataclasses.replace(cfg, sft_iters=50), "3") == 50  # a cap
+    assert ladder.rung_sft_iters(dataclasses.replace(cfg, sft_iters_per_task=0), "1") == 270
+
+
 def test_plan_runs_nothing_and_keys_are_stable(tiny, data_dir, tmp_path, capsys):
     res, arts = tmp_path / "results", tmp_path / "artifacts"
     other = tmp_path / "tiny-copy"  # a second model (an unknown one is an error at plan time)
