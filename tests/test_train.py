@@ -16,12 +16,12 @@ from jacrl import train as tr
 from jacrl.reward import jac_behavioral, reward_function, score_completions
 
 # Enough to make jac-tiny memorize one body. Measured with `sft_loss` on the current jac-tiny
-# (val loss 5.53): greedy decoding reproduces this task's 38-token answer well before step 100, and
-# a 165-token rung-1 body from step 50-70 at LR 2e-4 (seeds 0 and 1, rank 16 or 64, LoRA on every
-# linear layer). The loss then floors near 0.5-0.6: LoRA cannot change the final norm or the tied
-# embeddings that bound the logits. LRs >= 4e-4 at scale 20 make greedy decoding unstable or
-# diverge (rank 16); on the first, weaker build of jac-tiny (val loss 6.6) it took ~400 steps with
-# LoRA kept off q/k.
+# (val loss 5.53), LR 2e-4, LoRA on every linear layer: greedy decoding reproduces this task's
+# answer from step 30 (seed 0; loss 1.08 there, 0.47 at step 100), and a 165-token rung-1 body
+# from step 50-70 (seeds 0 and 1, rank 16 or 64). The loss floors near 0.5: LoRA cannot change the
+# final norm or the tied embeddings that bound the logits. LRs >= 4e-4 at scale 20 make greedy
+# decoding unstable or diverge (rank 16); on the first, weaker build of jac-tiny (val loss 6.6) it
+# took ~400 steps with LoRA kept off q/k.
 MEMORIZE = tr.SFTConfig(iters=100, learning_rate=2e-4, warmup=0, decay_steps=10**9, batch_size=1,
                         lora_layers=-1, lora_rank=16, lora_scale=20.0, grad_checkpoint=False,
                         steps_per_report=20, steps_per_eval=10**6, val_batches=1)
