@@ -22,7 +22,6 @@ Below `sandbox`, the executor refuses to start unless JACRL_ALLOW_UNSANDBOXED=1.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import shutil
@@ -122,9 +121,10 @@ class Launch:
         for d in PRIVATE_DIRS:  # first: a venv under /tmp is bound on top of the fresh tmpfs
             argv += ["--tmpfs", d]
         dirs = python_dirs()
+        stage = _stage_dir(dirs) if as_root else ""
         keep = []
         for i, d in enumerate(dirs):
-            src = f"{_stage_dir(dirs)}/{i}" if as_root else d
+            src = f"{stage}/{i}" if as_root else d
             argv += ["--ro-bind", src, d]
             if any(_under(d, p) for p in PRIVATE_DIRS):  # jobs cover /tmp: bound back from here
                 keep.append([f"{KEEP}/{i}", d])
@@ -133,7 +133,7 @@ class Launch:
                  "--remount-ro", "/", "--chdir", "/tmp",
                  py, "-s", "-B", SERVER_PATH, *args, "--keep", json.dumps(keep)]
         if as_root:
-            plan = {"uid": SANDBOX_UID, "stage": _stage_dir(dirs), "dirs": dirs, "argv": argv}
+            plan = {"uid": SANDBOX_UID, "stage": stage, "dirs": dirs, "argv": argv}
             argv = [py, "-s", "-B", os.path.abspath(__file__), json.dumps(plan)]
         self.argv = argv
 
@@ -166,13 +166,11 @@ def _stage_and_exec(plan: dict) -> None:
     """As root, in a process of its own: a private mount namespace in which each Python dir is
     bind-mounted at <stage>/<i> on a fresh 0755 tmpfs, then become SANDBOX_UID and exec bubblewrap
     (which binds <stage>/<i> back at the dir's real path inside the sandbox)."""
-    libc = ctypes.CDLL(None, use_errno=True)
+    from jacrl.jobserver import _mount
 
     def mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None):
         enc = (lambda x: x.encode() if x is not None else None)
-        if libc.mount(enc(src), enc(target), enc(fstype), flags, enc(data)) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"mount {target}: {os.strerror(err)}")
+        _mount(enc(src), enc(target), enc(fstype), flags, enc(data))
 
     ms_bind, ms_rec, ms_private = 0x1000, 0x4000, 0x40000
     os.unshare(os.CLONE_NEWNS)
