@@ -312,17 +312,6 @@ def provenance(model_dir: Path | None, adapter: str | os.PathLike | None, tasks:
     }
 
 
-def _portable_path(path: str | os.PathLike | None) -> str:
-    if not path:
-        return ""
-    from jacrl.project import ProjectNotFound, project
-
-    try:
-        return project().rel(path)
-    except ProjectNotFound:
-        return str(path)
-
-
 def artifact_key(adapter: str | os.PathLike | None) -> str:
     if not adapter:
         return ""
@@ -490,7 +479,8 @@ def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None, *, n: 
     metrics = grade(tasks, greedy, samples, k=k)
     timings["grade"] = time.perf_counter() - t
     row = {
-        "tag": tag, "model": portable(model) if model_dir else "", "adapter": _portable_path(adapter),
+        "tag": tag, "model": portable(model) if model_dir else "",
+        "adapter": portable(adapter) if adapter else "",
         **{kk: metrics[kk] for kk in _REF_FIELDS},
         "split": split, "kind": kind, "n": n, "temperature": temperature if n else 0.0,
         "seed": seed, "max_tokens": max_tokens,
