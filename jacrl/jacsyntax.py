@@ -14,6 +14,21 @@ STRING_PREFIX = re.compile(r"(?i)(rb|br|rf|fr|r|b|f|u)?('''|\"\"\"|'|\")")
 UNIT_KINDS = ("def", "can", "impl", "walker", "node", "obj", "edge", "class", "enum")
 # kind (with optional access tag such as def:pub) followed by a dotted name
 HEADER = re.compile(r"\b(" + "|".join(UNIT_KINDS) + r")(?::\w+)?\s+([A-Za-z_][\w.]*)")
+# Jac's object-spatial idioms as substring markers, with the weights of the earlier harness's v2
+# reward (its additive formula, kept for comparison); `idiom_count` is the eval rows' avg_idiom.
+IDIOMS = {"visit ": 3, "-->": 3, "<--": 3, "++>": 3, "<++": 3, "spawn": 3, "disengage": 3,
+          "report ": 2, " here": 2, " root": 2, "walker ": 2, "node ": 2, "edge ": 2,
+          "with entry": 1, "with exit": 1, "can ": 1, " obj ": 1, "has ": 1}
+
+
+def idiom_count(body: str) -> int:
+    """Occurrences of the idiom markers in `body` (substring counts, as the earlier harness)."""
+    return sum(body.count(m) for m in IDIOMS)
+
+
+def idiom_score(body: str) -> float:
+    """The v2 reward's idiom term: weighted marker count / 8, capped at 1."""
+    return min(sum(w * body.count(m) for m, w in IDIOMS.items()) / 8.0, 1.0)
 
 
 def literal_spans(text: str) -> list[tuple[int, int, str]]:

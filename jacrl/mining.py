@@ -17,10 +17,10 @@ import pandas as pd
 from jacrl import jacsyntax
 from jacrl.executor import Executor
 
-IDIOMS = {"visit": r"\bvisit\b", "spawn": r"\bspawn\b", "report": r"\breport\b",
-          "disengage": r"\bdisengage\b", "edge_ops": r"-->|<--|\+\+>|<\+\+|->:|:->",
-          "here": r"\bhere\b", "visitor": r"\bvisitor\b", "root": r"\broot\b", "has": r"\bhas\b",
-          "match": r"\bmatch\b", "try": r"\btry\b", "lambda": r"\blambda\b", "fstring": r"\bf\""}
+# per unit: one column per idiom marker (jacsyntax.IDIOMS, counted on code only), and the
+# non-OSP language features worth knowing about when choosing holes
+FEATURES = {"match": r"\bmatch\b", "try": r"\btry\b", "lambda": r"\blambda\b"}
+USE_COLUMNS = [*(m.strip() for m in jacsyntax.IDIOMS), *FEATURES]
 MINED_KINDS = ("def", "can", "walker", "node", "obj", "edge", "impl")
 HOLE_KINDS = ("def", "can", "impl")
 
@@ -80,9 +80,10 @@ def inventory(tree: str | Path | None = None, progress: bool = False) -> pd.Data
             body = jacsyntax.code_mask(text[u.body_start:u.body_end])
             row = dataclasses.asdict(u)
             del row["body_start"], row["body_end"]
-            row.update({k: len(re.findall(p, body)) for k, p in IDIOMS.items()})
+            row.update({m.strip(): body.count(m) for m in jacsyntax.IDIOMS})
+            row.update({k: len(re.findall(p, body)) for k, p in FEATURES.items()})
             rows.append(row)
-    cols = ["file", "kind", "name", "containers", "line", "lines", *IDIOMS]
+    cols = ["file", "kind", "name", "containers", "line", "lines", *USE_COLUMNS]
     return pd.DataFrame(rows, columns=cols)
 
 

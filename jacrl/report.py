@@ -32,9 +32,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from jacrl.splits import RUNGS
 from jacrl.stats import mcnemar_exact, wilson
 
-RUNG_ORDER = ("1", "3", "5", "10", "20", "all")
 COND_ORDER = ("base", "sft", "sft_grpo", "sft_grpo_tuned", "raw_grpo")
 KINDS = ("gen", "mem")
 COLUMNS = ["model", "rung", "condition", "kind", "tasks", "pass1", "pass1_pct", "ci_lo", "ci_hi",
@@ -180,7 +180,7 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     if df.empty:
         return df
     df["k"] = df["k"].astype("Int64")
-    rung_rank = {r: i for i, r in enumerate(_order(set(df.rung), RUNG_ORDER))}
+    rung_rank = {r: i for i, r in enumerate(_order(set(df.rung), RUNGS))}
     cond_rank = {c: i for i, c in enumerate(_order(set(df.condition), COND_ORDER))}
     df = df.assign(_r=df.rung.map(rung_rank), _c=df.condition.map(cond_rank))
     return df.sort_values(["model", "_r", "_c", "kind"]).drop(columns=["_r", "_c"]) \
@@ -194,7 +194,7 @@ def pivot(df: pd.DataFrame, value: str = "pass1_pct", kind: str = "gen") -> pd.D
         return pd.DataFrame()
     table = sub.pivot_table(index=["model", "condition"], columns="rung", values=value,
                             aggfunc="last", dropna=False)
-    table = table.reindex(columns=_order(set(sub.rung), RUNG_ORDER))
+    table = table.reindex(columns=_order(set(sub.rung), RUNGS))
     models = sorted(set(sub.model))
     conds = _order(set(sub.condition), COND_ORDER)
     idx = [(m, c) for m in models for c in conds if (m, c) in table.index]
@@ -222,7 +222,7 @@ def ladder_table(rows: list[dict]) -> pd.DataFrame:
     lines = {(r.model, r.rung, r.condition, r.kind): r._asdict() for r in df.itertuples()}
     models = sorted(set(df.model))
     conds = _order(set(df.condition), COND_ORDER)
-    rungs = _order(set(df.rung), RUNG_ORDER)
+    rungs = _order(set(df.rung), RUNGS)
     out = {}
     for m in models:
         for c in conds:
@@ -263,7 +263,7 @@ def mcnemar_vs_base(rows: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame(recs, columns=cols)
     if df.empty:
         return df
-    rr = {r: i for i, r in enumerate(_order(set(df.rung), RUNG_ORDER))}
+    rr = {r: i for i, r in enumerate(_order(set(df.rung), RUNGS))}
     cr = {c: i for i, c in enumerate(_order(set(df.condition), COND_ORDER))}
     return df.assign(_k=df.kind.map({"gen": 0, "mem": 1}), _r=df.rung.map(rr),
                      _c=df.condition.map(cr)) \
@@ -330,7 +330,7 @@ def plot_curves(rows: list[dict], value: str = "pass1_pct", band: bool = True):
     kinds = [k for k in KINDS if k in set(df.kind)] or ["gen"]
     fig, axes = plt.subplots(len(kinds), len(models), figsize=(5 * len(models), 3.2 * len(kinds)),
                              squeeze=False, sharey=True)
-    rungs = _order(set(df.rung), RUNG_ORDER) if not df.empty else list(RUNG_ORDER)
+    rungs = _order(set(df.rung), RUNGS) if not df.empty else list(RUNGS)
     xpos = {r: i for i, r in enumerate(rungs)}
     conds_all = _order(set(df.condition), COND_ORDER) if not df.empty else []
     dodge = {c: (i - (len(conds_all) - 1) / 2) * 0.04 for i, c in enumerate(conds_all)}

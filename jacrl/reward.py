@@ -29,13 +29,9 @@ from functools import lru_cache
 from jacrl.drivers import Unit
 from jacrl.executor import Executor, Verdict
 from jacrl.extract import dedent, extract_body, splice
-from jacrl.jacsyntax import has_code
+from jacrl.jacsyntax import has_code, idiom_score
 
 FORMULAS = ("tiered", "additive")
-# v2's idiom markers and weights (SPEC §4.3); only the additive formula uses them.
-IDIOMS = {"visit ": 3, "-->": 3, "<--": 3, "++>": 3, "<++": 3, "spawn": 3, "disengage": 3,
-          "report ": 2, " here": 2, " root": 2, "walker ": 2, "node ": 2, "edge ": 2,
-          "with entry": 1, "with exit": 1, "can ": 1, " obj ": 1, "has ": 1}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,10 +89,6 @@ def line_match(stdout: str, expected: str) -> float:
     want = expected.strip().split("\n")
     got = stdout.strip().split("\n")
     return sum(1 for i, w in enumerate(want) if i < len(got) and got[i] == w) / len(want)
-
-
-def idiom_score(body: str) -> float:
-    return min(sum(w * body.count(m) for m, w in IDIOMS.items()) / 8.0, 1.0)
 
 
 def score(body: str, verdict: Verdict | None, hole: Hole, formula: str = "tiered") -> Scored:

@@ -20,10 +20,10 @@ from collections import Counter
 from pathlib import Path
 
 from jacrl.project import path_or
-from jacrl.tasks import read_tasks
+from jacrl.tasks import meta, prompt_answer, read_tasks
 
 SPLITS = ("holdout", "trainpool", "valid")
-RUNGS = (1, 3, 5, 10, 20, "all")
+RUNGS = ("1", "3", "5", "10", "20", "all")  # the ladder's rungs: train-pool prefix sizes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,30 +44,26 @@ class Splits:
     holdout_sources: list[str]
 
 
-def _meta(t: dict) -> dict:
-    return t["meta"] if "meta" in t else json.loads(t["answer"])
-
-
 def _gold(t: dict) -> str:
-    return "\n".join(ln.strip() for ln in _meta(t)["gold"].strip().split("\n"))
+    return "\n".join(ln.strip() for ln in meta(t)["gold"].strip().split("\n"))
 
 
 def make_splits(tasks: list[dict], cfg: SplitConfig = SplitConfig()) -> Splits:
     by_source: dict[str, list[dict]] = {}
     for t in tasks:
-        by_source.setdefault(_meta(t)["source"], []).append(t)
-    families = sorted({_meta(t)["family"] for t in tasks})
+        by_source.setdefault(meta(t)["source"], []).append(t)
+    families = sorted({meta(t)["family"] for t in tasks})
     order = sorted(by_source, key=lambda s: _seeded(cfg.seed, s))
     chosen: list[str] = []
     covered: set[str] = set()
     held = 0
     while order and (held < cfg.holdout_min or covered != set(families)):
         # most new families first, then the smaller source, then the seeded order
-        best = max(order, key=lambda s: (len({_meta(t)["family"] for t in by_source[s]} - covered),
+        best = max(order, key=lambda s: (len({meta(t)["family"] for t in by_source[s]} - covered),
                                          -len(by_source[s]), -order.index(s)))
         order.remove(best)
         chosen.append(best)
-        covered |= {_meta(t)["family"] for t in by_source[best]}
+        covered |= {meta(t)["family"] for t in by_source[best]}
         held += len(by_source[best])
     holdout = [t for s in chosen for t in by_source[s]]
     pool = [t for s in sorted(by_source) if s not in chosen for t in by_source[s]]
@@ -84,21 +80,21 @@ def make_splits(tasks: list[dict], cfg: SplitConfig = SplitConfig()) -> Splits:
                     and sm.ratio() >= cfg.decontam:
                 near = True
                 break
-        (dropped.append(_meta(t)["id"]) if near else kept.append(t))
+        (dropped.append(meta(t)["id"]) if near else kept.append(t))
 
     interleaved = interleave(pool, cfg.seed)
     # valid: the last task of each family in turn, so it spans families and no rung prefix moves
     n_valid = min(cfg.valid_n, max(0, len(interleaved) - 1))
     valid_ids: list[str] = []
-    tails = {f: [_meta(t)["id"] for t in interleaved if _meta(t)["family"] == f]
-             for f in sorted({_meta(t)["family"] for t in interleaved})}
+    tails = {f: [meta(t)["id"] for t in interleaved if meta(t)["family"] == f]
+             for f in sorted({meta(t)["family"] for t in interleaved})}
     while len(valid_ids) < n_valid:
         for fam in sorted(tails, key=lambda f: -len(tails[f])):
             if tails[fam] and len(valid_ids) < n_valid:
                 valid_ids.append(tails[fam].pop())
-    return Splits(holdout=sorted(kept, key=lambda t: _meta(t)["id"]),
-                  trainpool=[t for t in interleaved if _meta(t)["id"] not in valid_ids],
-                  valid=[t for t in interleaved if _meta(t)["id"] in valid_ids],
+    return Splits(holdout=sorted(kept, key=lambda t: meta(t)["id"]),
+                  trainpool=[t for t in interleaved if meta(t)["id"] not in valid_ids],
+                  valid=[t for t in interleaved if meta(t)["id"] in valid_ids],
                   dropped=dropped, holdout_sources=chosen)
 
 
@@ -110,8 +106,8 @@ def interleave(tasks: list[dict], seed: int = 0) -> list[dict]:
     """Round-robin by family (families sorted; within a family a seeded shuffle of ids, so a
     prefix mixes apps rather than taking the alphabetically first one)."""
     queues: dict[str, list[dict]] = {}
-    for t in sorted(tasks, key=lambda t: _seeded(seed, _meta(t)["id"])):
-        queues.setdefault(_meta(t)["family"], []).append(t)
+    for t in sorted(tasks, key=lambda t: _seeded(seed, meta(t)["id"])):
+        queues.setdefault(meta(t)["family"], []).append(t)
     out: list[dict] = []
     while any(queues.values()):
         for fam in sorted(queues):
@@ -146,34 +142,34 @@ def rung_tasks(trainpool: list[dict], n: int | str) -> list[dict]:
 def check_splits(s: Splits, rungs=RUNGS) -> list[str]:
     """Problems with a split (empty list = healthy)."""
     problems = []
-    ids = {name: [_meta(t)["id"] for t in getattr(s, name)] for name in SPLITS}
+    ids = {name: [meta(t)["id"] for t in getattr(s, name)] for name in SPLITS}
     for a, b in (("holdout", "trainpool"), ("holdout", "valid"), ("trainpool", "valid")):
         if set(ids[a]) & set(ids[b]):
             problems.append(f"{a} and {b} share ids: {sorted(set(ids[a]) & set(ids[b]))[:5]}")
     for name in SPLITS:
         if len(ids[name]) != len(set(ids[name])):
             problems.append(f"duplicate ids in {name}")
-    src = {name: {_meta(t)["source"] for t in getattr(s, name)} for name in SPLITS}
+    src = {name: {meta(t)["source"] for t in getattr(s, name)} for name in SPLITS}
     if src["holdout"] & (src["trainpool"] | src["valid"]):
         problems.append(f"holdout shares sources with training: {sorted(src['holdout'] & src['trainpool'])}")
-    all_fams = {_meta(t)["family"] for name in SPLITS for t in getattr(s, name)}
-    held_fams = {_meta(t)["family"] for t in s.holdout}
+    all_fams = {meta(t)["family"] for name in SPLITS for t in getattr(s, name)}
+    held_fams = {meta(t)["family"] for t in s.holdout}
     if held_fams != all_fams:
         problems.append(f"families missing from the holdout: {sorted(all_fams - held_fams)}")
     prev: list[str] = []
     for r in fitting_rungs(len(s.trainpool), rungs):
-        cur = [_meta(t)["id"] for t in rung_tasks(s.trainpool, r)]
+        cur = [meta(t)["id"] for t in rung_tasks(s.trainpool, r)]
         if cur[:len(prev)] != prev:
             problems.append(f"rung {r} does not extend the previous rung")
         prev = cur
-    if len(s.trainpool) >= 5 and len({_meta(t)["family"] for t in s.trainpool[:5]}) < 2:
+    if len(s.trainpool) >= 5 and len({meta(t)["family"] for t in s.trainpool[:5]}) < 2:
         problems.append("rung 5 spans fewer than 2 families")
     return problems
 
 
 def report(s: Splits) -> str:
     def fams(ts):
-        return ", ".join(f"{k} {v}" for k, v in sorted(Counter(_meta(t)["family"] for t in ts).items()))
+        return ", ".join(f"{k} {v}" for k, v in sorted(Counter(meta(t)["family"] for t in ts).items()))
 
     lines = [f"holdout   {len(s.holdout):4d}  ({fams(s.holdout)})",
              f"          sources: {', '.join(s.holdout_sources)}",
@@ -187,10 +183,6 @@ def report(s: Splits) -> str:
     return "\n".join(lines)
 
 
-def _plain(t: dict) -> dict:
-    return {"prompt": t["prompt"], "answer": t["answer"]}
-
-
 def write_splits(s: Splits, data_dir: str | Path | None = None) -> None:
     out = path_or(data_dir, "data") / "splits"
     out.mkdir(parents=True, exist_ok=True)
@@ -198,7 +190,7 @@ def write_splits(s: Splits, data_dir: str | Path | None = None) -> None:
         tmp = out / f".{name}.jsonl.tmp"
         with open(tmp, "w") as fh:
             for t in getattr(s, name):
-                fh.write(json.dumps(_plain(t)) + "\n")
+                fh.write(json.dumps(prompt_answer(t)) + "\n")
         tmp.replace(out / f"{name}.jsonl")
 
 
@@ -219,7 +211,7 @@ def load_split(name: str, data_dir: str | Path | None = None) -> list[dict]:
     path = path_or(data_dir, "data") / "splits" / f"{name}.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{path}: no splits yet; run `jacrl split`")
-    return [_plain(t) for t in read_tasks(path)]
+    return [prompt_answer(t) for t in read_tasks(path)]
 
 
 def rung(n: int | str, data_dir: str | Path | None = None) -> list[dict]:

@@ -193,6 +193,16 @@ def write_tasks(records: list[dict], out_dir: str | Path) -> None:
         shutil.rmtree(stage, ignore_errors=True)
 
 
+def meta(task: dict) -> dict:
+    """A task's answer record (id, family, gold, expected output, template, ...)."""
+    return task.get("meta") or json.loads(task["answer"])
+
+
+def prompt_answer(task: dict) -> dict:
+    """The task as a model and the reward see it: {prompt, answer} and nothing else."""
+    return {"prompt": task["prompt"], "answer": task["answer"]}
+
+
 def read_tasks(path: str | Path | None = None) -> list[dict]:
     """Task records; each gets a parsed `meta` (the answer JSON) beside the raw fields.
     Default: the project's data/tasks.jsonl."""

@@ -9,7 +9,8 @@ from variants import variants
 
 from jacrl.executor import run_subprocess
 from jacrl.extract import extract_body, splice
-from jacrl.reward import Hole, idiom_score, jac_behavioral, score, score_completions
+from jacrl.jacsyntax import idiom_score
+from jacrl.reward import Hole, jac_behavioral, score, score_completions
 
 # A body that compiles and runs but prints the wrong thing, per harness driver.
 WRONG = {

@@ -1,0 +1,235 @@
+"""Every knob of every algorithm: one frozen dataclass per stage, each field with its default and
+help text (mlx-lm's `TrainingArgs` style), and one way to override them (`configure`: a mapping,
+dotted keys for nested configs, or `JACRL_<STAGE>_<FIELD>` environment variables).
+
+Defaults are the earlier harness's (its ladder: SFT 200 iterations at 2e-5, GRPO 200 at 1e-6 with
+β 0.04 and groups of 4, 512-token completions, sampling temperature 1.0).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from jacrl.reward import FORMULAS, check_formula, default_formula
+
+MAX_TOKENS = 512  # the completion budget of every eval; GRPO rollouts and RFT samples use the same
+
+
+def _f(default, help: str):
+    """A knob: its default and its help text in one place (mlx-lm's style)."""
+    return field(default=default, metadata={"help": help})
+
+
+def _formula(what: str):
+    """The reward formula knob, resolved when the config is created (so the key holds it)."""
+    return field(default_factory=default_formula, metadata={
+        "help": f"reward formula grading {what} ({' | '.join(FORMULAS)}); default: "
+                "JACRL_REWARD_FORMULA when the config is created, else tiered"})
+
+
+# -------------------------------------------------------------------------------------------
+# hyperparameters
+# -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SFTConfig:
+    """Gold / RFT / STaR supervised fine-tuning (mlx-lm LoRA trainer)."""
+
+    iters: int = _f(200, "training iterations (the ladder's RFT_ITERS)")
+    learning_rate: float = _f(2e-5, "peak learning rate")
+    warmup: int = _f(60, "linear warm-up steps from 0 to the peak (0 = none)")
+    decay_steps: int = _f(600, "cosine decay horizon after warm-up (long: LR ~1.75e-5 at iter 200,"
+                               " as in the reference's logs)")
+    batch_size: int = _f(2, "batch size; clamped to min(#train, #valid) (a larger batch would repeat examples)")
+    max_seq_length: int = _f(2048, "longest tokenized example")
+    lora_layers: int = _f(16, "transformer blocks (from the top) that get LoRA; -1 = all; "
+                              "clamped to the model's depth")
+    lora_rank: int = _f(16, "LoRA rank")
+    lora_scale: float = _f(20.0, "LoRA scale (mlx-lm's default)")
+    lora_dropout: float = _f(0.0, "LoRA dropout")
+    lora_keys: str = _f("", "comma-separated module paths inside a block that get LoRA, e.g. "
+                            "'self_attn.v_proj,mlp.down_proj'; '' = every linear layer (mlx-lm)")
+    grad_checkpoint: bool = _f(True, "gradient checkpointing (memory for compute)")
+    mask_prompt: bool = _f(True, "loss on the assistant turn only")
+    val_batches: int = _f(-1, "validation batches per eval (-1 = the whole valid set)")
+    steps_per_report: int = _f(10, "iterations between train-loss reports")
+    steps_per_eval: int = _f(50, "iterations between validation runs")
+    seed: int = _f(0, "seed for LoRA init and batch order")
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """GRPO with mlx-lm-lora and the jac_behavioral reward."""
+
+    iters: int = _f(200, "training iterations (GRPO_ITERS)")
+    learning_rate: float = _f(1e-6, "constant Adam learning rate (GRPO_LR)")
+    beta: float = _f(0.04, "KL coefficient; > 0 loads a frozen reference model (GRPO_BETA)")
+    group_size: int = _f(4, "rollouts per prompt (GROUP_SIZE)")
+    batch_size: int = _f(1, "prompts per step; clamped to the number of tasks")
+    max_completion_length: int = _f(MAX_TOKENS, "rollout token budget; = the eval budget (the reference "
+                                         "used 256 and ~70% of rollouts were truncated)")
+    max_seq_length: int = _f(1280, "longest prompt in tokens; a longer one is an error (the "
+                                   "trainer would cut off its end)")
+    temperature: float = _f(1.0, "rollout sampling temperature (GRPO_TEMP)")
+    top_p: float = _f(0.95, "rollout top-p (trainer default)")
+    top_k: int = _f(20, "rollout top-k (trainer default)")
+    min_p: float = _f(0.0, "rollout min-p")
+    lora_layers: int = _f(8, "LoRA blocks; -1 = all; inherited from the parent adapter when chained")
+    lora_rank: int = _f(8, "LoRA rank (trainer default)")
+    lora_scale: float = _f(10.0, "LoRA scale (mlx-lm-lora's default)")
+    lora_dropout: float = _f(0.0, "LoRA dropout")
+    lora_keys: str = _f("", "module paths that get LoRA (see SFTConfig); '' = every linear layer")
+    grad_checkpoint: bool = _f(True, "gradient checkpointing")
+    loss_type: str = _f("grpo", "grpo | bnpo | dr_grpo")
+    epsilon: float = _f(1e-4, "importance-ratio clip width (ratio is 1: one update per rollout)")
+    rollout_batch: int = _f(0, "sequences decoded together in rollouts; 0 = batch x group (the "
+                               "trainer alone decodes only batch_size at once)")
+    steps_per_report: int = _f(5, "iterations between metric reports (metrics.jsonl)")
+    steps_per_eval: int = _f(0, "iterations between validation rollouts; 0 = never (the "
+                                "reference's was effectively off)")
+    val_batches: int = _f(1, "validation batches when steps_per_eval > 0")
+    seed: int = _f(0, "seed for LoRA init, batch order and rollouts")
+    reward_formula: str = _formula("the rollouts")
+
+    def __post_init__(self):
+        check_formula(self.reward_formula)
+
+
+@dataclass(frozen=True)
+class RFTConfig:
+    """Rejection sampling then SFT on the verified samples."""
+
+    samples: int = _f(8, "completions sampled per task (RFT_SAMPLES)")
+    temperature: float = _f(1.0, "sampling temperature (RFT_TEMP)")
+    threshold: float = _f(1.0, "keep a sample when its reward >= this (1.0 = exact output)")
+    per_task: int = _f(1, "most kept examples per task (the reference kept the first passing one);"
+                          " 0 = all distinct passing bodies")
+    max_tokens: int = _f(MAX_TOKENS, "sampling token budget")
+    seed: int = _f(0, "sampling seed")
+    reward_formula: str = _formula("the samples (matters when threshold < 1)")
+    sft: SFTConfig = field(default_factory=SFTConfig,
+                           metadata={"help": "the SFT run on the kept examples"})
+
+    def __post_init__(self):
+        check_formula(self.reward_formula)
+
+
+@dataclass(frozen=True)
+class STaRConfig(RFTConfig):
+    """Expert iteration = RFT iterated: rounds of sample -> keep verified -> SFT from the original
+    base (round 0 is gold SFT). Every RFT knob, plus `rounds`; its own defaults where they differ."""
+
+    samples: int = _f(6, "completions sampled per task each round (STAR_SAMPLES)")
+    per_task: int = _f(1, "most kept examples per task per round; 0 = all distinct")
+    sft: SFTConfig = field(default_factory=SFTConfig,
+                           metadata={"help": "the SFT run of every round"})
+    rounds: int = _f(2, "extra rounds after the gold round 0 (STAR_ROUNDS; 2 = 3 SFTs)")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """One evaluation: greedy decoding of every task, plus `n` temperature samples for pass@k."""
+
+    n: int = _f(0, "temperature samples per task (0 = greedy only)")
+    k: tuple[int, ...] = _f((1, 2, 4, 8), "pass@k values reported (those <= n are kept)")
+    temperature: float = _f(1.0, "sampling temperature (the earlier harness's ladder: 1.0)")
+    seed: int = _f(0, "sampling seed")
+    max_tokens: int = _f(MAX_TOKENS, "completion budget")
+    batch_size: int = _f(32, "sequences decoded together (throughput only)")
+
+    def __post_init__(self):
+        if self.n < 0:
+            raise ValueError(f"EvalConfig.n must be >= 0, got {self.n}")
+
+    def ks(self) -> list[int]:
+        """The pass@k values that can be reported with n samples."""
+        return [x for x in self.k if x <= self.n]
+
+
+
+ENV_PREFIX = {SFTConfig: "JACRL_SFT_", GRPOConfig: "JACRL_GRPO_", RFTConfig: "JACRL_RFT_",
+              STaRConfig: "JACRL_STAR_", EvalConfig: "JACRL_EVAL_"}
+CONFIGS = {"sft": SFTConfig, "grpo": GRPOConfig, "rft": RFTConfig, "star": STaRConfig,
+           "eval": EvalConfig}
+
+
+def _coerce(value, typ):
+    if typing.get_origin(typ) is tuple:  # "1,2,4" or a sequence -> tuple of the item type
+        item = typing.get_args(typ)[0]
+        items = value.split(",") if isinstance(value, str) else value
+        return tuple(_coerce(x.strip() if isinstance(x, str) else x, item) for x in items
+                     if not (isinstance(x, str) and not x.strip()))
+    if not isinstance(value, str) or typ is str:
+        return typ(value) if typ in (int, float) and not isinstance(value, bool) else value
+    if typ is bool:
+        v = value.strip().lower()
+        if v in ("1", "true", "yes", "on"):
+            return True
+        if v in ("0", "false", "no", "off", ""):
+            return False
+        raise ValueError(f"not a boolean: {value!r}")
+    return typ(value)
+
+
+def configure(cfg, overrides: Mapping[str, object] | None = None, *,
+              env: Mapping[str, str] | None = None, prefix: str | None = None):
+    """A copy of `cfg` with overrides applied: `{"iters": 50, "sft.learning_rate": 1e-3}` (dotted
+    keys reach nested configs; strings are converted to the field's type), then, when `env` is
+    given, `JACRL_<STAGE>_<FIELD>` variables (nested: `JACRL_RFT_SFT_ITERS`). Unknown keys raise."""
+    hints = typing.get_type_hints(type(cfg))
+    names = {f.name for f in dataclasses.fields(cfg)}
+    changes: dict[str, object] = {}
+    nested: dict[str, dict] = {}
+    for key, value in (overrides or {}).items():
+        head, _, rest = key.replace("-", "_").partition(".")
+        if head not in names:
+            raise KeyError(f"{type(cfg).__name__} has no field {head!r} (fields: "
+                           f"{', '.join(sorted(names))})")
+        if rest:
+            nested.setdefault(head, {})[rest] = value
+        elif dataclasses.is_dataclass(hints[head]) and isinstance(value, Mapping):
+            nested.setdefault(head, {}).update(value)
+        else:
+            try:
+                changes[head] = _coerce(value, hints[head])
+            except ValueError as e:  # name the knob: "SFTConfig.iters = 'abc': ..."
+                raise ValueError(f"{type(cfg).__name__}.{head} = {value!r}: {e}") from None
+    for head, sub in nested.items():
+        changes[head] = configure(getattr(cfg, head), sub)
+    cfg = dataclasses.replace(cfg, **changes)
+    if env is not None:
+        prefix = prefix if prefix is not None else ENV_PREFIX.get(type(cfg), "JACRL_")
+        env_changes = {}
+        for f in dataclasses.fields(cfg):
+            typ = hints[f.name]
+            name = prefix + f.name.upper()
+            if dataclasses.is_dataclass(typ):
+                env_changes[f.name] = configure(getattr(cfg, f.name), env=env, prefix=name + "_")
+            elif name in env:
+                try:
+                    env_changes[f.name] = _coerce(env[name], typ)
+                except ValueError as e:
+                    raise ValueError(f"{name}={env[name]!r}: {e}") from None
+        cfg = dataclasses.replace(cfg, **env_changes)
+    return cfg
+
+
+def from_dict(cls, d: Mapping[str, object] | None = None):
+    """`cls()` with `d` applied (see `configure`)."""
+    return configure(cls(), d)
+
+
+def config_help(cls) -> str:
+    """One line per knob: name, default, help (for --help texts and docs)."""
+    out = []
+    for f in dataclasses.fields(cls):
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        if dataclasses.is_dataclass(default):
+            out.append(f"{f.name}.*: {f.metadata.get('help', '')} (see {type(default).__name__})")
+        else:
+            out.append(f"{f.name}={default!r}: {f.metadata.get('help', '')}")
+    return "\n".join(out)
