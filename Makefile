@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml
 	  test -n "$(PYTHON312)" || { echo "Python 3.12 not found (pyenv install 3.12 or use conda)"; exit 1; }; \
 	  $(PYTHON312) -m venv $(VENV); fi
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
-	@# Linux: bubblewrap sandboxes the jobs that run model code (jacrl.sandbox); MLX's CPU wheel
+	$(PY) -m pip install --quiet -e '.[dev,ray]'  # ray: the ladder's Ray engine, tested too
+	@# Linux: bubblewrap sandboxes the jobs that run model code (jacrl.executor.sandbox); MLX's CPU wheel
 	@# ships a slow reference BLAS, and Debian's OpenBLAS is picked up when present
 	@if [ "$$(uname)" = Linux ]; then \
 	  pkgs=""; command -v bwrap >/dev/null || pkgs="bubblewrap"; \

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from jacrl.models import fast_blas_env  # noqa: E402
+from jacrl.blas import fast_blas_env  # noqa: E402
 
 
 def measure(n: int, reps: int) -> float:

@@ -2,7 +2,7 @@
 
 On Linux CPU, MLX's wheel uses a reference BLAS ~10x slower than OpenBLAS, and the dynamic loader
 reads LD_PRELOAD only at process start, so a notebook cannot switch it on for itself (the `jacrl`
-CLI re-execs instead). The kernelspec carries `jacrl.models.fast_blas_env()` in its `env`, so
+CLI re-execs instead). The kernelspec carries `jacrl.blas.fast_blas_env()` in its `env`, so
 every kernel Jupyter starts from it has OpenBLAS. `make setup` runs `python -m jacrl.kernel`
 (like `python -m ipykernel install --sys-prefix --name jacrl`); the notebooks name this kernel in
 their metadata, and `jacrl ladder run` runs its cells on it when it is installed for this
@@ -17,6 +17,8 @@ import os
 import sys
 from pathlib import Path
 
+from jacrl.blas import fast_blas_env
+
 NAME = "jacrl"
 DISPLAY_NAME = f"jacrl (Python {sys.version_info.major}.{sys.version_info.minor})"
 FALLBACK = "python3"
@@ -28,8 +30,6 @@ def install(prefix: str | os.PathLike | None = None) -> Path:
     import fcntl
 
     from ipykernel.kernelspec import install as ipykernel_install
-
-    from jacrl.models import fast_blas_env
 
     prefix = str(prefix or sys.prefix)
     kernels = Path(prefix) / "share" / "jupyter" / "kernels"

@@ -4,7 +4,7 @@ training curves from an artifact's metrics.jsonl.
 
 A row belongs to a ladder cell through its `model_name`, `rung`, `condition` and `kind` fields, or,
 for rows without them (the reference harness's), through a four-part tag `r<N>/<model>/<cond>/<kind>`.
-When several rows share (model, rung, condition, kind) the last one wins (SPEC §7.4). Wilson
+When several rows share (model, rung, condition, kind) the last one wins (as in the earlier harness). Wilson
 intervals are recomputed from the counts (`pass1`/`tasks`), never copied from a row.
 
 | column | meaning |
@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from jacrl.provenance import data_hash, dir_hash
+from jacrl.results import read_rows
 from jacrl.splits import RUNGS
 from jacrl.stats import mcnemar_exact, wilson
 
@@ -44,8 +46,6 @@ COLUMNS = ["model", "rung", "condition", "kind", "tasks", "pass1", "pass1_pct", 
 
 def load_rows(path: str | os.PathLike) -> list[dict]:
     """Rows of a results file ([] when it does not exist); a torn last line is skipped."""
-    from jacrl.evaluate import read_rows
-
     return read_rows(path) if Path(path).is_file() else []
 
 
@@ -81,8 +81,6 @@ class _Disk:
         self._tasks: dict[str, dict] | None = None
 
     def dir_hash(self, path: Path) -> str | None:
-        from jacrl.evaluate import dir_hash
-
         key = str(path)
         if key not in self._dirs:
             self._dirs[key] = dir_hash(path) if path.is_dir() else None
@@ -120,8 +118,6 @@ class _Disk:
 def stale_reasons(row: dict, disk: _Disk | None = None) -> list[str]:
     """Why `row` no longer matches the disk: its model's files, its adapter's files (when the
     adapter is there to check) or the tasks it was graded on changed. [] when it matches."""
-    from jacrl.evaluate import data_hash
-
     disk = disk or _Disk()
     prov = row.get("provenance") or {}
     out = []

@@ -1,7 +1,7 @@
 """The reward: extract a completion's body, splice it into the task's template, run it with the
 real Jac toolchain in isolation, and score it.
 
-Tiered and monotone (the reference harness's v3; SPEC §4.2): exact stdout 1.0 > runs with wrong
+Tiered and monotone (the earlier harness's v3 formula): exact stdout 1.0 > runs with wrong
 output [0.40, 0.80] > compiles only [0.20, 0.35] > neither [0, 0.15]; no code 0.0.
 No credit without code: a body with nothing left once comments (`#`, `#* *#`), blank lines and
 placeholders (`pass`, `...`, empty braces `{}`, `;`) are removed (the prompt's own `# TODO` line,

@@ -1,7 +1,10 @@
 """Holdout / trainpool / valid, and the nested rungs of the ladder.
 
 * Holdout: whole sources (file-disjoint), chosen greedily so that every family is held out, until it
-  has at least `holdout_min` tasks. Held tasks whose gold body is a near-duplicate (difflib >=
+  has at least `holdout_min` tasks. Tasks whose source is `unknown` (a foreign corpus's synthetic
+  drivers name no file) share no file with anything, so they are not one giant source: the holdout
+  takes their proportional share, family by family (every family found only among them is held
+  out too), and the rest train. Held tasks whose gold body is a near-duplicate (difflib >=
   `decontam`) of any train body are dropped (they go nowhere).
 * Trainpool: the rest, interleaved round-robin by family, so every prefix is family-balanced and the
   rungs (its prefixes: 1 ⊂ 3 ⊂ 5 ⊂ 10 ⊂ 20 ⊂ all) are nested.
@@ -19,6 +22,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from jacrl.drivers import UNKNOWN_SOURCE
 from jacrl.project import path_or
 from jacrl.tasks import meta, prompt_answer, read_tasks
 
@@ -48,25 +52,56 @@ def _gold(t: dict) -> str:
     return "\n".join(ln.strip() for ln in meta(t)["gold"].strip().split("\n"))
 
 
-def make_splits(tasks: list[dict], cfg: SplitConfig = SplitConfig()) -> Splits:
+def _families(tasks: list[dict]) -> set[str]:
+    return {meta(t)["family"] for t in tasks}
+
+
+def _pick_sources(tasks: list[dict], need: int, seed: int) -> list[str]:
+    """Whole sources, greedily: most families not yet held first, then the smaller source, then a
+    seeded order; until every family of `tasks` is held and at least `need` tasks are."""
     by_source: dict[str, list[dict]] = {}
     for t in tasks:
         by_source.setdefault(meta(t)["source"], []).append(t)
-    families = sorted({meta(t)["family"] for t in tasks})
-    order = sorted(by_source, key=lambda s: _seeded(cfg.seed, s))
+    families = _families(tasks)
+    order = sorted(by_source, key=lambda s: _seeded(seed, s))
     chosen: list[str] = []
     covered: set[str] = set()
     held = 0
-    while order and (held < cfg.holdout_min or covered != set(families)):
-        # most new families first, then the smaller source, then the seeded order
-        best = max(order, key=lambda s: (len({meta(t)["family"] for t in by_source[s]} - covered),
+    while order and (held < need or covered != families):
+        best = max(order, key=lambda s: (len(_families(by_source[s]) - covered),
                                          -len(by_source[s]), -order.index(s)))
         order.remove(best)
         chosen.append(best)
-        covered |= {meta(t)["family"] for t in by_source[best]}
+        covered |= _families(by_source[best])
         held += len(by_source[best])
-    holdout = [t for s in chosen for t in by_source[s]]
-    pool = [t for s in sorted(by_source) if s not in chosen for t in by_source[s]]
+    return chosen
+
+
+def _pick_unsourced(tasks: list[dict], n: int, covered: set[str], seed: int) -> list[dict]:
+    """n of the source-less tasks (never all of them), round-robin by family; a family the
+    sourced holdout lacks gets its first task in regardless."""
+    missing = _families(tasks) - covered
+    n = max(min(n, len(tasks) // 2), len(missing))
+    order = interleave(tasks, seed)
+    first = [next(t for t in order if meta(t)["family"] == f) for f in sorted(missing)]
+    return (first + [t for t in order if not any(t is f for f in first)])[:n]
+
+
+def make_splits(tasks: list[dict], cfg: SplitConfig = SplitConfig()) -> Splits:
+    sourced = [t for t in tasks if meta(t)["source"] != UNKNOWN_SOURCE]
+    unsourced = [t for t in tasks if meta(t)["source"] == UNKNOWN_SOURCE]
+    need_unsourced = cfg.holdout_min * len(unsourced) // max(len(tasks), 1)  # its share
+    chosen = _pick_sources(sourced, cfg.holdout_min - need_unsourced, cfg.seed)
+    holdout = [t for t in sourced if meta(t)["source"] in chosen]
+    held_ids = {meta(t)["id"] for t in
+                _pick_unsourced(unsourced, need_unsourced, _families(holdout), cfg.seed)}
+    holdout.sort(key=lambda t: chosen.index(meta(t)["source"]))  # stable: source by source
+    holdout += [t for t in unsourced if meta(t)["id"] in held_ids]
+    pool = sorted((t for t in sourced if meta(t)["source"] not in chosen),
+                  key=lambda t: meta(t)["source"])
+    pool += [t for t in unsourced if meta(t)["id"] not in held_ids]
+    if held_ids:
+        chosen.append(UNKNOWN_SOURCE)
 
     train_golds = [_gold(t) for t in pool]
     kept, dropped = [], []
@@ -149,9 +184,14 @@ def check_splits(s: Splits, rungs=RUNGS) -> list[str]:
     for name in SPLITS:
         if len(ids[name]) != len(set(ids[name])):
             problems.append(f"duplicate ids in {name}")
-    src = {name: {meta(t)["source"] for t in getattr(s, name)} for name in SPLITS}
+    src = {name: {meta(t)["source"] for t in getattr(s, name)} - {UNKNOWN_SOURCE}
+           for name in SPLITS}  # tasks without a source share no file with anything
     if src["holdout"] & (src["trainpool"] | src["valid"]):
-        problems.append(f"holdout shares sources with training: {sorted(src['holdout'] & src['trainpool'])}")
+        problems.append("holdout shares sources with training: "
+                        f"{sorted(src['holdout'] & (src['trainpool'] | src['valid']))}")
+    if not s.trainpool:
+        problems.append("the train pool is empty (the holdout took every task; lower "
+                        "holdout_min)")
     all_fams = {meta(t)["family"] for name in SPLITS for t in getattr(s, name)}
     held_fams = {meta(t)["family"] for t in s.holdout}
     if held_fams != all_fams:

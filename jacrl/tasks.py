@@ -3,7 +3,11 @@
 A driver enters the set only if it runs twice (under two different string-hash seeds) with identical
 non-empty stdout and exit 0; its gold body, fenced, scores 1.0 through extraction + splice + run;
 the whole driver echoed back as an answer scores 1.0; and an empty body does not pass (the hole
-matters). Any failure prints `drivers/x.jac:LINE: reason` and nothing is written.
+matters). Each failure is one line `drivers/x.jac:LINE: reason`. By default any failure means
+nothing is written; `keep_going` writes the drivers that passed (still all at once) and reports the
+rest. Our corpus policy (`jacrl.corpus`) is checked too: errors on the project's own drivers/,
+warnings on any other folder. Python sidecars (`drivers/python/<id>.py`) are checked and become
+the Python -> Jac conversion tasks, data/conversion.jsonl (`jacrl.conversion`).
 """
 
 from __future__ import annotations
@@ -17,25 +21,29 @@ import tempfile
 import time
 from pathlib import Path
 
+from jacrl import conversion, corpus
 from jacrl.drivers import Driver, DriverError, parse_driver
 from jacrl.executor import Executor, Verdict
 from jacrl.extract import splice
 from jacrl.project import path_or
 from jacrl.reward import score_completions
 
-TIMEOUT = 20  # seconds; the reference's task timeout, kept so numbers compare
+TIMEOUT = 20  # seconds; the earlier harness's task timeout, kept so numbers compare
 PROMPT_SENTENCE = ("Complete the Jac file below: replace the `# TODO` line with the correct Jac "
                    "code for that unit. Return only the replacement code, in a ```jac code block.")
 
 
 def prompt_text(driver: Driver) -> str:
-    """The task prompt, exactly as the reference harness wrote it (SPEC §2.1)."""
+    """The task prompt, byte for byte as the earlier harness wrote it: the instruction, a blank
+    line, the sentence, a blank line, then the prompt view in a ```jac fence (the view keeps the
+    file's trailing newline, so an empty line precedes the closing fence)."""
     return f"{driver.instruction}\n\n{PROMPT_SENTENCE}\n\n```jac\n{driver.prompt_view}\n```"
 
 
 def answer_json(driver: Driver, expected_output: str, timeout: int = TIMEOUT) -> str:
-    """The record's `answer`: the reference's keys first (id, source, expected_output, timeout),
-    then ours. The template and gold body travel inside it, so the reward needs no file lookups."""
+    """The record's `answer`: the earlier harness's keys first (id, source, expected_output,
+    timeout), then ours. The template and gold body travel inside it, so the reward needs no file
+    lookups."""
     return json.dumps({
         "id": driver.id, "source": driver.source, "expected_output": expected_output,
         "timeout": timeout, "family": driver.family, "unit": driver.unit.to_json(),
@@ -76,11 +84,21 @@ def failure(v: Verdict) -> tuple[int | None, str]:
     return (jac[0] if jac else py[-1] if py else None), why
 
 
+FILE_LINE = re.compile(r"^(.+?):(\d+): ")
+
+
 @dataclasses.dataclass
 class BuildReport:
     built: list[dict]
-    failures: list[str]  # one line each: path:line: reason
+    failures: list[str]  # one line each: path:line: reason (a corpus-wide one: folder: reason)
     seconds: float
+    warnings: list[str] = dataclasses.field(default_factory=list)  # policy lines, not enforced
+    written: bool = False  # whether tasks.jsonl + templates/ were (re)written
+
+    @property
+    def rejected(self) -> int:
+        """How many driver files failed (a file can fail more than one check)."""
+        return len({m.group(1) for ln in self.failures if (m := FILE_LINE.match(ln))})
 
 
 def validate(drivers: list[Driver], executors: tuple[Executor, Executor]) -> BuildReport:
@@ -122,11 +140,14 @@ def validate(drivers: list[Driver], executors: tuple[Executor, Executor]) -> Bui
                        time.perf_counter() - t0)
 
 
-def load_all(drivers_dir: str | Path) -> tuple[list[Driver], list[str]]:
+def load_all(drivers_dir: str | Path, family_map: dict[str, str] | None = None
+             ) -> tuple[list[Driver], list[str]]:
+    """The drivers that parse, in sorted path order, and a `path:line: reason` for each that does
+    not (a malformed marker, or an id already taken)."""
     drivers, failures, seen = [], [], {}
     for path in sorted(p for p in Path(drivers_dir).glob("*.jac") if p.is_file()):
         try:
-            d = parse_driver(path)
+            d = parse_driver(path, family_map=family_map)
         except DriverError as e:
             failures.append(str(e))
             continue
@@ -142,20 +163,33 @@ CHUNK = 16  # drivers validated per batch: a progress step, while the fork serve
 
 
 def build_tasks(drivers_dir: str | Path | None = None, out_dir: str | Path | None = None, *,
-                progress: bool = False) -> BuildReport:
-    """Validate every driver and, only if all pass, write tasks.jsonl and templates/ atomically.
+                progress: bool = False, keep_going: bool = False,
+                family_map: dict[str, str] | None = None, policy: str = "auto") -> BuildReport:
+    """Validate every driver and write tasks.jsonl and templates/ atomically.
+
     Defaults: the project's drivers/ and data/. A missing or empty drivers folder is an error.
-    progress: a progress bar over the drivers on stderr."""
+    keep_going: write the drivers that pass even when others fail (without it, any failure means
+    nothing is written). family_map: id prefix -> family (e.g. {"sg": "osp"}). policy: our corpus
+    policy, `jacrl.corpus.policy_mode` (auto: errors on the project's drivers/, else warnings);
+    a corpus-wide policy error blocks the write even with keep_going. progress: a bar on stderr."""
     drivers_dir, out_dir = path_or(drivers_dir, "drivers"), path_or(out_dir, "data")
     if not drivers_dir.is_dir():
         raise FileNotFoundError(f"{drivers_dir}: no such drivers folder")
     if not any(drivers_dir.glob("*.jac")):
         raise ValueError(f"{drivers_dir}: no .jac drivers in it; nothing to build")
-    from tqdm.auto import tqdm
+    mode = corpus.policy_mode(policy, drivers_dir)
+    from tqdm.auto import tqdm  # lazy: only a build draws a bar
 
     t0 = time.perf_counter()
-    drivers, parse_failures = load_all(drivers_dir)
+    drivers, parse_failures = load_all(drivers_dir, family_map)
     report = BuildReport([], [], 0.0)
+    per_driver = {d.path: corpus.driver_problems(d) for d in drivers} if mode != "off" else {}
+    wide = corpus.corpus_problems(drivers, drivers_dir) if mode != "off" else []
+    policy_lines = [ln for d in drivers for ln in per_driver.get(d.path, [])]
+    if mode == "error":  # a driver that breaks the policy is not run at all
+        drivers = [d for d in drivers if not per_driver[d.path]]
+    else:
+        report.warnings = policy_lines + wide
     bar = tqdm(total=len(drivers), desc="build-tasks", unit="driver", disable=not progress)
     with Executor(hash_seed=1) as a, Executor(hash_seed=2) as b, bar:
         for i in range(0, len(drivers), CHUNK):
@@ -163,11 +197,19 @@ def build_tasks(drivers_dir: str | Path | None = None, out_dir: str | Path | Non
             report.built += part.built
             report.failures += part.failures
             bar.update(len(drivers[i:i + CHUNK]))
-    report.failures = parse_failures + report.failures
+        conv = conversion.build(drivers_dir, report.built, a)  # drivers/python/ sidecars
+    found = parse_failures + report.failures + conv.failures \
+        + (policy_lines if mode == "error" else [])
+    order = {str(p): i for i, p in enumerate(sorted(drivers_dir.glob("*.jac")))}
+    found.sort(key=lambda ln: order.get(ln.split(":", 1)[0], len(order)))  # stable: file order
+    report.failures = found + (wide if mode == "error" else [])
     report.seconds = time.perf_counter() - t0
-    if report.failures:
+    if (report.failures and not keep_going) or not report.built \
+            or (mode == "error" and wide):
         return report
     write_tasks(report.built, out_dir)
+    conversion.write(conv.records, out_dir)
+    report.written = True
     return report
 
 

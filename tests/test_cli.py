@@ -14,7 +14,9 @@ import pytest
 from conftest import ROOT
 from jacrl import cli, ladder, report
 from jacrl.cli import main
+from jacrl.cli.ladder import config_from_args
 from jacrl.project import project
+from jacrl.results import append_cell_rows
 
 POOL = sum(1 for ln in (ROOT / "data" / "splits" / "trainpool.jsonl").open() if ln.strip())
 CONDITIONS = "base, sft, sft_grpo, raw_grpo, sft_grpo_tuned"
@@ -119,7 +121,7 @@ def test_ladder_plan_refuses_what_it_cannot_run(tmp_path, capsys):
         "jacrl: ladder run: rung must be a positive integer or 'all', got '0'"
     assert not res.exists()
     # -n alone keeps the default k values that n samples can give
-    cfg = ladder.config_from_args(cli.build_parser().parse_args(["ladder", "plan", "-n", "2"]))
+    cfg = config_from_args(cli.build_parser().parse_args(["ladder", "plan", "-n", "2"]))
     assert (cfg.n, cfg.k) == (2, (1, 2))
 
 
@@ -150,7 +152,7 @@ def test_eval_and_generate_refuse_before_any_work(tmp_path, capsys):
 
 
 def test_eval_rows_go_to_an_ignored_file_by_default():
-    from jacrl.evaluate import _eval_out
+    from jacrl.cli.evaluate import _eval_out
 
     assert _eval_out(None) == str(project().eval_rows) == str(ROOT / "results/eval/eval.jsonl")
     assert _eval_out("") == ""  # --out '': no file
@@ -270,8 +272,8 @@ def test_ladder_run_figures_writes_figures(tmp_path, capsys):
     figures after the run; without --figures none are written."""
     res, fig = tmp_path / "results", tmp_path / "fig"
     argv = ["ladder", "run", "--rungs", "1", "--conditions", "base", "--results", str(res)]
-    cell = ladder.plan(ladder.config_from_args(cli.build_parser().parse_args(argv)))[0]
-    ladder.append_cell_rows(res / "rl_ladder.jsonl", [
+    cell = ladder.plan(config_from_args(cli.build_parser().parse_args(argv)))[0]
+    append_cell_rows(res / "rl_ladder.jsonl", [
         {"cell_key": cell.key, "model_name": "jac-tiny", "rung": "1", "condition": "base",
          "kind": kind, "tasks": 2, "pass1": 1, "pass1_pct": 50.0, "pass_at_k": {},
          "per_task": []} for kind in ("gen", "mem")])

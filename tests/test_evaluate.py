@@ -1,5 +1,6 @@
-"""jacrl.evaluate: metrics from known completions (real jaclang), a real MLX eval row on jac-tiny,
-and the append-only results file."""
+"""jacrl.evaluate: metrics from known completions (real jaclang), a real MLX eval row on jac-tiny;
+seeded generation; the append-only results file (jacrl.results); the code hash
+(jacrl.provenance); the eval CLI's parsers."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ import warnings
 import pytest
 
 from jacrl import evaluate as ev
+from jacrl import provenance
+from jacrl.cli import evaluate as eval_cli
+from jacrl.config import EvalConfig
+from jacrl.generate import generate
+from jacrl.models import load
+from jacrl.results import append_row, read_rows
 from jacrl.stats import pass_at_k, wilson
 
 REF_FIELDS = {"tag", "model", "adapter", "tasks", "k", "runs", "pass1", "greedy_or_k", "near_pass",
@@ -75,8 +82,8 @@ def test_grade_greedy_only(harness_tasks):
 
 def test_evaluate_row_schema_on_tiny(tiny, harness_tasks):
     tasks = harness_tasks[:2]
-    row = ev.evaluate(tiny, None, tasks, n=2, temperature=0.8, k=(1, 2), seed=0,
-                      max_tokens=48, tag="test/tiny", split="harness", kind="gen")
+    cfg = EvalConfig(n=2, temperature=0.8, k=(1, 2), seed=0, max_tokens=48)
+    row = ev.evaluate(tiny, None, tasks, cfg, tag="test/tiny", split="harness", kind="gen")
     assert REF_FIELDS <= set(row) and OUR_FIELDS <= set(row)
     assert row["tasks"] == 2 and row["n"] == 2 and row["k"] == 2
     assert row["isolation"] == "sandbox"
@@ -87,21 +94,20 @@ def test_evaluate_row_schema_on_tiny(tiny, harness_tasks):
     for key in ("git_commit", "code_version", "jaclang", "mlx", "mlx-lm", "model_hash",
                 "data_hash", "time"):
         assert key in prov
-    assert prov["model_hash"] and prov["data_hash"] == ev.data_hash(tasks)
+    assert prov["model_hash"] and prov["data_hash"] == provenance.data_hash(tasks)
     assert row["model"] and row["adapter"] == ""
     json.dumps(row)  # serializable
     # fixed seed: the same call gives the same samples
-    again = ev.evaluate(tiny, None, tasks, n=2, temperature=0.8, k=(1, 2), seed=0,
-                        max_tokens=48)
+    again = ev.evaluate(tiny, None, tasks, cfg)
     assert [p["samples_correct"] for p in again["per_task"]] == \
         [p["samples_correct"] for p in row["per_task"]]
 
 
 def test_generate_is_seeded_and_reports_truncation(tiny, harness_tasks):
-    lm, tok = ev.load_model(tiny)
+    lm, tok = load(tiny)
     prompts = [harness_tasks[0]["prompt"]]
-    a = ev.generate(lm, tok, prompts, n=3, temperature=1.0, max_tokens=16, seed=7)
-    b = ev.generate(lm, tok, prompts, n=3, temperature=1.0, max_tokens=16, seed=7)
+    a = generate(lm, tok, prompts, n=3, temperature=1.0, max_tokens=16, seed=7)
+    b = generate(lm, tok, prompts, n=3, temperature=1.0, max_tokens=16, seed=7)
     assert [s.text for s in a[0]] == [s.text for s in b[0]]
     assert all(s.tokens <= 16 for s in a[0])
     assert all(s.truncated == (s.tokens == 16) for s in a[0])
@@ -111,22 +117,22 @@ def test_append_and_read_rows_roundtrip(tmp_path):
     path = tmp_path / "deep" / "results.jsonl"
     rows = [{"tag": "a", "pass1": 1, "by_family": {"lib": [1, 2]}}, {"tag": "b", "x": "ü"}]
     for r in rows:
-        ev.append_row(path, r)
-    assert ev.read_rows(path) == rows
+        append_row(path, r)
+    assert read_rows(path) == rows
     assert path.read_text().count("\n") == 2
 
 
 def test_torn_last_line_is_ignored_and_next_append_is_clean(tmp_path):
     path = tmp_path / "results.jsonl"
-    ev.append_row(path, {"tag": "ok"})
+    append_row(path, {"tag": "ok"})
     with open(path, "a") as f:
         f.write('{"tag": "torn", "pass1"')  # a crash mid-write
     with pytest.warns(UserWarning, match="torn last line"):
-        assert ev.read_rows(path) == [{"tag": "ok"}]
-    ev.append_row(path, {"tag": "after"})  # starts on its own line
+        assert read_rows(path) == [{"tag": "ok"}]
+    append_row(path, {"tag": "after"})  # starts on its own line
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        assert ev.read_rows(path) == [{"tag": "ok"}, {"tag": "after"}]
+        assert read_rows(path) == [{"tag": "ok"}, {"tag": "after"}]
     assert any("unparseable line 2" in str(x.message) for x in w)
 
 
@@ -135,9 +141,57 @@ def test_cli_parsers_build():
 
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="verb")
-    ev.add_cli(sub)
+    eval_cli.add(sub)
     args = ap.parse_args(["eval", "--model", "jac-tiny", "--split", "holdout", "-n", "4",
                           "-k", "1,4", "--out", ""])
-    assert args.func is ev.run_eval and args.samples == 4 and args.k == "1,4"
+    assert args.func is eval_cli.run_eval and args.n == 4 and args.k == "1,4"
     args = ap.parse_args(["generate", "--id", "x", "-k", "3"])
-    assert args.func is ev.run_generate and args.k == 3
+    assert args.func is eval_cli.run_generate and args.k == 3
+    # one default per knob: EvalConfig's
+    cfg = EvalConfig()
+    for verb in (["eval"], ["generate"]):
+        args = ap.parse_args(verb)
+        assert (args.temperature, args.seed, args.max_tokens) == \
+            (cfg.temperature, cfg.seed, cfg.max_tokens)
+    assert ap.parse_args(["eval"]).batch_size == cfg.batch_size
+
+
+def _package(tmp_path, files: dict[str, str]):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return provenance.code_version(tmp_path, ("reward", "train"))
+
+
+def test_code_version_ignores_comments_and_docstrings(tmp_path):
+    code = {"reward.py": '"""Doc."""\nX = 1\n\ndef f(a):\n    """Doc."""\n    return a + X\n',
+            "train/__init__.py": "", "train/sft.py": "class S:\n    y = 2\n",
+            "cli.py": "print(1)\n"}
+    before = _package(tmp_path, code)
+    assert before == provenance.code_version(tmp_path, ("reward", "train"))
+    edited = dict(code)
+    edited["reward.py"] = ('"""Another doc."""\n# a comment\nX = 1  # one\n\n\n'
+                           'def f(a):\n    """Other."""\n    # why\n    return a + X\n')
+    edited["train/sft.py"] = 'class S:\n    """Now documented."""\n\n    y = 2\n'
+    edited["cli.py"] = "print(2)\n"  # not a listed module
+    assert _package(tmp_path, edited) == before
+
+
+def test_code_version_changes_with_the_code_of_a_listed_module(tmp_path):
+    code = {"reward.py": "X = 1\n", "train/__init__.py": "", "train/grpo.py": "Y = 2\n"}
+    before = _package(tmp_path, code)
+    assert _package(tmp_path, {**code, "reward.py": "X = 2\n"}) != before
+    assert _package(tmp_path, {**code, "reward.py": "X = 1\n", "train/grpo.py": "Y = 3\n"}) \
+        != before
+    assert _package(tmp_path, {**code, "train/grpo.py": "Y = 2\n", "train/rft.py": "Z = 1\n"}) \
+        != before
+
+
+def test_code_version_covers_the_result_modules():
+    names = {p.relative_to(provenance.PACKAGE).as_posix() for p in provenance.result_sources()}
+    for module in ("evaluate.py", "generate.py", "prompts.py", "reward.py", "config.py"):
+        assert module in names
+    for module in ("report.py", "project.py", "kernel.py", "cli/__init__.py"):
+        assert module not in names
+    with pytest.raises(FileNotFoundError, match="RESULT_MODULES"):
+        provenance.code_version(provenance.PACKAGE, ("no_such_module",))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -14,10 +15,12 @@ import time
 from pathlib import Path
 
 import nbformat
+import papermill
 import pytest
 
-from jacrl import ladder, report
+from jacrl import ladder, report, results
 from jacrl.cli import build_parser, main
+from jacrl.cli.ladder import config_from_args
 from jacrl.models import resolve
 from jacrl.stats import mcnemar_exact, wilson
 
@@ -49,7 +52,7 @@ def test_env_scopes_and_flags_win():
     assert cfg.conditions == ("base", "sft_grpo_tuned")
     assert (cfg.sft_iters, cfg.grpo_iters) == (5, 3)
     assert ladder.parse_iters("7") == {"sft": 7, "grpo": 7}
-    cfg = ladder.config_from_args(_args("plan", "--rungs", "3", "--iters", "9",
+    cfg = config_from_args(_args("plan", "--rungs", "3", "--iters", "9",
                                         "--set", "grpo.group_size=2", "-n", "4"), env)
     assert cfg.rungs == ("3",) and cfg.models == ("a", "b") and cfg.sft_iters == 9
     assert cfg.grpo_set == {"group_size": "2"} and cfg.n == 4
@@ -117,10 +120,11 @@ def test_demo_budgets_fit_the_memorized_answers(tiny, data_dir):
     import dataclasses
 
     from jacrl import train as tr
-    from jacrl.evaluate import chat_messages, load_model
+    from jacrl.models import load
+    from jacrl.prompts import chat_messages
 
     cfg = ladder.demo_config(data_dir=data_dir)
-    _, tok = load_model(tiny)
+    _, tok = load(tiny)
     for rung in cfg.rungs:
         for t in ladder.cell_tasks(rung, data_dir)["mem"]:
             full = tok.apply_chat_template(chat_messages(t["prompt"], tr.fenced(tr.gold_body(t))),
@@ -143,12 +147,12 @@ def test_plan_runs_nothing_and_keys_are_stable(tiny, data_dir, tmp_path, capsys)
             "--data-dir", data_dir, "--results", str(res), "--artifacts", str(arts)]
     assert main(["ladder", "plan", *argv]) == 0
     out = capsys.readouterr().out
-    cfg = ladder.config_from_args(_args("plan", *argv))
+    cfg = config_from_args(_args("plan", *argv))
     cells = ladder.plan(cfg)
     assert len(cells) == 2 * 2 * 4
     assert len({c.key for c in cells}) == len(cells)
     for c in cells:
-        assert c.key in out and ladder.shlex.join(ladder.command(cfg, c)) in out
+        assert c.key in out and shlex.join(ladder.command(cfg, c)) in out
     assert out.count("papermill") == len(cells) and out.count("to run") == len(cells)
     assert not res.exists() and not arts.exists()  # plan wrote nothing
     assert [c.key for c in ladder.plan(cfg)] == [c.key for c in cells]  # stable
@@ -196,7 +200,7 @@ def test_reward_formula_keys_grpo_cells_only(data_dir, tmp_path, monkeypatch, ca
     assert plan_keys() == default
     argv += ["--reward-formula", "additive"]
     assert plan_keys() == additive
-    cfg = ladder.config_from_args(_args(*argv[1:]))
+    cfg = config_from_args(_args(*argv[1:]))
     cmd = ladder.command(cfg, next(c for c in ladder.plan(cfg) if c.condition == "raw_grpo"))
     i = cmd.index("reward_formula")
     assert cmd[i - 1:i + 2] == ["-r", "reward_formula", "additive"]  # papermill parameter
@@ -229,6 +233,29 @@ def test_unknown_reward_formula_is_a_one_line_error(data_dir, monkeypatch, capsy
     assert ladder.make_cell(**{**one, "condition": "sft"}, env=os.environ).reward_formula == ""
 
 
+def test_an_unknown_cell_parameter_is_a_one_line_error(data_dir):
+    one = {"rung": "1", "model": "jac-tiny", "condition": "base", "data_dir": data_dir}
+    with pytest.raises(TypeError, match=r"unknown cell parameter 'nn' \(did you mean 'n'\?\); "
+                                        r"known: rung, model, condition, seed, ") as e:
+        ladder.make_cell(**one, nn=4)
+    assert "\n" not in str(e.value) and "cell_key" in str(e.value)
+    with pytest.raises(TypeError, match="unknown cell parameter 'nn'"):
+        ladder.notebook_cell(env={}, **one, nn=4)
+    # what notebook 30 passes on: the public names bound before its first import
+    ns = {"__name__": "__main__", "rung": "1", "nn": 4, "plt": os, "cell": None, "rows": []}
+    assert ladder.notebook_params(ns) == {"rung": "1", "nn": 4}
+
+
+def test_a_misspelled_papermill_parameter_fails_notebook_30(data_dir, tmp_path):
+    """papermill only warns about a parameter the notebook does not declare; notebook 30 passes
+    every parameter to the cell, which refuses an unknown one before any work."""
+    out = tmp_path / "out.ipynb"
+    with pytest.raises(papermill.PapermillExecutionError, match="unknown cell parameter 'nn'"):
+        papermill.execute_notebook(str(ROOT / "notebooks" / ladder.NOTEBOOK), str(out),
+                                   parameters={"nn": 4, "data_dir": data_dir},
+                                   kernel_name="python3", cwd=str(ROOT), progress_bar=False)
+
+
 def test_rows_record_the_training_reward_formula(tiny, data_dir):
     """evaluate_cell's rows name the formula the cell trained with (None without GRPO)."""
     kw = {"rung": "1", "model": tiny, "data_dir": data_dir, "gen_limit": 1, "mem_limit": 1,
@@ -257,19 +284,19 @@ def test_append_cell_rows_never_duplicates(tmp_path):
     res = tmp_path / "rl_ladder.jsonl"
     gen = _row("K", "m", "1", "base", "gen", [1, 0], 2)
     mem = _row("K", "m", "1", "base", "mem", [1], 1)
-    assert ladder.append_cell_rows(res, [gen]) == 1  # as if killed between the two appends
+    assert results.append_cell_rows(res, [gen]) == 1  # as if killed between the two appends
     with open(res, "a") as f:
         f.write('{"torn": ')  # and a torn write after it
-    assert ladder.append_cell_rows(res, [gen, mem]) == 1
-    assert ladder.append_cell_rows(res, [gen, mem]) == 0
+    assert results.append_cell_rows(res, [gen, mem]) == 1
+    assert results.append_cell_rows(res, [gen, mem]) == 0
     with pytest.warns(UserWarning, match="unparseable"):
         rows = report.load_rows(res)
     assert [(r["cell_key"], r["kind"]) for r in rows] == [("K", "gen"), ("K", "mem")]
-    assert ladder.is_done(ladder.rows_by_key(res), "K")
+    assert results.is_done(results.rows_by_key(res), "K")
 
 
 def test_show_reproduces_the_statistics(tmp_path, capsys):
-    base = [1, 1, 1, 1, 1, 1, 1] + [0] * 11  # 7/18 -> Wilson 20-61 (SPEC §7.3)
+    base = [1, 1, 1, 1, 1, 1, 1] + [0] * 11  # 7/18 -> Wilson 20-61
     sft = [1, 1, 1, 1, 1, 0, 0] + [1] * 6 + [0] * 5  # 11/18 -> 39-80
     rows = [
         _row("a", "m", "1", "base", "gen", base, 18, {"1": 38.89, "8": 55.5}),
@@ -280,7 +307,7 @@ def test_show_reproduces_the_statistics(tmp_path, capsys):
         {"tag": "not/a/ladder/row/at/all", "tasks": 3, "pass1": 1},
     ]
     res = tmp_path / "results"
-    ladder.append_cell_rows(res / "rl_ladder.jsonl", [r for r in rows if "cell_key" in r])
+    results.append_cell_rows(res / "rl_ladder.jsonl", [r for r in rows if "cell_key" in r])
     assert main(["ladder", "show", "--results", str(res),
                         "--figures", str(tmp_path / "fig")]) == 0
     out = capsys.readouterr().out
@@ -360,7 +387,7 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
     argv = ["--models", tiny, "--rungs", "1,3", "--conditions", "base", "--gen-limit", "2",
             "-n", "2", "-k", "1,2", "--max-tokens", "16", "--data-dir", data_dir,
             "--results", str(res), "--artifacts", str(tmp_path / "artifacts")]
-    cfg = ladder.config_from_args(_args("run", *argv))
+    cfg = config_from_args(_args("run", *argv))
     first, second = ladder.plan(cfg)
     status2 = ladder.cell_dir(cfg, second) / "status.json"
     with open(tmp_path / "ladder.log", "w") as log:
@@ -375,8 +402,8 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
         time.sleep(4)  # the second cell's kernel is starting or working
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    present = ladder.rows_by_key(cfg.results_file)
-    assert ladder.is_done(present, first.key) and not ladder.is_done(present, second.key)
+    present = results.rows_by_key(cfg.results_file)
+    assert results.is_done(present, first.key) and not results.is_done(present, second.key)
     assert ladder.read_status(status2)["status"] == "running"  # killed mid-way
     assert ladder.cell_state(status2.parent) == "interrupted"  # nobody holds it any more
     assert f"{second.name}  key={second.key}  interrupted" in ladder.plan_text(cfg)

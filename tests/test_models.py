@@ -1,4 +1,5 @@
-"""Tests for jacrl.models: resolution, loading, fast BLAS, and the offline jac-tiny build.
+"""Tests for jacrl.models (resolution, the cached loader), jacrl.blas (fast BLAS) and jacrl.tiny_model
+(the offline jac-tiny build).
 
 Real MLX, no mocks of the model stack; the build test uses tiny dimensions so it runs in seconds.
 """
@@ -12,8 +13,10 @@ from pathlib import Path
 import mlx.core as mx
 import pytest
 
-from jacrl import models
-from jacrl.models import ModelError, TinyModelConfig
+from jacrl import blas, models, tiny_model
+from jacrl.cli.models import run_tiny_model
+from jacrl.models import ModelError
+from jacrl.tiny_model import TinyModelConfig
 from jacrl.project import project
 
 JAC_TINY = project().models / models.TINY
@@ -115,12 +118,20 @@ def test_load_chat_template_and_generate(jac_tiny):
     assert isinstance(out, str) and out.strip()
 
 
+def test_load_is_cached_and_fresh_is_a_private_copy():
+    first = models.load("jac-tiny")
+    assert models.load("jac-tiny") is first
+    assert models.load(first) is first  # a loaded pair passes through
+    model, _ = models.load("jac-tiny", fresh=True)
+    assert model is not first[0] and models.load("jac-tiny") is first
+
+
 def test_tokenizer_roundtrip_on_jac_file(jac_tiny):
     from tokenizers import Tokenizer
 
     _, tok = jac_tiny
     raw = Tokenizer.from_file(str(JAC_TINY / "tokenizer.json"))
-    root, files = models.jaclang_jac_files()
+    root, files = tiny_model.jaclang_jac_files()
     for path in files[:3] + files[-2:]:
         text = path.read_text(encoding="utf-8")
         ids = tok.encode(text, add_special_tokens=False)
@@ -132,17 +143,17 @@ def test_tokenizer_roundtrip_on_jac_file(jac_tiny):
 
 
 def test_split_is_deterministic_and_disjoint():
-    root, files = models.jaclang_jac_files()
+    root, files = tiny_model.jaclang_jac_files()
     assert files and all(p.suffix == ".jac" for p in files)
     assert not any(("drivers" in p.parts or "data" in p.parts) and project().root in p.parents
                    for p in files)
-    train, val = models.split_files(root, files, 0.05)
-    rtrain, rval = models.split_files(root, files[::-1], 0.05)
+    train, val = tiny_model.split_files(root, files, 0.05)
+    rtrain, rval = tiny_model.split_files(root, files[::-1], 0.05)
     assert (set(rtrain), set(rval)) == (set(train), set(val))
     assert set(train).isdisjoint(val) and len(train) + len(val) == len(files)
     assert 0 < len(val) < 0.15 * len(files)
     # A file's side does not depend on which other files exist.
-    sub_train, sub_val = models.split_files(root, files[::2], 0.05)
+    sub_train, sub_val = tiny_model.split_files(root, files[::2], 0.05)
     assert set(sub_val) <= set(val) or len(sub_val) == 1
 
 
@@ -150,29 +161,29 @@ def test_split_is_deterministic_and_disjoint():
 
 
 def test_fast_blas_env_shape():
-    env = models.fast_blas_env()
+    env = blas.fast_blas_env()
     # empty exactly where no OpenBLAS is installed (then MLX keeps its bundled BLAS)
-    assert bool(env) == (models.find_openblas() is not None)
+    assert bool(env) == (blas.find_openblas() is not None)
     assert not env or set(env) == {"LD_PRELOAD", "OPENBLAS_NUM_THREADS"}
     assert not env or (Path(env["LD_PRELOAD"]).is_file() and int(env["OPENBLAS_NUM_THREADS"]) >= 1)
 
 
 def test_ensure_fast_blas_reexecs_once(monkeypatch):
     calls = []
-    monkeypatch.setattr(models, "find_openblas", lambda: "/lib/libopenblasp-r0.so")
-    monkeypatch.setattr(models.os, "execve", lambda *a: calls.append(a))
+    monkeypatch.setattr(blas, "find_openblas", lambda: "/lib/libopenblasp-r0.so")
+    monkeypatch.setattr(blas.os, "execve", lambda *a: calls.append(a))
     monkeypatch.delenv("LD_PRELOAD", raising=False)
     monkeypatch.delenv("JACRL_NO_FAST_BLAS", raising=False)
-    monkeypatch.delenv(models._REEXEC_GUARD, raising=False)
-    models.ensure_fast_blas()
+    monkeypatch.delenv(blas.REEXEC_GUARD, raising=False)
+    blas.ensure_fast_blas()
     (exe, argv, env), = calls
-    assert env["LD_PRELOAD"] == "/lib/libopenblasp-r0.so" and env[models._REEXEC_GUARD] == "1"
+    assert env["LD_PRELOAD"] == "/lib/libopenblasp-r0.so" and env[blas.REEXEC_GUARD] == "1"
     assert argv[0] == exe
 
     # Already re-exec'd, already preloaded, or opted out: no-op.
-    for var, val in [(models._REEXEC_GUARD, "1"), ("LD_PRELOAD", "/x.so"), ("JACRL_NO_FAST_BLAS", "1")]:
+    for var, val in [(blas.REEXEC_GUARD, "1"), ("LD_PRELOAD", "/x.so"), ("JACRL_NO_FAST_BLAS", "1")]:
         monkeypatch.setenv(var, val)
-        models.ensure_fast_blas()
+        blas.ensure_fast_blas()
         monkeypatch.delenv(var)
     assert len(calls) == 1
 
@@ -181,8 +192,8 @@ def test_ensure_fast_blas_reexecs_once(monkeypatch):
 
 
 def test_tiny_build_is_deterministic_and_loadable(tmp_path):
-    a = models.build_tiny_model(tmp_path / "a", log=lambda m: None, **TINY_KNOBS)
-    b = models.build_tiny_model(tmp_path / "b", log=lambda m: None, **TINY_KNOBS)
+    a = tiny_model.build_tiny_model(tmp_path / "a", log=lambda m: None, **TINY_KNOBS)
+    b = tiny_model.build_tiny_model(tmp_path / "b", log=lambda m: None, **TINY_KNOBS)
     assert a.sha256 == b.sha256
     assert a.train_loss == b.train_loss and a.val_loss == b.val_loss
     assert len(a.train_loss) == 3 and [s for s, _ in a.val_loss] == [0, 3]
@@ -200,14 +211,14 @@ def test_tiny_build_is_deterministic_and_loadable(tmp_path):
                                   add_generation_prompt=True)
     assert model(mx.array([ids])).shape == (1, len(ids), cfg["vocab_size"])
 
-    c = models.build_tiny_model(tmp_path / "c", log=lambda m: None, **{**TINY_KNOBS, "seed": 1})
+    c = tiny_model.build_tiny_model(tmp_path / "c", log=lambda m: None, **{**TINY_KNOBS, "seed": 1})
     assert c.sha256 != a.sha256
 
 
 def test_build_refuses_to_overwrite_non_model_dir(tmp_path):
     (tmp_path / "keep.txt").write_text("precious")
     with pytest.raises(ModelError, match="not a model directory"):
-        models.build_tiny_model(tmp_path, log=lambda m: None, **TINY_KNOBS)
+        tiny_model.build_tiny_model(tmp_path, log=lambda m: None, **TINY_KNOBS)
     assert (tmp_path / "keep.txt").exists()
 
 
@@ -215,6 +226,6 @@ def test_cli_parser():
     from jacrl.cli import build_parser
 
     args = build_parser().parse_args(["tiny-model", "--steps", "7", "--seed", "3"])
-    assert (args.steps, args.seed, args.func) == (7, 3, models.run)
+    assert (args.steps, args.seed, args.func) == (7, 3, run_tiny_model)
     assert args.out is None  # resolved to the project's models/jac-tiny when run
     assert TinyModelConfig().steps == build_parser().parse_args(["tiny-model"]).steps

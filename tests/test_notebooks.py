@@ -26,7 +26,8 @@ import papermill
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 
-from jacrl import kernel, ladder, models, notebooks, report, splits, variants
+from jacrl import blas, kernel, ladder, notebooks, report, splits, variants
+from jacrl.results import append_cell_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 NB = ROOT / "notebooks"
@@ -233,7 +234,7 @@ def test_40_ladder_analysis_defaults(project, trained):
         for t in b["per_task"]:
             t["greedy_exact"] = True
         base.append(b)
-    ladder.append_cell_rows(results, base)
+    append_cell_rows(results, base)
     nb, s = execute(project, "40_ladder_analysis")
     figs = project / "figures"
     assert s["project"] == str(project) and s["results"] == str(results)
@@ -311,12 +312,12 @@ def test_setup_installs_the_jacrl_kernelspec(jacrl_kernel, tmp_path):
     fresh = kernel.install(tmp_path)  # into an empty prefix: really written
     assert fresh == tmp_path / "share" / "jupyter" / "kernels" / kernel.NAME
     written = json.loads((fresh / "kernel.json").read_text())
-    assert written["argv"][0] == sys.executable and written.get("env", {}) == models.fast_blas_env()
+    assert written["argv"][0] == sys.executable and written.get("env", {}) == blas.fast_blas_env()
     spec = KernelSpecManager().get_kernel_spec(kernel.NAME)  # setup's, in this environment
     assert Path(spec.resource_dir) == jacrl_kernel
     assert jacrl_kernel.is_relative_to(Path(sys.prefix))  # the venv's, like --sys-prefix
     assert spec.argv[0] == sys.executable and spec.display_name == kernel.DISPLAY_NAME
-    assert spec.env == models.fast_blas_env()
+    assert spec.env == blas.fast_blas_env()
     assert kernel.for_cells() == kernel.NAME
 
 
@@ -356,9 +357,9 @@ def _kernel_maps(name: str, env: dict, cwd: Path) -> str:
     return "".join(out)
 
 
-@pytest.mark.skipif(models.find_openblas() is None, reason="Linux with OpenBLAS installed only")
+@pytest.mark.skipif(blas.find_openblas() is None, reason="Linux with OpenBLAS installed only")
 def test_a_jacrl_kernel_has_openblas_loaded(jacrl_kernel, tmp_path):
-    lib = models.fast_blas_env()["LD_PRELOAD"]
+    lib = blas.fast_blas_env()["LD_PRELOAD"]
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "OPENBLAS_NUM_THREADS")}
     maps = _kernel_maps(kernel.NAME, env, tmp_path)
     assert "/proc/self/maps" not in maps and lib in maps  # really the kernel's own maps

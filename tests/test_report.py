@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from jacrl import ladder, report
-from jacrl.evaluate import data_hash, dir_hash
 from jacrl.models import resolve
+from jacrl.provenance import data_hash, dir_hash
 from jacrl.tasks import read_tasks
 
 ROOT = Path(__file__).resolve().parent.parent

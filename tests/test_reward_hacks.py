@@ -128,7 +128,7 @@ def test_without_the_sandbox_the_attacks_work(attack_env):
 
 def test_unsandboxed_needs_an_explicit_opt_in(monkeypatch):
     monkeypatch.delenv("JACRL_ALLOW_UNSANDBOXED", raising=False)
-    from jacrl.sandbox import SandboxUnavailable
+    from jacrl.executor import SandboxUnavailable
 
     with pytest.raises(SandboxUnavailable, match="JACRL_ALLOW_UNSANDBOXED=1"):
         Executor(isolation="rlimits-only").run(redteam.PROBE)
@@ -146,7 +146,7 @@ def test_a_hung_server_is_an_error_within_the_deadline(executor):
 
     with Executor() as ex:
         ex.run(redteam.PROBE)
-        server = _descendant(ex.server_pid, "jobserver.py")
+        server = _descendant(ex.server_pid, "executor/server.py")
         os.kill(server, 19)  # SIGSTOP
         t0 = time.perf_counter()
         with pytest.raises(ExecutorError, match="no answer"):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import HARNESS, ROOT
 
+from jacrl import corpus
 from jacrl.drivers import load_drivers
 from jacrl.tasks import PROMPT_SENTENCE, build_tasks, read_tasks
 
@@ -28,6 +29,9 @@ def test_corpus_composition():
     kinds = Counter(d.unit.kind for d in drivers)
     assert kinds["def"] and kinds["can"] and kinds["impl"]
     assert sum(d.unit.partial for d in drivers) >= 5
+    # our corpus policy, the check a build of drivers/ enforces
+    assert [p for d in drivers for p in corpus.driver_problems(d)] == []
+    assert corpus.corpus_problems(drivers, ROOT / "drivers") == []
 
 
 def test_committed_data_matches_drivers():

@@ -3,6 +3,7 @@ smoke test), content addressing, RFT keeps only verified samples, GRPO updates a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,7 +14,20 @@ import pytest
 
 from jacrl import evaluate as ev
 from jacrl import train as tr
+from jacrl.config import (
+    EvalConfig,
+    GRPOConfig,
+    RFTConfig,
+    SFTConfig,
+    STaRConfig,
+    config_help,
+    configure,
+    from_dict,
+)
+from jacrl.generate import generate_best_of_k
+from jacrl.prompts import SYSTEM_PROMPT
 from jacrl.reward import jac_behavioral, reward_function, score_completions
+from jacrl.train import artifacts, mlx_compat
 
 # Enough to make jac-tiny memorize one body. Measured with `sft_loss` on the current jac-tiny
 # (val loss 5.53), LR 2e-4, LoRA on every linear layer: greedy decoding reproduces this task's
@@ -22,12 +36,12 @@ from jacrl.reward import jac_behavioral, reward_function, score_completions
 # final norm or the tied embeddings that bound the logits. LRs >= 4e-4 at scale 20 make greedy
 # decoding unstable or diverge (rank 16); on the first, weaker build of jac-tiny (val loss 6.6) it
 # took ~400 steps with LoRA kept off q/k.
-MEMORIZE = tr.SFTConfig(iters=100, learning_rate=2e-4, warmup=0, decay_steps=10**9, batch_size=1,
-                        lora_layers=-1, lora_rank=16, lora_scale=20.0, grad_checkpoint=False,
-                        steps_per_report=20, steps_per_eval=10**6, val_batches=1)
-QUICK = tr.SFTConfig(iters=3, learning_rate=1e-3, warmup=0, batch_size=1, lora_layers=2,
-                     lora_rank=4, grad_checkpoint=False, steps_per_report=1, steps_per_eval=1000,
-                     val_batches=1)
+MEMORIZE = SFTConfig(iters=100, learning_rate=2e-4, warmup=0, decay_steps=10**9, batch_size=1,
+                     lora_layers=-1, lora_rank=16, lora_scale=20.0, grad_checkpoint=False,
+                     steps_per_report=20, steps_per_eval=10**6, val_batches=1)
+QUICK = SFTConfig(iters=3, learning_rate=1e-3, warmup=0, batch_size=1, lora_layers=2,
+                  lora_rank=4, grad_checkpoint=False, steps_per_report=1, steps_per_eval=1000,
+                  val_batches=1)
 
 
 @pytest.fixture(scope="module")
@@ -52,15 +66,16 @@ def _prebuild_with_fast_blas(tiny, task, cfg, out_root) -> bool:
     """When this process runs on MLX's slow reference BLAS (LD_PRELOAD is read only at process
     start), build the artifact in a child process that has OpenBLAS preloaded; the in-process
     call then finds it by its content key. Returns whether a child built it."""
-    from jacrl.models import fast_blas_env
+    from jacrl.blas import fast_blas_env
 
     extra = fast_blas_env()
     if not extra or os.environ.get("LD_PRELOAD"):
         return False
     spec = out_root / "memorize.json"
-    spec.write_text(json.dumps({"model": tiny, "task": task, "cfg": tr.dataclasses.asdict(cfg)}))
-    code = ("import json, sys; from jacrl import train as tr; s = json.load(open(sys.argv[1])); "
-            "tr.sft(s['model'], [s['task']], None, tr.from_dict(tr.SFTConfig, s['cfg']), "
+    spec.write_text(json.dumps({"model": tiny, "task": task, "cfg": dataclasses.asdict(cfg)}))
+    code = ("import json, sys; from jacrl import train as tr; from jacrl.config import SFTConfig, "
+            "from_dict; s = json.load(open(sys.argv[1])); "
+            "tr.sft(s['model'], [s['task']], None, from_dict(SFTConfig, s['cfg']), "
             "sys.argv[2], log=lambda m: None)")
     subprocess.run([sys.executable, "-c", code, str(spec), str(out_root)], check=True,
                    env={**os.environ, **extra}, timeout=900, stdout=subprocess.DEVNULL)
@@ -88,11 +103,12 @@ def test_sft_memorizes_one_task(tiny, one_task, memorized):
     assert cfg["fine_tune_type"] == "lora" and cfg["lora_parameters"]["rank"] == 16
     rec = json.loads((art.path / "data" / "train.jsonl").read_text().splitlines()[0])
     assert [x["role"] for x in rec["messages"]] == ["system", "user", "assistant"]
-    assert rec["messages"][0]["content"] == ev.SYSTEM_PROMPT
+    assert rec["messages"][0]["content"] == SYSTEM_PROMPT
     assert rec["messages"][2]["content"].startswith("```jac\n")
     losses = [json.loads(x) for x in (art.path / "metrics.jsonl").read_text().splitlines()]
     assert any(x["event"] == "train" for x in losses) and any(x["event"] == "val" for x in losses)
-    row = ev.evaluate(tiny, art.adapter_path, [one_task], n=0, max_tokens=256, kind="mem")
+    row = ev.evaluate(tiny, art.adapter_path, [one_task], EvalConfig(n=0, max_tokens=256),
+                      kind="mem")
     print(f"\nSFT {MEMORIZE.iters} iters: {m['summary']['train_s']:.1f}s train, "
           f"{m['_test_wall_s']:.1f}s wall; eval {row['seconds']}")
     assert row["pass1"] == 1 and row["pass1_pct"] == 100.0, row["per_task"]
@@ -113,13 +129,13 @@ def test_sft_loss_scores_the_answer_only(tiny, one_task):
     other = {**one_task, "prompt": one_task["prompt"] + "\n# and a longer prompt\n" * 3}
     data = [ChatDataset(tr.gold_records([t]), tok, mask_prompt=True).process(
         tr.gold_records([t])[0]) for t in (one_task, other)]
-    assert tr._sliced_head_ok(model, data[0][0])
-    plain = next(tr._iterate_all(data, 2, 2048))
-    skipping = next(tr._iterate_all(data, 2, 2048, head_skip=64))
+    assert mlx_compat.sliced_head_ok(model, data[0][0])
+    plain = next(mlx_compat.iterate_all(data, 2, 2048))
+    skipping = next(mlx_compat.iterate_all(data, 2, 2048, head_skip=64))
     assert len(plain) == 2 and len(skipping) == 3 and skipping[2].shape[0] > 0
     assert skipping[2].shape[0] % 64 == 0 and skipping[2].shape[0] < min(o for _, o in data)
-    loss, ntoks = tr.sft_loss(model, *plain)
-    loss2, ntoks2 = tr.sft_loss(model, *skipping)
+    loss, ntoks = mlx_compat.sft_loss(model, *plain)
+    loss2, ntoks2 = mlx_compat.sft_loss(model, *skipping)
     answer = sum(len(toks) - off for toks, off in data)  # the answer + <|im_end|> + "\n"
     assert ntoks.item() == ntoks2.item() == answer
     assert default_loss(model, *plain)[1].item() == answer + 2  # one pad per sequence
@@ -127,12 +143,12 @@ def test_sft_loss_scores_the_answer_only(tiny, one_task):
     toks, off = data[0]  # by hand: the mean cross-entropy of the answer tokens
     logits = model(mx.array([toks[:-1]]))[0, off - 1:]
     want = nn.losses.cross_entropy(logits, mx.array(toks[off:])).mean().item()
-    one = next(tr._iterate_all(data[:1], 1, 2048, head_skip=64))
-    assert abs(tr.sft_loss(model, *one)[0].item() - want) < 1e-4
+    one = next(mlx_compat.iterate_all(data[:1], 1, 2048, head_skip=64))
+    assert abs(mlx_compat.sft_loss(model, *one)[0].item() - want) < 1e-4
 
 
 def test_best_of_k_returns_a_running_body(tiny, one_task, memorized):
-    r = ev.generate_best_of_k(tiny, memorized.adapter_path, one_task, k=2, temperature=0.3)
+    r = generate_best_of_k(tiny, memorized.adapter_path, one_task, k=2, temperature=0.3)
     assert r["accepted"] and r["index"] is not None
     assert score_completions([r["completion"]], [one_task["answer"]])[0].verdict.ran
 
@@ -147,7 +163,7 @@ def test_content_addressing_reuses_and_retrains(tiny, harness_tasks, out_root):
     assert time.time() - t0 < 5  # no training happened
     assert again.manifest["created"] == first.manifest["created"]
     # a hyperparameter change, a data change, another condition: new keys, retrained
-    lr = tr.sft(tiny, [a], [b], tr.configure(QUICK, {"learning_rate": "2e-3"}), out_root)
+    lr = tr.sft(tiny, [a], [b], configure(QUICK, {"learning_rate": "2e-3"}), out_root)
     data = tr.sft(tiny, [b], [a], QUICK, out_root)
     cond = tr.sft(tiny, [a], [b], QUICK, out_root, condition="gold")
     keys = {first.key, lr.key, data.key, cond.key}
@@ -171,8 +187,8 @@ def test_content_addressing_reuses_and_retrains(tiny, harness_tasks, out_root):
 def test_rft_keeps_only_verified_samples(tiny, one_task, harness_tasks, memorized, out_root,
                                         monkeypatch):
     other = next(t for t in harness_tasks if t is not one_task)
-    cfg = tr.RFTConfig(samples=4, temperature=0.2, threshold=1.0, per_task=0, max_tokens=128,
-                       sft=QUICK)
+    cfg = RFTConfig(samples=4, temperature=0.2, threshold=1.0, per_task=0, max_tokens=128,
+                    sft=QUICK)
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")  # grading must use cfg's, not read this
     t0 = time.time()
     art = tr.rft(tiny, [one_task, other], None, cfg, out_root, parent=memorized)
@@ -195,9 +211,9 @@ def test_rft_keeps_only_verified_samples(tiny, one_task, harness_tasks, memorize
 def test_grpo_updates_weights_and_logs_metrics(tiny, harness_tasks, out_root):
     import mlx.core as mx
 
-    cfg = tr.GRPOConfig(iters=2, learning_rate=1e-3, beta=0.04, group_size=4, batch_size=1,
-                        max_completion_length=64, lora_layers=2, grad_checkpoint=False,
-                        steps_per_report=1, temperature=1.0)
+    cfg = GRPOConfig(iters=2, learning_rate=1e-3, beta=0.04, group_size=4, batch_size=1,
+                     max_completion_length=64, lora_layers=2, grad_checkpoint=False,
+                     steps_per_report=1, temperature=1.0)
     t0 = time.time()
     art = tr.grpo(tiny, harness_tasks[:2], None, cfg, out_root)
     wall = time.time() - t0
@@ -220,8 +236,8 @@ def test_grpo_updates_weights_and_logs_metrics(tiny, harness_tasks, out_root):
 
 
 def test_grpo_chains_from_sft(tiny, harness_tasks, memorized, one_task, out_root):
-    cfg = tr.GRPOConfig(iters=1, learning_rate=1e-4, group_size=2, max_completion_length=32,
-                        grad_checkpoint=False, steps_per_report=1)
+    cfg = GRPOConfig(iters=1, learning_rate=1e-4, group_size=2, max_completion_length=32,
+                     grad_checkpoint=False, steps_per_report=1)
     art = tr.grpo(tiny, [one_task], None, cfg, out_root, parent=memorized, condition="sft_grpo")
     assert art.path.name.startswith("sft_grpo-")
     assert art.manifest["key_parts"]["parent"] == memorized.key
@@ -231,7 +247,7 @@ def test_grpo_chains_from_sft(tiny, harness_tasks, memorized, one_task, out_root
 
 
 def test_star_rounds_chain_and_accumulate(tiny, one_task, out_root, monkeypatch):
-    cfg = tr.STaRConfig(rounds=1, samples=2, temperature=1.0, max_tokens=48, sft=QUICK)
+    cfg = STaRConfig(rounds=1, samples=2, temperature=1.0, max_tokens=48, sft=QUICK)
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")  # grading must use cfg's, not read this
     arts = tr.star(tiny, [one_task], None, cfg, out_root)
     assert len(arts) == 2 and arts[0].path.name.startswith("star0-")
@@ -244,24 +260,24 @@ def test_star_rounds_chain_and_accumulate(tiny, one_task, out_root, monkeypatch)
 
 
 def test_configure_overrides_and_env():
-    cfg = tr.configure(tr.RFTConfig(), {"samples": "3", "sft.iters": 7, "sft.grad_checkpoint": "0"})
+    cfg = configure(RFTConfig(), {"samples": "3", "sft.iters": 7, "sft.grad_checkpoint": "0"})
     assert cfg.samples == 3 and cfg.sft.iters == 7 and cfg.sft.grad_checkpoint is False
     env = {"JACRL_GRPO_BETA": "0", "JACRL_GRPO_ITERS": "9", "JACRL_RFT_SFT_LEARNING_RATE": "1e-4"}
-    g = tr.configure(tr.GRPOConfig(), env=env)
+    g = configure(GRPOConfig(), env=env)
     assert g.beta == 0.0 and g.iters == 9
-    assert tr.configure(tr.RFTConfig(), env=env).sft.learning_rate == 1e-4
+    assert configure(RFTConfig(), env=env).sft.learning_rate == 1e-4
     with pytest.raises(KeyError):
-        tr.configure(tr.SFTConfig(), {"itres": 3})
-    assert tr.SFTConfig().iters == 200 and tr.GRPOConfig().learning_rate == 1e-6
-    assert all("help" in f.metadata for f in tr.dataclasses.fields(tr.GRPOConfig))
-    assert "beta" in tr.config_help(tr.GRPOConfig)
+        configure(SFTConfig(), {"itres": 3})
+    assert SFTConfig().iters == 200 and GRPOConfig().learning_rate == 1e-6
+    assert all("help" in f.metadata for f in dataclasses.fields(GRPOConfig))
+    assert "beta" in config_help(GRPOConfig)
 
 
 # -------------------------------------------------------------------------------------------
 # the reward formula is a keyed hyperparameter, never read from the environment mid-training
 # -------------------------------------------------------------------------------------------
 
-REWARD_CONFIGS = (tr.GRPOConfig, tr.RFTConfig, tr.STaRConfig)
+REWARD_CONFIGS = (GRPOConfig, RFTConfig, STaRConfig)
 
 
 def test_formula_default_follows_env_at_creation_only(monkeypatch):
@@ -272,10 +288,10 @@ def test_formula_default_follows_env_at_creation_only(monkeypatch):
     assert [c.reward_formula for c in made] == ["additive"] * 3
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "tiered")
     assert [c.reward_formula for c in made] == ["additive"] * 3  # not re-read later
-    assert tr.from_dict(tr.GRPOConfig, tr.dataclasses.asdict(made[0])).reward_formula == "additive"
+    assert from_dict(GRPOConfig, dataclasses.asdict(made[0])).reward_formula == "additive"
     env = {"JACRL_GRPO_REWARD_FORMULA": "additive"}  # the per-stage variable works too
-    assert tr.configure(tr.GRPOConfig(), env=env).reward_formula == "additive"
-    assert not hasattr(tr.SFTConfig(), "reward_formula")  # SFT never calls the reward
+    assert configure(GRPOConfig(), env=env).reward_formula == "additive"
+    assert not hasattr(SFTConfig(), "reward_formula")  # SFT never calls the reward
 
 
 def test_formula_is_part_of_the_artifact_key(tiny):
@@ -283,8 +299,8 @@ def test_formula_is_part_of_the_artifact_key(tiny):
 
     base = resolve(tiny)
     for cls in REWARD_CONFIGS:
-        keys = {f: tr.artifact_key(tr._key_parts("c", "s", base, {"train": "x"},
-                                                 cls(reward_formula=f), None))
+        keys = {f: artifacts.artifact_key(artifacts.key_parts("c", "s", base, {"train": "x"},
+                                                              cls(reward_formula=f), None))
                 for f in ("tiered", "additive")}
         assert keys["tiered"] != keys["additive"], cls.__name__
 
@@ -292,9 +308,9 @@ def test_formula_is_part_of_the_artifact_key(tiny):
 def test_unknown_formula_is_a_one_line_error(monkeypatch, capsys):
     from jacrl.cli import main
 
-    for make in (lambda: tr.GRPOConfig(reward_formula="v3"),
-                 lambda: tr.configure(tr.RFTConfig(), {"reward_formula": "v3"}),
-                 lambda: tr.STaRConfig(reward_formula=""),
+    for make in (lambda: GRPOConfig(reward_formula="v3"),
+                 lambda: configure(RFTConfig(), {"reward_formula": "v3"}),
+                 lambda: STaRConfig(reward_formula=""),
                  lambda: reward_function("v3")):
         with pytest.raises(ValueError, match="choose from tiered, additive") as e:
             make()
@@ -305,7 +321,7 @@ def test_unknown_formula_is_a_one_line_error(monkeypatch, capsys):
                                        "tiered, additive\n")
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")
     with pytest.raises(ValueError, match=r"^JACRL_REWARD_FORMULA='v3' is not a reward formula"):
-        tr.GRPOConfig()
+        GRPOConfig()
     assert main(["train", "rft", "--show-config"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("jacrl: train: JACRL_REWARD_FORMULA='v3'") and err.count("\n") == 1
@@ -330,10 +346,10 @@ def test_bound_reward_ignores_the_env_at_call_time(harness, monkeypatch):
 def test_grpo_artifact_keyed_by_formula_not_env(tiny, harness_tasks, out_root, monkeypatch):
     """A 1-step GRPO per formula: the other formula's cached artifact is never reused, and
     training never reads JACRL_REWARD_FORMULA (set to garbage while it runs)."""
-    tiered = tr.GRPOConfig(iters=1, learning_rate=1e-4, beta=0.0, group_size=2,
-                           max_completion_length=16, lora_layers=1, lora_rank=4,
-                           grad_checkpoint=False, steps_per_report=1, reward_formula="tiered")
-    additive = tr.dataclasses.replace(tiered, reward_formula="additive")
+    tiered = GRPOConfig(iters=1, learning_rate=1e-4, beta=0.0, group_size=2,
+                        max_completion_length=16, lora_layers=1, lora_rank=4,
+                        grad_checkpoint=False, steps_per_report=1, reward_formula="tiered")
+    additive = dataclasses.replace(tiered, reward_formula="additive")
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")
     t = tr.grpo(tiny, harness_tasks[:1], None, tiered, out_root, condition="formula")
     a = tr.grpo(tiny, harness_tasks[:1], None, additive, out_root, condition="formula")
@@ -352,10 +368,10 @@ def test_training_refuses_without_a_sandbox(tiny, harness_tasks, tmp_path, monke
     """No sandbox and no opt-in: GRPO stops before any work with the one-line reason."""
     from jacrl import reward
     from jacrl.executor import Executor
-    from jacrl.sandbox import SandboxUnavailable
+    from jacrl.executor import SandboxUnavailable
 
     monkeypatch.delenv("JACRL_ALLOW_UNSANDBOXED", raising=False)
     monkeypatch.setattr(reward, "_EXECUTOR", Executor(isolation="rlimits-only"))
     with pytest.raises(SandboxUnavailable, match="JACRL_ALLOW_UNSANDBOXED"):
-        tr.grpo(tiny, harness_tasks[:1], None, tr.GRPOConfig(iters=1), tmp_path)
+        tr.grpo(tiny, harness_tasks[:1], None, GRPOConfig(iters=1), tmp_path)
     assert list(tmp_path.iterdir()) == []

@@ -14,9 +14,15 @@ import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
+from jacrl.blas import ensure_fast_blas
+from jacrl.cli import evaluate as evaluate_cli
+from jacrl.cli import ladder as ladder_cli
+from jacrl.cli import models as models_cli
+from jacrl.cli import tasks as tasks_cli
+from jacrl.cli import train as train_cli
+from jacrl.executor import SandboxUnavailable
 from jacrl.models import ModelError
 from jacrl.project import ROOT_ENV, ProjectNotFound, find_root, path_or
-from jacrl.sandbox import SandboxUnavailable
 
 # what a user can get wrong; anything else is a bug and keeps its traceback
 EXPECTED = (ValueError, KeyError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
@@ -71,21 +77,6 @@ def _version() -> str:
 # -------------------------------------------------------------------------------------------
 
 
-def _build_tasks(args: argparse.Namespace) -> int:
-    from jacrl.tasks import build_tasks
-
-    out = path_or(args.out, "data")
-    report = build_tasks(args.drivers, out, progress=True)
-    for line in report.failures:
-        print(line, file=sys.stderr)
-    if report.failures:
-        print(f"build failed: {len(report.failures)} driver(s) rejected, nothing written",
-              file=sys.stderr)
-        return 1
-    print(f"built {len(report.built)} tasks -> {out}/tasks.jsonl in {report.seconds:.1f} s")
-    return 0
-
-
 def _run(args: argparse.Namespace) -> int:
     from jacrl.executor import Executor, run_subprocess
 
@@ -117,34 +108,6 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _split(args: argparse.Namespace) -> int:
-    from jacrl.splits import SplitConfig, build_splits, report
-
-    cfg = SplitConfig(holdout_min=args.holdout_min, valid_n=args.valid_n, seed=args.seed)
-    print(report(build_splits(args.data, cfg)))
-    return 0
-
-
-def _rung(args: argparse.Namespace) -> int:
-    from jacrl.splits import rung
-
-    for t in rung(args.n, args.data):
-        meta = json.loads(t["answer"])
-        print(f"{meta['id']:45s} {meta['family']:5s} {meta['source']}")
-    return 0
-
-
-def _mine(args: argparse.Namespace) -> int:
-    from jacrl.mining import candidates, inventory, write_drafts
-
-    df = inventory(args.tree, progress=True)
-    print(df.groupby("kind").agg(units=("name", "size"), lines=("lines", "sum")).to_string())
-    if args.drafts:
-        paths = write_drafts(candidates(args.tree, progress=True), args.drafts)
-        print(f"{len(paths)} draft drivers -> {args.drafts}")
-    return 0
-
-
 # -------------------------------------------------------------------------------------------
 # the parser
 # -------------------------------------------------------------------------------------------
@@ -163,34 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--debug", action="store_true",
                     help="show the Python traceback of an error instead of its one-line message")
     sub = ap.add_subparsers(dest="verb", required=True, metavar="VERB")
-
-    p = sub.add_parser("build-tasks", help="validate drivers/ and write data/tasks.jsonl")
-    p.add_argument("--drivers", default=None, help="the Jac drivers folder (default: the "
-                   "project's drivers/)")
-    p.add_argument("--out", default=None, help="where tasks.jsonl and templates/ go (default: "
-                   "the project's data/)")
-    p.set_defaults(func=_build_tasks)
-
-    p = sub.add_parser("split", help="holdout / trainpool / valid -> data/splits/")
-    p.add_argument("--data", default=None, help="the data dir with tasks.jsonl; splits/ is "
-                   "written in it (default: the project's data/)")
-    p.add_argument("--holdout-min", type=int, default=40, help="held-out tasks, at least")
-    p.add_argument("--valid-n", type=int, default=6, help="pool tail kept for validation")
-    p.add_argument("--seed", type=int, default=0, help="orders sources before the greedy holdout")
-    p.set_defaults(func=_split)
-
-    p = sub.add_parser("rung", help="list the training tasks of rung N")
-    p.add_argument("n", help="1 .. the train pool's size, or all (the ladder's: 1, 3, 5, 10, 20, "
-                             "all)")
-    p.add_argument("--data", default=None, help="the data dir with splits/ (default: the "
-                   "project's data/)")
-    p.set_defaults(func=_rung)
-
-    p = sub.add_parser("mine", help="inventory a .jac tree; --drafts DIR writes hole candidates")
-    p.add_argument("tree", nargs="?", default=None, help="default: jaclang's bundled sources")
-    p.add_argument("--drafts", default=None, help="write draft drivers here (default: none "
-                   "written)")
-    p.set_defaults(func=_mine)
+    tasks_cli.add(sub)
 
     p = sub.add_parser("run", help="run one .jac file in the isolated executor")
     p.add_argument("file", help="the .jac program")
@@ -207,12 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="reward formula")
     p.set_defaults(func=_score)
 
-    from jacrl import evaluate, ladder, models, train
-
-    models.add_arguments(sub.add_parser("tiny-model", help="rebuild the embedded jac-tiny model"))
-    train.add_cli(sub)
-    evaluate.add_cli(sub)
-    ladder.add_cli(sub)
+    models_cli.add(sub)
+    train_cli.add(sub)
+    evaluate_cli.add(sub)
+    ladder_cli.add(sub)
     return ap
 
 
@@ -233,8 +167,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.allow_unsandboxed:
             os.environ["JACRL_ALLOW_UNSANDBOXED"] = "1"
         if argv is None and args.verb in MLX_VERBS:
-            from jacrl.models import ensure_fast_blas
-
             ensure_fast_blas()  # Linux: re-exec with OpenBLAS preloaded (only at process start)
         return args.func(args)
     except (*EXPECTED, SystemExit) as e:

@@ -12,7 +12,7 @@ that uid could not reach (pyenv under a 0700 /root) are first bind-mounted, by a
 launcher in a mount namespace of its own, under a tmpfs it can reach (`_stage_and_exec`).
 
 Isolation levels (recorded in every result row and benchmark):
-- `sandbox`: the above, and inside it every job in namespaces of its own (see `jobserver`).
+- `sandbox`: the above, and inside it every job in namespaces of its own (see `child.py`).
 - `namespaces`: no bubblewrap; jobs still get their own pid/mount/ipc namespaces and private /tmp
   but see the whole filesystem with your permissions and the network.
 - `rlimits-only`: neither (macOS, or user namespaces disabled): resource limits, a temp dir and a
@@ -29,11 +29,12 @@ import site
 import sys
 from pathlib import Path
 
+from jacrl.executor.child import MS_BIND, MS_PRIVATE, MS_REC, PRIVATE_DIRS, mount
+
 LEVELS = ("sandbox", "namespaces", "rlimits-only")
 ALLOW_ENV = "JACRL_ALLOW_UNSANDBOXED"
 SANDBOX_UID = 2_100_000_000  # far from ids that users, containers or older jacrl (200000+) use
-SERVER_PATH = "/run/jacrl/jobserver.py"
-PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # fresh tmpfs in the sandbox and in every job
+SERVER_DIR = "/run/jacrl/executor"  # where the server's files are in the sandbox
 KEEP = "/run/jacrl/keep"  # where Python dirs that live under PRIVATE_DIRS are kept for the jobs
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
@@ -70,7 +71,7 @@ def refuse(reason: str) -> SandboxUnavailable:
 
 def _project_root() -> Path | None:
     """The checkout this package runs from, when it is one (editable install)."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     return root if (root / "data").is_dir() or (root / "drivers").is_dir() else None
 
 
@@ -95,9 +96,10 @@ def python_dirs() -> list[str]:
 
 
 class Launch:
-    """The fork server's command line and the file descriptors it needs."""
+    """The fork server's command line and the file descriptors it needs. server_files: the script
+    first, then the files it loads from its own folder; each is shown at SERVER_DIR/<its name>."""
 
-    def __init__(self, server_script: str, args: list[str], hash_seed: int | None):
+    def __init__(self, server_files: list[str], args: list[str], hash_seed: int | None):
         self.fds: list[int] = []
         as_root = os.geteuid() == 0
         py = os.path.abspath(sys.executable)
@@ -118,7 +120,7 @@ class Launch:
             if os.path.exists(f):
                 argv += ["--ro-bind", f, f]
         argv += ["--proc", "/proc", "--dev", "/dev"]
-        for d in PRIVATE_DIRS:  # first: a venv under /tmp is bound on top of the fresh tmpfs
+        for d in PRIVATE_DIRS:  # fresh tmpfs; first: a venv under /tmp is bound on top of it
             argv += ["--tmpfs", d]
         dirs = python_dirs()
         stage = _stage_dir(dirs) if as_root else ""
@@ -129,16 +131,18 @@ class Launch:
             if any(_under(d, p) for p in PRIVATE_DIRS):  # jobs cover /tmp: bound back from here
                 keep.append([f"{KEEP}/{i}", d])
                 argv += ["--ro-bind", src, f"{KEEP}/{i}"]
-        argv += ["--ro-bind-data", str(self._script(server_script)), SERVER_PATH,
-                 "--remount-ro", "/", "--chdir", "/tmp",
-                 py, "-s", "-B", SERVER_PATH, *args, "--keep", json.dumps(keep)]
+        shown = [f"{SERVER_DIR}/{os.path.basename(f)}" for f in server_files]
+        for f, path in zip(server_files, shown):
+            argv += ["--ro-bind-data", str(self._memfd(f)), path]
+        argv += ["--remount-ro", "/", "--chdir", "/tmp",
+                 py, "-s", "-B", shown[0], *args, "--keep", json.dumps(keep)]
         if as_root:
             plan = {"uid": SANDBOX_UID, "stage": stage, "dirs": dirs, "argv": argv}
             argv = [py, "-s", "-B", os.path.abspath(__file__), json.dumps(plan)]
         self.argv = argv
 
-    def _script(self, path: str) -> int:
-        fd = os.memfd_create("jobserver.py")
+    def _memfd(self, path: str) -> int:
+        fd = os.memfd_create(os.path.basename(path))
         os.write(fd, Path(path).read_bytes())
         os.lseek(fd, 0, os.SEEK_SET)
         self.fds.append(fd)
@@ -166,20 +170,13 @@ def _stage_and_exec(plan: dict) -> None:
     """As root, in a process of its own: a private mount namespace in which each Python dir is
     bind-mounted at <stage>/<i> on a fresh 0755 tmpfs, then become SANDBOX_UID and exec bubblewrap
     (which binds <stage>/<i> back at the dir's real path inside the sandbox)."""
-    from jacrl.jobserver import _mount
-
-    def mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None):
-        enc = (lambda x: x.encode() if x is not None else None)
-        _mount(enc(src), enc(target), enc(fstype), flags, enc(data))
-
-    ms_bind, ms_rec, ms_private = 0x1000, 0x4000, 0x40000
     os.unshare(os.CLONE_NEWNS)
-    mount(None, "/", None, ms_rec | ms_private, None)
+    mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
     stage = plan["stage"]
-    mount("tmpfs", stage, "tmpfs", 0, "size=1m,mode=755")
+    mount(b"tmpfs", stage.encode(), b"tmpfs", 0, b"size=1m,mode=755")
     for i, d in enumerate(plan["dirs"]):
         os.mkdir(f"{stage}/{i}", 0o755)
-        mount(d, f"{stage}/{i}", None, ms_bind | ms_rec, None)
+        mount(d.encode(), f"{stage}/{i}".encode(), None, MS_BIND | MS_REC, None)
     uid = plan["uid"]
     os.setgroups([])
     os.setresgid(uid, uid, uid)

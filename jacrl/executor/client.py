@@ -1,21 +1,21 @@
-"""Run untrusted Jac source fast and in isolation.
+"""The client side of the executor: run untrusted Jac source fast and in isolation.
 
-A warm *fork server* (`jacrl/jobserver.py`, see there) imports jaclang once, warms it, then forks
-one job per program. It runs inside a bubblewrap sandbox (`jacrl.sandbox`) and gives every job
-namespaces of its own. The caller (a trainer with threads and an accelerator) never forks: it is a
-client (`Executor`) of the server over JSON lines, with a deadline of its own — a batch yields a
-result at least every (largest timeout + SLACK) seconds or raises `ExecutorError`, whatever the
-server or its jobs do.
+A warm *fork server* (`server.py` and `child.py` in this package, see there) imports jaclang once,
+warms it, then forks one job per program. It runs inside a bubblewrap sandbox (`sandbox.py`) and
+gives every job namespaces of its own. The caller (a trainer with threads and an accelerator)
+never forks: it is a client (`Executor`) of the server over JSON lines, with a deadline of its own
+— a batch yields a result at least every (largest timeout + SLACK) seconds or raises
+`ExecutorError`, whatever the server or its jobs do.
 
 The server receives programs only; expected outputs stay here. A verdict is what the server
 observed: wait status, captured stdout/stderr, its own clock, and whether jaclang compiled the
 program (reported before any of the program's code runs).
 
-`compiled` means the program passes jaclang's parse check, the earlier harness's `jac check -p`
-(lexer, parser and the passes before type checking and code generation). It is True for every
-program that ran, and also for one that parses but cannot be turned into bytecode (e.g. `await`
-in a plain `def`, `nonlocal` of an unknown name): `jac run` rejects those before running, and the
-status is then `compile_error`. Both backends use this definition.
+`compiled` means the program passes jaclang's parse check, `jac check -p` (lexer, parser and the
+passes before type checking and code generation). It is True for every program that ran, and also
+for one that parses but cannot be turned into bytecode (e.g. `await` in a plain `def`, `nonlocal`
+of an unknown name): `jac run` rejects those before running, and the status is then
+`compile_error`. Both backends use this definition.
 
 `run_subprocess` is the plain `jac run` backend, used to check parity with the fork server.
 """
@@ -37,9 +37,10 @@ import warnings
 from collections import OrderedDict
 from pathlib import Path
 
-from jacrl import sandbox
+from jacrl.executor import sandbox
 
-SERVER_SCRIPT = str(Path(__file__).with_name("jobserver.py"))
+# the server script, then the file it loads from its own folder (both shown in the sandbox)
+SERVER_FILES = tuple(str(Path(__file__).with_name(f)) for f in ("server.py", "child.py"))
 SLACK = 3.0  # seconds past a job's timeout before the client declares the server hung
 START_TIMEOUT = 180.0  # importing and warming jaclang on a loaded 2-core machine
 
@@ -101,7 +102,7 @@ class _Server:
         self._buf = b""
         self._err = tempfile.TemporaryFile()
         if self.note is None:
-            launch = sandbox.Launch(SERVER_SCRIPT, args, hash_seed)
+            launch = sandbox.Launch(SERVER_FILES, args, hash_seed)
             try:
                 self.proc = subprocess.Popen(
                     launch.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
@@ -113,7 +114,7 @@ class _Server:
             if hash_seed is not None:
                 env["PYTHONHASHSEED"] = str(hash_seed)
             self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-B", SERVER_SCRIPT, *args], stdin=subprocess.PIPE,
+                [sys.executable, "-s", "-B", SERVER_FILES[0], *args], stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=self._err, env=env, cwd=tempfile.gettempdir(),
                 start_new_session=True)
         try:
@@ -342,11 +343,11 @@ def _compile_rejected(stderr: str) -> bool:
 
 def run_subprocess(source: str, timeout: float = 20.0, limits: Limits = Limits(),
                    env: dict[str, str] | None = None) -> Verdict:
-    """`jac run snippet.jac` in a fresh temp dir; when it fails, `jac check -p` says whether it
-    parses (the reference harness's two-process way), which is what `compiled` means. The check
-    has a budget of its own (the timeout, at most 15 s), so a load that timed the run out does not
-    also decide `compiled`. env: the processes' environment (default: `minimal_env`; the benchmark
-    passes the user's own, as the earlier harness ran `jac run`)."""
+    """`jac run snippet.jac` in a fresh temp dir; when it fails, `jac check -p` (a second process)
+    says whether it parses, which is what `compiled` means. The check has a budget of its own (the
+    timeout, at most 15 s), so a load that timed the run out does not also decide `compiled`. env:
+    the processes' environment (default: `minimal_env`; the benchmark passes the user's own, as a
+    plain `jac run` from a shell has it)."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="jacrl-sub-") as work:
         with open(os.path.join(work, "snippet.jac"), "w") as fh:

@@ -1,0 +1,169 @@
+"""`jacrl ladder plan | run | show` and `jacrl demo`.
+
+    jacrl ladder plan    every cell, its key, whether its rows exist, and the exact command; runs nothing
+    jacrl ladder run     run the cells without rows; a failing cell is recorded and the ladder goes on
+    jacrl ladder show    the pivot with Wilson CIs, McNemar vs base; writes figures/
+    jacrl demo           tasks/splits if needed, a small ladder on jac-tiny, the table and figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+
+from jacrl import ladder
+from jacrl.ladder import CONDITIONS, LadderConfig, comma_list, parse_iters
+from jacrl.reward import FORMULAS
+
+
+def parse_sets(items: Sequence[str]) -> dict[str, dict[str, str]]:
+    """['sft.iters=5', 'grpo.group_size=2'] -> {'sft': {...}, 'grpo': {...}}."""
+    out: dict[str, dict[str, str]] = {"sft": {}, "grpo": {}}
+    for it in items:
+        k, sep, v = it.partition("=")
+        stage, dot, name = k.strip().partition(".")
+        if not sep or not dot or stage not in out:
+            raise ValueError(f"--set expects sft.KEY=VALUE or grpo.KEY=VALUE, got {it!r}")
+        out[stage][name] = v.strip()
+    return out
+
+
+def _ints(s: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in s.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"-k expects comma-separated integers, got {s!r}") from None
+
+
+def _help(name: str) -> str:
+    """A knob's help and its LadderConfig default."""
+    f = next(f for f in dataclasses.fields(LadderConfig) if f.name == name)
+    d = ",".join(map(str, f.default)) if isinstance(f.default, tuple) else repr(f.default) \
+        if f.default == "" else f.default
+    return f"{f.metadata['help']} (default: {d})"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of `ladder plan` / `ladder run`."""
+    d = LadderConfig()
+    p.add_argument("--rungs", help=f"comma list (env JACRL_LADDER_RUNGS; default {','.join(d.rungs)})")
+    p.add_argument("--models", help="comma list of registry names / model dirs "
+                                    f"(env JACRL_LADDER_MODELS; default {','.join(d.models)})")
+    p.add_argument("--conditions", help=f"comma list of {', '.join(CONDITIONS)} (env "
+                                        f"JACRL_LADDER_CONDITIONS; default {','.join(d.conditions)})")
+    p.add_argument("--iters", help="N or sft=N,grpo=M (env JACRL_LADDER_ITERS; default "
+                                   f"sft={d.sft_iters},grpo={d.grpo_iters})")
+    p.add_argument("--seed", type=int, help=_help("seed"))
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="STAGE.KEY=V",
+                   help="hyperparameter override, e.g. sft.learning_rate=1e-3, grpo.group_size=2")
+    p.add_argument("--reward-formula", choices=FORMULAS, help=_help("reward_formula"))
+    p.add_argument("--gen-limit", type=int, help=_help("gen_limit"))
+    p.add_argument("--mem-limit", type=int, help=_help("mem_limit"))
+    p.add_argument("-n", "--samples", type=int, help=_help("n"))
+    p.add_argument("-k", help="comma list: " + _help("k") + "; with -n alone: the default's "
+                   "values <= n")
+    p.add_argument("--temperature", type=float, help=_help("temperature"))
+    p.add_argument("--max-tokens", type=int, help=_help("max_tokens"))
+    p.add_argument("--batch-size", type=int, help=_help("batch_size"))
+    p.add_argument("--demo", action="store_true",
+                   help="start from the demo's tiny settings (jac-tiny, rungs 1,3, few iterations)")
+    _paths(p, figures=False)
+    p.add_argument("--cell-timeout", type=int, help=_help("cell_timeout"))
+    return p
+
+
+def _paths(p: argparse.ArgumentParser, figures: bool = True) -> None:
+    p.add_argument("--data-dir", default="", help="tasks.jsonl + splits/ (default: the "
+                   "project's data/)")
+    p.add_argument("--results", default="", help="results dir: rl_ladder.jsonl, cells/ "
+                   "(default: the project's results/)")
+    if figures:
+        p.add_argument("--figures", default="", help="figures dir (default: the project's "
+                       "figures/)")
+    p.add_argument("--artifacts", default="", help="artifacts dir (default: the project's "
+                   "artifacts/)")
+
+
+def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> LadderConfig:
+    """Defaults (or the demo's), then JACRL_LADDER_* env vars, then flags."""
+    cfg = ladder.demo_config() if args.demo else LadderConfig()
+    cfg = ladder.from_env(cfg, env)
+    ch: dict = {}
+    if args.rungs:
+        ch["rungs"] = comma_list(args.rungs)
+    if args.models:
+        ch["models"] = comma_list(args.models)
+    if args.conditions:
+        ch["conditions"] = comma_list(args.conditions)
+    if args.iters:
+        ch.update({f"{k}_iters": v for k, v in parse_iters(args.iters).items()})
+    sets = parse_sets(args.sets)
+    k = _ints(args.k) if args.k else None
+    if k is None and args.samples is not None:  # -n alone: the default k that n samples give
+        k = tuple(x for x in cfg.k if x <= max(args.samples, 1))
+    flags = {"seed": args.seed, "gen_limit": args.gen_limit, "mem_limit": args.mem_limit,
+             "n": args.samples, "k": k,
+             "temperature": args.temperature, "max_tokens": args.max_tokens,
+             "batch_size": args.batch_size, "cell_timeout": args.cell_timeout,
+             "reward_formula": args.reward_formula}
+    ch.update({name: v for name, v in flags.items() if v is not None})
+    ch.update(sft_set={**cfg.sft_set, **sets["sft"]}, grpo_set={**cfg.grpo_set, **sets["grpo"]},
+              data_dir=args.data_dir, results_dir=args.results,
+              figures_dir=getattr(args, "figures", None) or "", artifacts_dir=args.artifacts)
+    return ladder.validate(dataclasses.replace(cfg, **ch))
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    print(ladder.plan_text(config_from_args(args)))
+    return 0
+
+
+def run_run(args: argparse.Namespace) -> int:
+    cfg = config_from_args(args)
+    statuses = ladder.run(cfg)
+    if args.figures is not None:  # --figures DIR: the figures of all rows, after the run
+        for p in ladder.show(cfg.results_dir, cfg.figures_dir)[1]:
+            print(f"wrote {p}")
+    return 1 if any(s["status"] == "failed" for s in statuses) else 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    text, figs = ladder.show(args.results or None, None if args.no_figures else args.figures,
+                             include_stale=args.include_stale)
+    print(text)
+    for p in figs:
+        print(f"wrote {p}")
+    return 0
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    ladder.demo(args.results, args.figures, args.data_dir, args.artifacts, args.model)
+    return 0
+
+
+def add(subparsers) -> None:
+    """Register `ladder {plan,run,show}` and `demo`."""
+    p = subparsers.add_parser("ladder", help="the ladder: plan / run / show",
+                              description=__doc__ + "\n" + ladder.__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="ladder_verb", required=True)
+    q = sub.add_parser("plan", help="print every cell and its command; runs nothing")
+    add_arguments(q).set_defaults(func=run_plan)
+    q = sub.add_parser("run", help="run the cells without rows (resumable)")
+    add_arguments(q).set_defaults(func=run_run)
+    q.add_argument("--figures", default=None, metavar="DIR", help="after the run, write the "
+                   "figures of all rows here (default: none written; `ladder show` writes them)")
+    q = sub.add_parser("show", help="pivot with Wilson CIs, McNemar vs base; write figures")
+    q.add_argument("--results", default="", help="results dir (default: the project's results/)")
+    q.add_argument("--figures", default="", help="figures dir (default: the project's figures/)")
+    q.add_argument("--no-figures", action="store_true", help="print the table only")
+    q.add_argument("--include-stale", action="store_true", help="keep the rows whose model, "
+                   "adapter or tasks changed on disk since (marked in a `stale` column)")
+    q.set_defaults(func=run_show)
+    p = subparsers.add_parser("demo", help="a small ladder on jac-tiny: results/ and "
+                                           "figures/ladder.png in minutes")
+    _paths(p)
+    p.add_argument("--model", default="jac-tiny", help="registry name or MLX model dir")
+    p.set_defaults(func=run_demo)

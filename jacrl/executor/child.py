@@ -1,0 +1,344 @@
+"""What runs in the fork server's children: the shim that gives a job namespaces of its own, the
+job itself, and jaclang's `jac run` split into a compile phase and an exec phase.
+
+Standalone like `server.py` (stdlib + jaclang only, never `jacrl`): the sandbox shows both files
+and nothing else of the project, and the server loads this one from its own directory. jaclang is
+imported inside the functions, never at import time: the server first moves its own stdout off the
+protocol pipe, so that jaclang's chatter cannot reach the client.
+
+    server ──fork──▶ shim ──unshare(user, mount, pid, ipc), fork──▶ job (pid 1 of its own ns)
+
+The shim gives the job namespaces of its own: it cannot see or signal the server, the client or
+other jobs (own pid namespace; /proc is covered), it has no network (the sandbox's net namespace
+is empty; a namespace per job would cost ~3 ms a job for no gain), no SysV IPC left by others,
+its /tmp, /var/tmp and /dev/shm are fresh tmpfs that vanish with it, and when it exits every
+process it left behind dies with its pid namespace. The job keeps no capability and no file
+descriptor but 0/1/2 once its own code runs.
+
+Before any of the program's code runs, the job writes one byte (COMPILED or PARSED, or nothing)
+to the seal pipe and closes it: code from the model can never write to the server.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import os
+import re
+import resource
+import signal
+import sys
+import types
+from typing import NamedTuple, NoReturn
+
+CLONE_JOB = 0
+if sys.platform.startswith("linux") and hasattr(os, "unshare"):
+    CLONE_JOB = os.CLONE_NEWUSER | os.CLONE_NEWNS | os.CLONE_NEWPID | os.CLONE_NEWIPC
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable: every job gets its own, empty
+JOB_CWD = "/tmp/job"
+COMPILED, PARSED = b"C", b"P"  # the byte written before the program runs
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4  # prctl(2) options
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8  # mount(2) flags
+MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
+EXIT_JOB_FAILED, EXIT_SHIM_FAILED = 70, 71  # the job's or the shim's own setup failed
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class Job(NamedTuple):
+    """One program and where its results go: the captured stdout and stderr files and the write
+    end of the seal pipe (file descriptors)."""
+
+    source: str
+    timeout: float
+    out: int
+    err: int
+    seal: int
+
+
+# ---- system calls ---------------------------------------------------------------------------
+
+def prctl(option: int, arg: int) -> None:
+    try:
+        _libc.prctl(option, arg, 0, 0, 0)
+    except AttributeError:  # macOS
+        pass
+
+
+def mount(src: bytes | None, target: bytes, fstype: bytes | None, flags: int,
+          data: bytes | None) -> None:
+    if _libc.mount(src, target, fstype, flags, data) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {target.decode()}: {os.strerror(err)}")
+
+
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _drop_capabilities() -> None:
+    """capset(2) with empty sets: the job keeps no capability even inside its own namespaces, so
+    it cannot unmount what covers /proc or remount anything."""
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    data = (ctypes.c_uint32 * 6)()
+    if _libc.syscall(126 if os.uname().machine in ("x86_64", "amd64") else 91, header, data) != 0:
+        err = ctypes.get_errno()  # 126: x86_64; 91: aarch64 (the generic table)
+        raise OSError(err, f"capset: {os.strerror(err)}")
+
+
+def enter_job_namespaces(uid: int, gid: int, keep: list) -> None:
+    """In the shim: new user/mount/pid/ipc namespaces; the job's first child is pid 1 there.
+    The private mounts are made here, then every capability is dropped before the job forks.
+    keep: [kept path, real path] of Python dirs that live under a private dir (see the sandbox)."""
+    os.unshare(CLONE_JOB)
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{uid} {uid} 1")
+    _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
+    for d in PRIVATE_DIRS:
+        if os.path.isdir(d):
+            mount(b"tmpfs", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64m,mode=1777")
+    for src, path in keep:  # a venv or interpreter under /tmp: back on top, read-only as it was
+        os.makedirs(path, exist_ok=True)
+        mount(src.encode(), path.encode(), None, MS_BIND | MS_REC, None)
+    # The job has a pid namespace of its own, but the /proc it inherits still lists the server's:
+    # cover it (a fresh procfs cannot be mounted under bubblewrap's locked /proc/sys).
+    mount(b"tmpfs", b"/proc", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=4k,mode=555")
+    os.makedirs(JOB_CWD, mode=0o700)
+    _drop_capabilities()
+
+
+def namespaces_work(keep: list) -> bool:
+    """Whether per-job namespaces work here (Linux with user namespaces): try in a child."""
+    if not CLONE_JOB:
+        return False
+    pid = os.fork()
+    if pid == 0:
+        try:
+            enter_job_namespaces(os.getuid(), os.getgid(), keep)
+            os._exit(0)
+        except BaseException:  # noqa: BLE001
+            os._exit(1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+# ---- jaclang --------------------------------------------------------------------------------
+
+def import_compiler() -> None:
+    """Import every module of jaclang's compiler and runtime now. jaclang loads some lazily (e.g.
+    `jac0core.diagnostic_utils` for inherited archetypes); loaded here once, the first job of
+    each kind is as fast as the rest and no job depends on a cache it cannot write."""
+    import importlib
+
+    import jaclang  # installs the import hook
+    from jaclang.cli.commands import execution  # noqa: F401
+    from jaclang.jac0core.helpers import dump_traceback  # noqa: F401
+
+    root = os.path.dirname(jaclang.__file__)
+    for sub in ("jac0core", "compiler", "runtimelib"):
+        for dirpath, dirnames, files in os.walk(os.path.join(root, sub)):
+            dirnames[:] = sorted(d for d in dirnames
+                                 if d not in ("impl", "tests") and not d.endswith(".impl"))
+            for f in sorted(files):
+                if not f.endswith(".jac") or f.count(".") > 1:  # skip .impl/.na/.cl/.test annexes
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, f[:-4]), os.path.dirname(root))
+                try:
+                    importlib.import_module(rel.replace(os.sep, "."))
+                except Exception:  # noqa: BLE001  (an optional backend, e.g. native, may be absent)
+                    pass
+
+
+def fresh_main() -> types.ModuleType:
+    """`jac run` executes a program inside the `jac` console script's __main__, which already holds
+    `re`, `sys` and `start_cli`; give every job a fresh module seeded the same way (parity)."""
+    from jaclang.jac0core.cli_boot import start_cli
+
+    main = types.ModuleType("__main__")
+    main.__dict__.update(re=re, sys=sys, start_cli=start_cli)
+    return main
+
+
+def parses(path: str) -> bool:
+    """`jac check -p`: jaclang's passes without type checking or code generation."""
+    from jaclang.jac0core.compile_options import CompileOptions
+    from jaclang.jac0core.program import JacProgram
+
+    prog = JacProgram()
+    try:
+        prog.compile(file_path=path, options=CompileOptions(type_check=False, no_cgen=True,
+                                                            force_target_program=True))
+    except Exception:  # noqa: BLE001  (a compiler crash on odd input)
+        return False
+    return not prog.errors_had
+
+
+def run_like_cli(path: str, seal) -> int:
+    """`jac run <path>` (jaclang 0.16.7, cli/commands/impl/execution.impl.jac) split into a compile
+    phase and an exec phase, printing errors exactly as the CLI does. `seal(byte)` is called once,
+    between the phases (COMPILED) or after a failed compile (PARSED or nothing). Returns the exit
+    code."""
+    from jaclang.cli.commands import execution as ex
+    from jaclang.cli.console import console
+    from jaclang.jac0core.helpers import dump_traceback
+    from jaclang.jac0core.runtime import JacRuntime as Jac
+
+    ex._discover_config_from_file(path)
+    sys.argv = [path]
+    base, mod = os.path.split(path)
+    mach = Jac.create_j_context(user_root=None, base_path_dir=Jac.get_base_path_dir(),
+                                full_target_path=Jac.get_full_target_path())
+    Jac.set_context(mach)
+    prog = Jac.get_program()
+    try:
+        prog.compile(file_path=path)
+        errors = list(prog.errors_had)
+    except Exception as e:  # noqa: BLE001  (a compiler crash on odd input is a compile error)
+        console.error(dump_traceback(e))
+        errors = None
+    if errors != []:
+        for err in errors or ():
+            console.error(err.pretty_print())
+        seal(PARSED if parses(path) else b"")
+        return 1
+    seal(COMPILED)
+    try:
+        Jac.jac_import(target=mod[:-4], base_path=base, override_name="__main__", lng="jac")
+    except Exception as e:  # noqa: BLE001
+        if Jac.program.errors_had:
+            for err in Jac.program.errors_had:
+                console.error(err.pretty_print())
+        else:
+            console.error(dump_traceback(e))
+        mach.close()
+        return 1
+    errors = Jac.program.errors_had
+    for err in errors:
+        console.error(err.pretty_print())
+    mach.close()
+    return 1 if errors else 0
+
+
+# ---- the shim and the job (forked; never return) --------------------------------------------
+
+def run_shim(job: Job, keep: list, rlimits: dict[int, int]) -> NoReturn:
+    """Enters the job's namespaces, forks the job (pid 1 there) and mirrors its end: exit code
+    or the signal that killed it. Runs no code of the program's."""
+    try:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the server
+        prctl(PR_SET_DUMPABLE, 1)  # off in the server: needed to write its own id maps
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        enter_job_namespaces(os.getuid(), os.getgid(), keep)
+        pid = os.fork()
+        if pid == 0:
+            run_job(job, JOB_CWD, rlimits)
+        for fd in (job.out, job.err, job.seal):
+            os.close(fd)
+        _, status = os.waitpid(pid, 0)
+    except BaseException as e:  # noqa: BLE001  (an infrastructure failure: say what it was)
+        os.write(job.err, f"jacrl job shim failed: {e!r}\n".encode())
+        os._exit(EXIT_SHIM_FAILED)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    os._exit(os.WEXITSTATUS(status))
+
+
+def run_job(job: Job, work: str, rlimits: dict[int, int]) -> NoReturn:
+    """The job: its own session, resource limits, stdio on the capture files, a minimal
+    environment, then the program in `work`. Exits with the program's exit code (70 when the job's
+    own setup failed)."""
+    code = EXIT_JOB_FAILED
+    try:
+        _detach()
+        _limit(rlimits, job.timeout)
+        _redirect(work, job)
+        path = _write_program(job.source, work)
+        code = _run_program(path, job.seal)
+    except BaseException:  # noqa: BLE001
+        code = EXIT_JOB_FAILED
+    finally:
+        os._exit(code & 0xFF)
+
+
+def _detach() -> None:
+    os.setsid()  # no signal to its process group or session reaches the server
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the shim (or the server)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def _limit(rlimits: dict[int, int], timeout: float) -> None:
+    """The server's limits for every job, and CPU seconds from this job's timeout."""
+    cpu = int(timeout) + 2
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    for which, value in rlimits.items():
+        resource.setrlimit(which, (value, value))
+
+
+def _redirect(work: str, job: Job) -> None:
+    """cwd `work`; stdin /dev/null, stdout and stderr the capture files; every other file
+    descriptor closed but the seal pipe (the server's protocol pipe above all)."""
+    os.chdir(work)
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd, target in ((null, 0), (job.out, 1), (job.err, 2)):
+        os.dup2(fd, target)
+    os.closerange(3, job.seal)
+    os.closerange(job.seal + 1, 1 << 20)
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                  errors="backslashreplace", line_buffering=True)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    # the environment `jacrl.executor.client.minimal_env` gives a `jac run` subprocess
+    os.environ.clear()
+    os.environ.update(PATH=os.defpath + ":" + os.path.dirname(sys.executable),
+                      LANG="C.UTF-8", HOME=work)
+
+
+def _write_program(source: str, work: str) -> str:
+    """snippet.jac in `work`, with __main__, jaclang's paths and sys.path as under `jac run`."""
+    from jaclang.jac0core.runtime import JacRuntime as Jac
+
+    path = os.path.join(work, "snippet.jac")
+    with open(path, "w") as fh:
+        fh.write(source)
+    sys.modules["__main__"] = fresh_main()
+    # jaclang seeds the graph store's location from the cwd at import time (in the server),
+    # so every job would share one persisted root graph. A run's graph need not outlive it:
+    # keep it in memory (no sqlite file; ~20% faster per job, same stdout).
+    Jac.set_base_path(None)
+    Jac.set_full_target_path(None)
+    # under the `jac` console script sys.path[0] is the interpreter's bin dir
+    sys.path[:] = [os.path.dirname(sys.executable)] + [
+        p for p in sys.path if p and os.path.abspath(p) != os.getcwd()]
+    return path
+
+
+def _run_program(path: str, seal_w: int) -> int:
+    """Runs the program; its exit code as `jac run` would give it."""
+
+    def seal(byte: bytes) -> None:
+        if byte:
+            os.write(seal_w, byte)
+        os.close(seal_w)  # from here on nothing the job runs can reach the server
+
+    try:
+        code = run_like_cli(path, seal)
+    except SystemExit as e:  # the program called exit(): `jac run` exits with that code
+        if e.code is None or isinstance(e.code, int):
+            code = e.code or 0
+        else:
+            print(e.code, file=sys.stderr)
+            code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001  (e.g. the file-size limit)
+            pass
+    return code

@@ -1,0 +1,100 @@
+"""One ladder cell, as notebook 30 runs it: resolve the cell from the notebook's parameters, train
+(or reuse) its artifacts, and evaluate `gen` and `mem`. Appending the rows is
+`jacrl.results.append_cell_rows`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
+
+from tqdm.auto import tqdm  # a widget in a notebook, text elsewhere
+
+from jacrl import train
+from jacrl.config import EvalConfig, GRPOConfig, SFTConfig, from_dict
+from jacrl.evaluate import evaluate
+from jacrl.ladder.plan import Cell, cell_tasks, make_cell
+from jacrl.notebooks import scaled
+
+KEY_PARTS_IN_ROWS = ("model_hash", "data_hash", "code_version", "notebook")
+
+
+def notebook_params(namespace: Mapping) -> dict:
+    """The parameters in a notebook's namespace (pass `globals()`): the public names bound before
+    the first module, i.e. by the parameters cell and papermill's injected cell, which run before
+    the notebook's imports. The kernel's own names (IPython's `user_ns_hidden`, which include
+    startup files') are left out. Every papermill parameter thus reaches `make_cell`, so one the
+    cell does not know is an error, not ignored; names the notebook binds after its imports (a
+    cell rerun by hand) are not parameters."""
+    shell = namespace.get("get_ipython")
+    hidden = set(shell().user_ns_hidden) if callable(shell) and shell() is not None else set()
+    out = {}
+    for name, value in namespace.items():
+        if name.startswith("_") or name in hidden:
+            continue
+        if isinstance(value, ModuleType):
+            break
+        out[name] = value
+    return out
+
+
+def notebook_cell(cell_key: str = "", log: Callable[[str], None] = print,
+                  env: Mapping[str, str] = os.environ, **params) -> Cell:
+    """The cell notebook 30 runs, from its parameters ("" paths: the project's). Run by hand (no
+    `cell_key`), JACRL_NOTEBOOK_QUICK=1 scales its costly settings down (jacrl.notebooks). Run by
+    the ladder, the rows are filed under the planned `cell_key` (see `make_cell`)."""
+    if not cell_key:
+        params = scaled("30_training", params, env, log)
+    return make_cell(cell_key=cell_key, env=env, log=log, **params)
+
+
+def train_cell(cell: Cell, log: Callable[[str], None] = print) -> dict:
+    """Train (or reuse) the cell's artifacts: {"sft": Artifact, "grpo": Artifact} as needed.
+    The SFT stage is labelled "sft" for every condition, so sft_grpo reuses the sft cell's one."""
+    tasks = cell_tasks(cell.rung, cell.data_dir)
+    arts: dict = {}
+    if cell.sft is not None:
+        arts["sft"] = train.sft(cell.model, tasks["train"], tasks["valid"],
+                                from_dict(SFTConfig, cell.sft), cell.artifacts,
+                                condition="sft", log=log)
+    if cell.grpo is not None:
+        arts["grpo"] = train.grpo(cell.model, tasks["train"], tasks["valid"],
+                                  from_dict(GRPOConfig, cell.grpo), cell.artifacts,
+                                  parent=arts.get("sft"), condition=cell.condition, log=log)
+    return arts
+
+
+def adapter_of(arts: Mapping) -> Path | None:
+    """The adapter to evaluate: the last stage's."""
+    last = arts.get("grpo") or arts.get("sft")
+    return Path(last.adapter_path) if last is not None else None
+
+
+def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None = None,
+                  progress: bool = True) -> list[dict]:
+    """The gen rows (the holdout sample, greedy + n samples) and mem rows (the rung's tasks,
+    greedy only) of the cell, filed under its key (not yet written)."""
+    e = cell.eval
+    tasks = cell_tasks(cell.rung, cell.data_dir, e["gen_limit"], e["mem_limit"])
+    adapter = adapter_of(arts)
+    plans = [("gen", "holdout", tasks["gen"], e["n"]), ("mem", "rung", tasks["mem"], 0)]
+    rows = []
+    for kind, split, ts, n in tqdm(plans, desc=f"eval {cell.name}", unit="eval",
+                                   disable=not progress):
+        cfg = EvalConfig(n=n, k=tuple(e["k"]) if n else (1,), temperature=e["temperature"],
+                         seed=cell.seed, max_tokens=e["max_tokens"], batch_size=cell.batch_size)
+        row = evaluate(cell.model, adapter, ts, cfg, tag=cell.tag(kind), split=split, kind=kind,
+                       log=log)
+        row.update({
+            "cell_key": cell.key, "model_name": cell.label, "rung": cell.rung,
+            "condition": cell.condition, "reward_formula": cell.reward_formula or None,
+            "ladder": {"sft": cell.sft, "grpo": cell.grpo, "eval": cell.eval,
+                       "artifacts": {s: str(a.path) for s, a in arts.items()},
+                       "artifact_keys": {s: a.key for s, a in arts.items()},
+                       "key_parts": {k: v for k, v in cell.key_parts.items()
+                                     if k in KEY_PARTS_IN_ROWS}},
+        })
+        rows.append(row)
+    return rows

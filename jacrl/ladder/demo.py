@@ -1,0 +1,109 @@
+"""The demo: tasks and splits if missing, a small ladder on jac-tiny (rungs 1 and 3, four
+conditions), its table and figures, in minutes on a CPU."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from jacrl import splits, tasks
+from jacrl.ladder.plan import CONDITIONS, DEFAULT_CONDITIONS, LadderConfig, from_env, plan, validate
+from jacrl.ladder.run import run, show
+from jacrl.models import resolve
+from jacrl.project import path_or
+
+# jac-tiny is a 4M-parameter test fixture, not a recipe for real models. The demo's SFT is sized
+# so its plumbing gate is visible: greedy decoding must reproduce the trained gold bodies (mem).
+# Measured on 2 CPU cores with OpenBLAS (seeds 0 and 1): LoRA rank 64 on every linear layer of all
+# 4 blocks, constant LR 2e-4, batch 1 reproduces rung 1's body from iteration 50-60 and all 3 of
+# rung 3's from 240 (2/3 from 210 with seed 0); LR >= 4e-4, or rank 128 at 2e-4, diverges. So 90
+# iterations per rung task: 90 on rung 1, 270 on rung 3 (~0.5-0.7 s each). Evaluation and GRPO
+# rollouts get 256 tokens: the longest rung-3 gold answer is 249 tokens + the end token. GRPO at LR
+# 1e-5 (KL ~0.04 after 4 steps, mem kept); at 3e-5 or 1e-4, 4 steps undo rung 3's memorization
+# (mem 3/3 -> 0/3, KL 0.2-0.9): its sampled rollouts are not the greedy answer, and GRPO
+# normalizes the tiny reward differences within a group to full-size advantages.
+DEMO_SFT = {"learning_rate": 2e-4, "warmup": 0, "decay_steps": 10**9, "lora_layers": -1,
+            "lora_rank": 64, "grad_checkpoint": False, "batch_size": 1, "steps_per_report": 10,
+            "steps_per_eval": 10**6, "val_batches": 1}
+DEMO_GRPO = {"learning_rate": 1e-5, "group_size": 2, "max_completion_length": 256,
+             "max_seq_length": 2048, "lora_layers": -1, "lora_rank": 8, "grad_checkpoint": False,
+             "steps_per_report": 1}
+
+
+def demo_config(**over) -> LadderConfig:
+    base = LadderConfig(rungs=("1", "3"), models=("jac-tiny",), conditions=DEFAULT_CONDITIONS,
+                        sft_iters=270, sft_iters_per_task=90, grpo_iters=4,
+                        sft_set=dict(DEMO_SFT), grpo_set=dict(DEMO_GRPO), gen_limit=6, n=4,
+                        k=(1, 2, 4), max_tokens=256)
+    return dataclasses.replace(base, **over)
+
+
+def training_runs(cfg: LadderConfig, statuses: Sequence[Mapping] | None = None,
+                  ) -> list[tuple[str, Path]]:
+    """(label, metrics file) of the last rung's trained cells of the first model, from the copies
+    `run_cell` keeps in each cell's directory: the sft cell's SFT, then each GRPO condition's GRPO
+    stage (sft_grpo's SFT stage is the sft cell's artifact). The cells are `statuses` (what `run`
+    returned: the keys it ran or skipped), else `plan(cfg)`'s. Cells without one are left out."""
+    cfg = validate(cfg)
+    if statuses is None:
+        statuses = [{"key": c.key, "cell": c.name} for c in plan(cfg)]
+    cells = [(s["key"], *s["cell"].split("/")) for s in statuses
+             if s.get("key") and len(s.get("cell", "").split("/")) == 3]
+    cells = [c for c in cells if c[1] == f"r{cfg.rungs[-1]}"]
+    out = []
+    for key, rung, label, cond in cells:
+        c = CONDITIONS.get(cond)
+        stage = None if c is None else "grpo" if c.grpo else "sft" if c.sft else None
+        path = Path(cfg.results_dir) / "cells" / key / f"metrics-{stage}.jsonl" if stage else None
+        if label == cells[0][2] and path is not None and path.is_file():
+            out.append((f"{rung} {cond} ({stage.upper()})", path))
+    return out
+
+
+def ensure_data(data_dir: str | os.PathLike | None = None,
+                drivers: str | os.PathLike | None = None,
+                log: Callable[[str], None] = print) -> None:
+    """Build tasks.jsonl (slow: every driver runs) and splits/ when missing (defaults: the
+    project's data/ and drivers/)."""
+    d, drivers = path_or(data_dir, "data"), path_or(drivers, "drivers")
+    if not (d / "tasks.jsonl").is_file():
+        log(f"building tasks from {drivers}/ into {d}/ (runs every driver; a few minutes)")
+        rep = tasks.build_tasks(drivers, d, progress=True)
+        for line in rep.failures:
+            log(line)
+        if rep.failures:
+            raise ValueError(f"task build failed: {len(rep.failures)} driver(s) rejected (listed "
+                             "above), nothing written")
+    if not all((d / "splits" / f"{s}.jsonl").is_file() for s in splits.SPLITS):
+        log(f"building splits in {d}/splits")
+        splits.build_splits(d)
+
+
+def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
+         artifacts_dir: str = "", model: str = "jac-tiny",
+         log: Callable[[str], None] = print) -> dict:
+    """Tasks/splits if needed; the demo ladder (rungs 1 and 3, four conditions, jac-tiny);
+    the table; figures/ladder.png (+ ladder_passk.png) and figures/training.png (the last rung's
+    SFT and GRPO curves, `training_runs`). Returns {"seconds", "statuses", "table", "figures"}."""
+    t0 = time.time()
+    resolve(model)  # before the slow task build; the error says how to build jac-tiny
+    ensure_data(data_dir or None, None, log)
+    cfg = from_env(demo_config(models=(model,), results_dir=results_dir, figures_dir=figures_dir,
+                               data_dir=data_dir, artifacts_dir=artifacts_dir))
+    statuses = run(cfg, log)
+    table, figs = show(cfg.results_dir, cfg.figures_dir)
+    runs = training_runs(cfg, statuses)
+    if runs:
+        from jacrl import report  # pandas and matplotlib: only for the figure
+
+        figs = [*figs, report.write_training_figure(
+            runs, cfg.figures_dir, title=f"training curves, rung {cfg.rungs[-1]} ({model})")]
+    log(table)
+    for p in figs:
+        log(f"wrote {p}")
+    secs = round(time.time() - t0, 1)
+    log(f"demo: {secs:.0f} s")
+    return {"seconds": secs, "statuses": statuses, "table": table, "figures": figs}

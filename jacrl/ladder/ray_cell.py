@@ -1,0 +1,227 @@
+"""What runs on a Ray node for the ladder's Ray engine (`jacrl.ladder.ray_engine`): a cell's
+inputs and outputs as bytes, the content-addressed install of a shipped artifact, and `cell_task`,
+one cell run by the local engine's `run_cell` in a scratch directory of the node.
+
+A node is a machine that ran `ray start` with JACRL_ROOT=<its checkout of this project> (else its
+project is found from the worker's directory): papermill runs there, models resolve through its
+registry, and its artifacts/ is the node's store. The cell's own inputs come with it: task data
+(tasks.jsonl + splits/) and the notebook, unpacked into `$JACRL_RAY_SCRATCH/<cell key>/<attempt>/`
+(default <tmp>/jacrl-ray-<uid>/...), where the cell's log, executed notebook and rows stay after
+it ran (its inputs are removed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import io
+import os
+import shutil
+import socket
+import tarfile
+import tempfile
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+import ray  # the optional `ray` extra: this module is imported only for --engine ray
+
+from jacrl.ladder.plan import Cell, LadderConfig, model_fingerprint
+from jacrl.ladder.run import cell_dir, run_cell
+from jacrl.models import ModelError, resolve
+from jacrl.project import ProjectNotFound, find_root, project
+from jacrl.provenance import code_version
+from jacrl.results import read_rows
+from jacrl.train import Artifact
+
+SCRATCH_ENV = "JACRL_RAY_SCRATCH"
+NOT_SHIPPED = {"lock", "status.json"}  # of a cell's directory: the driver writes its own
+
+
+# -------------------------------------------------------------------------------------------
+# bytes on the wire: a directory, an artifact
+# -------------------------------------------------------------------------------------------
+
+
+def pack_dir(path: str | os.PathLike, arcname: str | None = None,
+             skip: frozenset[str] | set[str] = frozenset()) -> bytes:
+    """A directory as tar.gz bytes, under `arcname` (default: its name; "" = its entries at the
+    top), leaving out the top-level entries named in `skip`."""
+    path = Path(path)
+    arcname = path.name if arcname is None else arcname
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:  # adapters barely shrink
+        for entry in sorted(path.iterdir()):
+            if entry.name not in skip:
+                tar.add(entry, arcname=f"{arcname}/{entry.name}" if arcname else entry.name)
+    return buf.getvalue()
+
+
+def unpack(blob: bytes, dest: str | os.PathLike) -> None:
+    """Extract `pack_dir` bytes into dest; members may not leave it (tarfile's data filter)."""
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:*") as tar:
+        tar.extractall(dest, filter="data")
+
+
+def artifact_key(path: str | os.PathLike) -> str | None:
+    """The key of the complete artifact at path, else None."""
+    try:
+        return Artifact.load(path).key
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def pack_artifact(path: str | os.PathLike) -> bytes:
+    if artifact_key(path) is None:
+        raise FileNotFoundError(f"{path} is not a complete artifact")
+    return pack_dir(path)
+
+
+def install_artifact(blob: bytes, store: str | os.PathLike) -> Path:
+    """Put a packed artifact into the content-addressed store under its own name, unless a
+    complete one with the same key is there. Extracted beside it and moved in with one rename,
+    under the store's per-name lock (the one training takes), so readers never see it half."""
+    store = Path(store)
+    store.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:*") as tar:
+        (name,) = {m.name.split("/", 1)[0] for m in tar.getmembers()}
+    final = store / name
+    with open(store / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        tmp = store / f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            unpack(blob, tmp)
+            key = artifact_key(tmp / name)
+            if key is None:
+                raise ValueError(f"the packed artifact {name} is not complete")
+            if artifact_key(final) != key:
+                if final.exists():
+                    shutil.rmtree(final)  # incomplete, or another key under the same name
+                os.replace(tmp / name, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def pack_data(data_dir: str | os.PathLike) -> bytes:
+    """What a cell reads of the data dir: tasks.jsonl and splits/."""
+    data_dir = Path(data_dir)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name in ("tasks.jsonl", "splits"):
+            if (data_dir / name).exists():
+                tar.add(data_dir / name, arcname=name)
+    return buf.getvalue()
+
+
+# -------------------------------------------------------------------------------------------
+# the cell on its node
+# -------------------------------------------------------------------------------------------
+
+
+def node_problem(cell: Cell) -> str:
+    """Why this node cannot run the cell (one line), or ""."""
+    host = socket.gethostname()
+    try:
+        find_root()
+    except ProjectNotFound as e:
+        return f"node {host}: {e} (start its Ray with JACRL_ROOT=<checkout> ray start ...)"
+    try:
+        resolve(cell.model)
+    except (ModelError, OSError) as e:
+        return f"model {cell.model!r} is not on node {host}: {e}"
+    if model_fingerprint(cell.model) != cell.key_parts.get("model_hash"):
+        return f"model {cell.model!r} on node {host} has other files than the driver's"
+    if code_version() != cell.key_parts.get("code_version"):
+        return f"node {host} runs another jacrl code version than the driver (update its checkout)"
+    return ""
+
+
+def scratch(key: str) -> Path:
+    """A fresh directory for one attempt at the cell; earlier attempts' inputs are removed."""
+    base = Path(os.environ.get(SCRATCH_ENV) or Path(tempfile.gettempdir())
+                / f"jacrl-ray-{os.getuid()}") / key
+    for old in base.glob("*/inputs"):
+        shutil.rmtree(old, ignore_errors=True)
+    work = base / uuid.uuid4().hex[:8]
+    (work / "inputs").mkdir(parents=True)
+    return work
+
+
+def localize(cfg: LadderConfig, cell: Cell, work: Path, data: bytes, notebook: tuple[str, bytes],
+             store: Path) -> tuple[LadderConfig, Cell]:
+    """The config and cell as this node runs them: the shipped data and notebook in `work`,
+    rows into work/results/, artifacts into the node's store."""
+    unpack(data, work / "inputs" / "data")
+    nb = work / "inputs" / notebook[0]
+    nb.write_bytes(notebook[1])
+    results = work / "results"
+    rcfg = dataclasses.replace(cfg, data_dir=str(work / "inputs" / "data"),
+                               results_dir=str(results), figures_dir=str(work / "figures"),
+                               artifacts_dir=str(store), notebook=str(nb))
+    rcell = dataclasses.replace(cell, data_dir=rcfg.data_dir, artifacts=str(store),
+                                results=str(results / Path(cfg.results_file).name))
+    return rcfg, rcell
+
+
+def _where() -> dict:
+    return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
+            "pid": os.getpid()}
+
+
+@ray.remote(num_returns=2)
+def cell_task(cfg: LadderConfig, cell: Cell, data: bytes, notebook: tuple[str, bytes],
+              parent: Mapping[str, bytes] | None, progress) -> tuple[dict, dict]:
+    """Run one cell on this node: (result, {stage: artifact bytes}). result holds status,
+    error, rows, files (the cell directory as bytes), node, host, pid, log (its path here).
+    Every error is a failed result; only a dead worker or node makes Ray retry."""
+    where = _where()
+    try:
+        problem = node_problem(cell)
+        if problem:
+            return {**where, "status": "failed", "error": problem, "rows": []}, {}
+        store = project().artifacts
+        for blob in (parent or {}).values():
+            install_artifact(blob, store)
+        work = scratch(cell.key)
+        rcfg, rcell = localize(cfg, cell, work, data, notebook, store)
+        log = cell_dir(rcfg, rcell) / "log.txt"
+        # Ray caps a task's OMP_NUM_THREADS at its CPUs (1); the cell owns its node's `mlx`, so
+        # it runs with the node's BLAS threads, as under the local engine (cap a node's with
+        # OPENBLAS_NUM_THREADS / VECLIB_MAXIMUM_THREADS in its `ray start` environment)
+        os.environ.pop("OMP_NUM_THREADS", None)
+        if progress is not None:
+            progress.started.remote(cell.key, {**where, "log": str(log)})
+        status = run_cell(rcfg, rcell, log=lambda _line: None)
+        shutil.rmtree(work / "inputs", ignore_errors=True)
+        rows = [r for r in (read_rows(rcell.results) if Path(rcell.results).is_file() else [])
+                if r.get("cell_key") == cell.key]
+        paths = (rows[-1].get("ladder") or {}).get("artifacts", {}) if rows else {}
+        arts = {stage: pack_artifact(p) for stage, p in paths.items()}
+        result = {**where, **{k: status.get(k) for k in ("status", "error", "seconds",
+                                                         "command", "returncode")},
+                  "rows": rows, "log": str(log),
+                  "files": pack_dir(cell_dir(rcfg, rcell), "", NOT_SHIPPED)}
+        return result, arts
+    except Exception as e:  # noqa: BLE001 -- any error is the cell's, reported in one line
+        return {**where, "status": "failed", "rows": [],
+                "error": f"{type(e).__name__}: {e}".splitlines()[0]}, {}
+
+
+@ray.remote(num_cpus=0)
+class Progress:
+    """Where each cell's current attempt runs ({key: node, host, pid, log}) and how many
+    attempts it had; cells report here when they start, the driver reads it."""
+
+    def __init__(self):
+        self.running: dict[str, dict] = {}
+        self.attempts: dict[str, int] = {}
+
+    def started(self, key: str, where: dict) -> None:
+        self.running[key] = where
+        self.attempts[key] = self.attempts.get(key, 0) + 1
+
+    def snapshot(self) -> tuple[dict, dict]:
+        return dict(self.running), dict(self.attempts)
+
+

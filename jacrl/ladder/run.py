@@ -1,0 +1,297 @@
+"""Running the ladder: each cell is one papermill run of the training notebook, in its own
+directory results/cells/<key>/ (the executed notebook, log.txt, status.json, the artifacts'
+metrics). A cell is held by an exclusive flock while it runs, so concurrent `ladder run`s split
+the cells; a failing cell is recorded and the ladder goes on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime as _dt
+import fcntl
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from jacrl.blas import fast_blas_env
+from jacrl.kernel import for_cells
+from jacrl.ladder.plan import RESULTS_FILE, Cell, LadderConfig, plan, validate
+from jacrl.project import find_root, path_or
+from jacrl.results import is_done, read_rows, rows_by_key
+
+PR_SET_PDEATHSIG = 1  # prctl option: the signal a child gets when its parent dies
+SIGKILL = 9
+
+
+def cell_dir(cfg: LadderConfig, cell: Cell) -> Path:
+    return path_or(cfg.results_dir, "results").resolve() / "cells" / cell.key
+
+
+def command(cfg: LadderConfig, cell: Cell) -> list[str]:
+    """The papermill command that runs the cell (in the project root), on the `jacrl` kernel when
+    it is installed for this interpreter (jacrl.kernel; OpenBLAS preloaded), else on python3."""
+    out = cell_dir(cfg, cell) / Path(cfg.notebook).name
+    cmd = [sys.executable, "-m", "papermill", str(Path(cfg.notebook).resolve()), str(out),
+           "--cwd", str(find_root()), "--log-output", "--no-progress-bar", "-k", for_cells()]
+    for name, value in cell.params().items():
+        if isinstance(value, str):
+            cmd += ["-r", name, value]
+        else:
+            cmd += ["-p", name, repr(value) if isinstance(value, float) else str(value)]
+    return cmd
+
+
+# -------------------------------------------------------------------------------------------
+# a cell's status and lock
+# -------------------------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def write_status(path: Path, status: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(status, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def read_status(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def claim_cell(d: Path):
+    """The cell's lock (an open file holding an exclusive flock), or None when another process
+    runs the cell. The kernel drops a dead process's flock, so a killed run's cell is free again."""
+    d.mkdir(parents=True, exist_ok=True)
+    fh = open(d / "lock", "w")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        return None
+    return fh
+
+
+def cell_state(d: Path) -> str:
+    """`running` (a live process holds the cell), `interrupted` (its status says running but no
+    one holds it: the run was killed), else the last status written (`done`, `failed`) or ""."""
+    status = read_status(d / "status.json").get("status", "")
+    if status != "running":
+        return status
+    lock = claim_cell(d)
+    if lock is None:
+        return "running"
+    lock.close()
+    return "interrupted"
+
+
+def interrupted_cells(results_dir: str | os.PathLike) -> list[str]:
+    """Names of cells whose run was killed (status `running`, nobody holding them)."""
+    cells = Path(results_dir) / "cells"
+    return sorted(read_status(d / "status.json").get("cell", d.name)
+                  for d in (cells.iterdir() if cells.is_dir() else ())
+                  if d.is_dir() and cell_state(d) == "interrupted")
+
+
+def notebook_error(nb_path: Path, log_path: Path) -> str:
+    """`Name: message` of the first error output of an executed notebook, else the log's tail."""
+    try:
+        nb = json.loads(nb_path.read_text())
+        for c in nb.get("cells", []):
+            for o in c.get("outputs", []):
+                if o.get("output_type") == "error":
+                    return f"{o.get('ename')}: {o.get('evalue')}"
+    except (OSError, ValueError):
+        pass
+    try:
+        lines = [ln for ln in log_path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    errs = [ln for ln in lines if re.match(r"^\w*(Error|Exception)\b", ln.strip())]
+    return (errs[-1] if errs else "\n".join(lines[-5:]))[-2000:]
+
+
+# -------------------------------------------------------------------------------------------
+# running one cell
+# -------------------------------------------------------------------------------------------
+
+
+def kernel_env() -> dict[str, str]:
+    """The cell's environment: ours + OpenBLAS preloaded (Linux) + this venv first on PATH."""
+    env = {**os.environ, **fast_blas_env(), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "PYTHONUNBUFFERED": "1"}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def _prctl():
+    """libc's prctl, looked up in the parent (the forked child must not import or lock)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def _die_with_parent(prctl):
+    """preexec_fn for the papermill child: SIGKILL when the ladder process dies (kept across
+    exec); the kernel then sees its parent gone and exits, so a killed ladder leaves no orphan
+    cell running. Calls only the pre-resolved function."""
+    if prctl is None:
+        return None
+    return lambda: prctl(PR_SET_PDEATHSIG, SIGKILL)
+
+
+def _papermill(cmd: list[str], log_path: Path, timeout: int) -> tuple[int | None, str]:
+    """Run the command, its output to log_path; (return code, "") or (None, the timeout)."""
+    with open(log_path, "w") as logf:
+        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=kernel_env(),
+                                cwd=str(find_root()), start_new_session=True,
+                                preexec_fn=_die_with_parent(_prctl()))  # noqa: PLW1509 (no locks)
+        try:
+            return proc.wait(timeout=timeout or None), ""
+        except subprocess.TimeoutExpired:
+            return None, f"timed out after {timeout} s"
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, SIGKILL)
+                proc.wait()
+
+
+def run_cell(cfg: LadderConfig, cell: Cell, log: Callable[[str], None] = print) -> dict:
+    """Run one cell through papermill; returns (and writes) its status."""
+    d = cell_dir(cfg, cell)
+    d.mkdir(parents=True, exist_ok=True)
+    cmd = command(cfg, cell)
+    status = {"key": cell.key, "cell": cell.name, "status": "running", "started": _now(),
+              "pid": os.getpid(), "command": shlex.join(cmd), "params": cell.params(),
+              "key_parts": cell.key_parts}
+    write_status(d / "status.json", status)
+    t0 = time.time()
+    log_path = d / "log.txt"
+    rc, error = _papermill(cmd, log_path, cfg.cell_timeout)
+    if rc == 0 and is_done(rows_by_key(cell.results), cell.key):
+        status.update(status="done")
+    else:
+        if not error:
+            error = notebook_error(d / Path(cfg.notebook).name, log_path) if rc else \
+                "the notebook finished without writing both rows"
+        status.update(status="failed", error=error, returncode=rc)
+    status.update(finished=_now(), seconds=round(time.time() - t0, 1))
+    for stage, path in _artifact_paths(cell).items():
+        src = Path(path) / "metrics.jsonl"
+        if src.is_file():
+            shutil.copy(src, d / f"metrics-{stage}.jsonl")
+    write_status(d / "status.json", status)
+    return status
+
+
+def _artifact_paths(cell: Cell) -> dict[str, str]:
+    rows = read_rows(cell.results) if Path(cell.results).is_file() else []
+    for r in reversed(rows):
+        if r.get("cell_key") == cell.key:
+            return (r.get("ladder") or {}).get("artifacts", {})
+    return {}
+
+
+# -------------------------------------------------------------------------------------------
+# the ladder
+# -------------------------------------------------------------------------------------------
+
+
+def _run_once(cfg: LadderConfig, cell: Cell, results: Path, head: str,
+              log: Callable[[str], None]) -> dict:
+    """Run the cell unless its rows exist or another process holds it (then `busy`): concurrent
+    `ladder run`s split the cells instead of doubling them."""
+    skipped = {"key": cell.key, "cell": cell.name, "status": "skipped"}
+    if is_done(rows_by_key(results), cell.key):
+        log(f"{head}: rows exist, skipped")
+        return skipped
+    lock = claim_cell(cell_dir(cfg, cell))
+    if lock is None:
+        log(f"{head}: being run by another process, skipped")
+        return {**skipped, "status": "busy"}
+    with lock:  # held while the cell runs
+        if is_done(rows_by_key(results), cell.key):  # finished by another process meanwhile
+            log(f"{head}: rows exist, skipped")
+            return skipped
+        log(f"{head}: running (log: {cell_dir(cfg, cell) / 'log.txt'})")
+        st = run_cell(cfg, cell, log)
+    log(f"{head}: {st['status']} in {st['seconds']:.0f} s"
+        + (f" — {st['error']}" if st.get("error") else ""))
+    return st
+
+
+def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = True) -> list[dict]:
+    """Run every cell whose rows are missing; keep going past failures. Returns the statuses."""
+    cfg = validate(cfg)
+    cells = plan(cfg)
+    results = cfg.results_file.resolve()
+    statuses = []
+    bar = tqdm(total=len(cells), desc="ladder", unit="cell", disable=not progress)
+    if progress and log is print:
+        log = bar.write  # lines above the bar, not through it
+    for i, cell in enumerate(cells, 1):
+        head = f"[{i}/{len(cells)}] {cell.name} ({cell.key})"
+        statuses.append(_run_once(cfg, cell, results, head, log))
+        bar.update(1)
+    bar.close()
+    failed = [s for s in statuses if s["status"] == "failed"]
+    log(f"ladder: {len(cells)} cells, {sum(s['status'] == 'done' for s in statuses)} run, "
+        f"{sum(s['status'] == 'skipped' for s in statuses)} skipped, "
+        f"{sum(s['status'] == 'busy' for s in statuses)} run elsewhere, {len(failed)} failed"
+        + (f" (see {cfg.results_dir}/cells/<key>/status.json)" if failed else ""))
+    return statuses
+
+
+def plan_text(cfg: LadderConfig) -> str:
+    """Every cell, its key, whether its rows exist (or it runs, was killed, failed), and the
+    exact command that runs it."""
+    cfg = validate(cfg)
+    cells = plan(cfg)
+    present = rows_by_key(cfg.results_file)
+    lines = [f"{len(cells)} cells; rows -> {cfg.results_file}"]
+    for i, c in enumerate(cells, 1):
+        state = "done (rows exist)" if is_done(present, c.key) else \
+            {"running": "running now", "interrupted": "interrupted (killed; to rerun)",
+             "failed": "failed (to rerun)"}.get(cell_state(cell_dir(cfg, c)), "to run")
+        lines.append(f"[{i}/{len(cells)}] {c.name}  key={c.key}  {state}")
+        lines.append("    " + shlex.join(command(cfg, c)))
+    return "\n".join(lines)
+
+
+def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.PathLike | None = "",
+         include_stale: bool = False) -> tuple[str, list[Path]]:
+    """The printed table and the figures written (none when figures_dir is None; "" = the
+    project's figures/). results_dir None: the project's results/. Stale rows (made with a model,
+    adapter or tasks no longer on disk) are left out of both unless include_stale."""
+    from jacrl import report  # pandas and matplotlib: only for the table and figures
+
+    path = path_or(results_dir, "results") / RESULTS_FILE
+    if not path.is_file():  # a missing or empty rows file is an error, never blank figures
+        raise FileNotFoundError(f"{path}: no rows file (`jacrl ladder run` writes it)")
+    rows = report.load_rows(path)
+    if not any(report.cell_of(r) for r in rows):
+        raise ValueError(f"{path}: no ladder rows in it")
+    text = report.show_text(rows, include_stale)
+    killed = interrupted_cells(path.parent)
+    if killed:
+        text += f"\ninterrupted (killed mid-run, no rows; rerun `ladder run`): {', '.join(killed)}"
+    if not include_stale:
+        rows = [r for r in report.mark_stale(rows) if not r["stale"]]
+    figs = report.write_figures(rows, figures_dir or None) \
+        if figures_dir is not None and rows else []
+    return text, figs

@@ -1,0 +1,180 @@
+"""What a result depends on, as hashes: files and model/adapter dirs, task data, the code, the
+git commit and the library versions. `provenance(...)` is the record every eval row carries;
+`code_version()` is part of every artifact's and ladder cell's key.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+from collections.abc import Iterable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from jacrl.project import ProjectNotFound, find_root
+
+PACKAGE = Path(__file__).resolve().parent
+
+# The modules (or packages: every *.py in them) whose code decides what a training run or an
+# evaluation produces. Not listed, so editing them never invalidates an artifact or a row: the
+# CLI, report, notebooks helpers, kernel, mining, variants, the ladder's orchestration and the
+# project paths. stats is listed because it computes the row's pass@k and Wilson bounds.
+RESULT_MODULES = ("config", "executor", "extract", "jacsyntax", "reward", "tasks", "prompts",
+                  "generate", "evaluate", "stats", "models", "train")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+_FILE_HASHES: dict[tuple, str] = {}
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes; cached by (path, size, mtime)."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _FILE_HASHES:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        _FILE_HASHES[key] = h.hexdigest()
+    return _FILE_HASHES[key]
+
+
+def dir_hashes(path: str | os.PathLike,
+               skip_suffixes: tuple[str, ...] = (".md",)) -> dict[str, str]:
+    """{relative path: sha256} of every regular file under a model/adapter dir (docs skipped)."""
+    root = Path(path)
+    return {p.relative_to(root).as_posix(): file_sha256(p)
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.startswith(".") and p.suffix not in skip_suffixes}
+
+
+def dir_hash(path: str | os.PathLike) -> str:
+    return sha256_bytes(json.dumps(dir_hashes(path), sort_keys=True).encode())
+
+
+def data_hash(tasks: Iterable[dict]) -> str:
+    """Hash of task records (prompt + answer only, in order)."""
+    return sha256_bytes(json.dumps([[t["prompt"], t["answer"]] for t in tasks]).encode())
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:]
+    return tree
+
+
+_CODE_HASHES: dict[str, str] = {}  # sha256 of the source -> code hash
+
+
+def code_hash(path: Path) -> str:
+    """sha256 of a Python file's syntax tree without docstrings (no line numbers, no comments),
+    so editing a comment, a docstring or the layout leaves it unchanged; cached by the file's
+    bytes. The tree's dump is Python's own format: another Python minor version may hash the
+    same source differently."""
+    source = path.read_bytes()
+    key = sha256_bytes(source)
+    if key not in _CODE_HASHES:
+        tree = _strip_docstrings(ast.parse(source, filename=str(path)))
+        _CODE_HASHES[key] = sha256_bytes(ast.dump(tree).encode())
+    return _CODE_HASHES[key]
+
+
+def result_sources(package: Path = PACKAGE,
+                   modules: Iterable[str] = RESULT_MODULES) -> list[Path]:
+    """The source files of `modules` (a package: all its *.py), sorted; a listed module that
+    does not exist is an error (the list must follow a rename)."""
+    files = []
+    for name in modules:
+        if (package / name).is_dir():
+            files += (package / name).rglob("*.py")
+        elif (package / f"{name}.py").is_file():
+            files.append(package / f"{name}.py")
+        else:
+            raise FileNotFoundError(f"{package / name}(.py): listed in RESULT_MODULES, not found")
+    return sorted(files)
+
+
+def code_version(package: Path = PACKAGE, modules: Iterable[str] = RESULT_MODULES) -> str:
+    """sha256 over the code of the modules results depend on (`RESULT_MODULES`): each file's
+    path in the package and its `code_hash`. Comments and docstrings do not count."""
+    h = hashlib.sha256()
+    for p in result_sources(package, modules):
+        h.update(p.relative_to(package).as_posix().encode() + b"\0" + code_hash(p).encode() + b"\0")
+    return h.hexdigest()
+
+
+def git_commit(repo: Path | None = None) -> str:
+    """HEAD's commit, read from .git files (no git process); "" outside a checkout. repo: the
+    project's root (else the checkout this package was imported from)."""
+    if repo is None:
+        try:
+            repo = find_root()
+        except ProjectNotFound:
+            repo = PACKAGE.parent
+    git = repo / ".git"
+    try:
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head
+        ref = head[5:]
+        f = git / ref
+        if f.is_file():
+            return f.read_text().strip()
+        packed = git / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text().splitlines():
+                if line.endswith(" " + ref):
+                    return line.split()[0]
+    except OSError:
+        pass
+    return ""
+
+
+def versions() -> dict[str, str]:
+    """Python's and the ML stack's versions ("" for a package that is not installed)."""
+    out = {"python": platform.python_version()}
+    for pkg in ("jaclang", "mlx", "mlx-lm", "mlx-lm-lora"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = ""
+    return out
+
+
+def provenance(model_dir: Path | None, adapter: str | os.PathLike | None,
+               tasks: list[dict]) -> dict:
+    """An eval row's provenance: commit, code, versions, model/adapter/data hashes, BLAS, time."""
+    return {
+        "git_commit": git_commit(),
+        "code_version": code_version(),
+        **versions(),
+        "model_hash": dir_hash(model_dir) if model_dir else "",
+        "adapter_hash": dir_hash(adapter) if adapter else "",
+        "data_hash": data_hash(tasks),
+        "blas": os.environ.get("LD_PRELOAD", ""),
+        "time": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def adapter_key(adapter: str | os.PathLike | None) -> str:
+    """The content key of the artifact an adapter dir belongs to (its manifest.json), "" for
+    none or a dir without one."""
+    if not adapter:
+        return ""
+    m = Path(adapter) / "manifest.json"
+    try:
+        return json.loads(m.read_text()).get("key", "")
+    except (OSError, ValueError):
+        return ""

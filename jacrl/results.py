@@ -1,0 +1,131 @@
+"""Result rows: an append-only JSONL file, one row per line.
+
+`append_row` adds a row with one `write` + `fsync` (a torn last line left by a crash is closed
+first); `read_rows` reads a file and skips a torn line with a warning; `format_row` is a short
+human summary of one evaluation row (the fields are described in `jacrl.evaluate`).
+
+A ladder cell files two rows (`KINDS`) under its key; `append_cell_rows` appends those not in the
+file yet, under a lock, so a file never holds two rows of one (cell key, kind).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+KINDS = ("gen", "mem")  # a ladder cell's rows: the holdout sample, the rung's own tasks
+
+
+def append_row(path: str | os.PathLike, row: dict) -> None:
+    """Append one row as one line: a single write + fsync. A torn last line left by an earlier
+    crash is closed with a newline first, so this row starts on its own line."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = (json.dumps(row, ensure_ascii=False) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size:
+            with open(path, "rb") as f:
+                f.seek(size - 1)
+                if f.read(1) != b"\n":
+                    data = b"\n" + data
+        written = os.write(fd, data)
+        if written != len(data):
+            raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_rows(path: str | os.PathLike) -> list[dict]:
+    """All rows of a results file; unparseable lines (a torn write) are skipped with a warning."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    last = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            where = "torn last line" if i == last else f"unparseable line {i + 1}"
+            warnings.warn(f"{path}: ignoring {where} (an interrupted write?)", stacklevel=2)
+    return rows
+
+
+def format_row(row: dict) -> str:
+    """A short human summary of one evaluation row."""
+    lines = [f"model {row['model']}" + (f" + {row['adapter']}" if row["adapter"] else " (base)"),
+             f"tasks {row['tasks']}  n={row['n']} T={row['temperature']} seed={row['seed']}"
+             f"  max_tokens={row['max_tokens']}" + (f"  tag={row['tag']}" if row["tag"] else "")]
+    table = [("runs", f"{row['run_pct']:.1f}%"),
+             ("pass@1 (greedy)", (f"{row['pass1_pct']:.1f}%  [95% CI {row['wilson_lo']:.0f}-"
+                                  f"{row['wilson_hi']:.0f}%]  ({row['pass1']}/{row['tasks']})")),
+             ("near pass", f"{row['near_pct']:.1f}%"),
+             ("avg osim", f"{row['avg_osim']:.3f}"),
+             ("truncated", f"{row['truncation_pct']:.1f}%")]
+    for kk, v in row["pass_at_k"].items():
+        table.append((f"pass@{kk} (unbiased)", f"{v:.1f}%"))
+    if row["n"]:
+        table.append((f"greedy or any of {row['k']}", f"{row['greedy_or_k_pct']:.1f}%"))
+    b = row.get("bestofk")
+    if b:
+        table.append((f"best-of-{b['k']} deploy",
+                      (f"{b['deploy_pct']:.1f}%  (coverage {b['coverage_pct']:.1f}%, oracle "
+                       f"{b['oracle_pct']:.1f}%)")))
+    width = max(len(a) for a, _ in table)
+    lines += [f"  {a:<{width}}  {v}" for a, v in table]
+    fams = "  ".join(f"{f}: {p}/{t}" + (" (anecdote)" if t <= 2 else "")
+                     for f, (p, t) in sorted(row["by_family"].items()))
+    lines.append(f"  by family: {fams}")
+    return "\n".join(lines)
+
+
+# -------------------------------------------------------------------------------------------
+# a ladder cell's rows: at most one per (cell key, kind)
+# -------------------------------------------------------------------------------------------
+
+
+def rows_by_key(results: str | os.PathLike) -> dict[str, set[str]]:
+    """{cell key: kinds present} in a results file ({} when there is none; a torn line is
+    skipped silently here, `jacrl ladder show` and the analysis notebook report it)."""
+    if not Path(results).is_file():
+        return {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        rows = read_rows(results)
+    out: dict[str, set[str]] = {}
+    for r in rows:
+        if r.get("cell_key"):
+            out.setdefault(r["cell_key"], set()).add(r.get("kind", ""))
+    return out
+
+
+def is_done(present: Mapping[str, set[str]], key: str) -> bool:
+    """Whether the cell `key` has all its rows in `present` (from `rows_by_key`)."""
+    return set(KINDS) <= present.get(key, set())
+
+
+def append_cell_rows(results: str | os.PathLike, rows: Sequence[dict]) -> int:
+    """Append the rows whose (cell_key, kind) is not in the file yet, each with one write + fsync
+    (`append_row`), holding an exclusive lock on `<results>.lock` meanwhile so a straggler and a
+    resumed run cannot both append. Returns how many were appended."""
+    results = Path(results)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    with open(results.with_name(results.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        present = rows_by_key(results)
+        n = 0
+        for row in rows:
+            if row.get("kind") in present.get(row["cell_key"], set()):
+                continue
+            append_row(results, row)
+            present.setdefault(row["cell_key"], set()).add(row["kind"])
+            n += 1
+        return n

@@ -1,0 +1,25 @@
+"""Training stages, each producing a content-addressed LoRA artifact (`Artifact`, see
+`jacrl.train.artifacts`). Adapters are never fused or quantized; load one with
+`jacrl.models.load(artifact.base_model, adapter_path=artifact.adapter_path)`.
+
+* `sft` — gold SFT: LoRA on (system, user = task prompt, assistant = ```jac fenced gold body),
+  prompt masked, with mlx-lm's trainer (`jacrl.train.sft`).
+* `rft` — rejection-sampling fine-tuning: sample k completions per task, keep those the reward
+  verifies, SFT on them from the base model (`jacrl.train.rft`).
+* `star` — STaR / expert iteration: RFT iterated, round 0 being gold SFT; every round trains from
+  the original base on everything kept so far (`jacrl.train.rft`).
+* `grpo` — mlx-lm-lora GRPO with the `jac_behavioral` reward, optionally continuing a parent's
+  adapter (`jacrl.train.grpo`).
+
+Every knob is in `jacrl.config` (`SFTConfig`, `RFTConfig`, `STaRConfig`, `GRPOConfig`). rft,
+grpo and star grade with `cfg.reward_formula` (tiered | additive): a hyperparameter, so part of
+the key; its default is JACRL_REWARD_FORMULA (else tiered), read once when the config is created.
+`jacrl.train.mlx_compat` holds what adapts mlx-lm / mlx-lm-lora, and documents metrics.jsonl.
+"""
+
+from jacrl.train.artifacts import Artifact
+from jacrl.train.grpo import grpo
+from jacrl.train.rft import rft, star
+from jacrl.train.sft import fenced, gold_body, gold_records, sft
+
+__all__ = ["Artifact", "fenced", "gold_body", "gold_records", "grpo", "rft", "sft", "star"]

@@ -1,0 +1,146 @@
+"""GRPO with mlx-lm-lora, driven from Python with the `jac_behavioral` reward.
+
+The system prompt is set on every record, `end_answer_token=""` (a completion ends at the chat
+end token), and the adapter is never fused. When beta > 0 a frozen reference model is loaded
+separately, so the KL term compares against the starting policy instead of being 0. The
+completion budget equals the eval budget (`jacrl.config.MAX_TOKENS`): at 256 tokens ~70 % of
+rollouts were truncated. The share of truncated rollouts is logged. With `parent` (sft -> grpo)
+training continues the parent's adapter, so every artifact is "base + one adapter" and the
+reference model is base + parent adapter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from jacrl.config import GRPOConfig
+from jacrl.models import load
+from jacrl.prompts import SYSTEM_PROMPT
+from jacrl.reward import reward_function, reward_isolation
+from jacrl.tasks import prompt_answer
+from jacrl.train.artifacts import (
+    Artifact,
+    build_artifact,
+    hash_json,
+    key_parts,
+    resolve_base,
+    write_jsonl,
+)
+from jacrl.train.mlx_compat import (
+    MetricsLog,
+    lora_model,
+    rollout_concurrency,
+    seed_all,
+    trainable,
+    warn_slow_blas,
+)
+
+
+def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
+         cfg: GRPOConfig | None = None, out_root: str | os.PathLike | None = None, *,
+         parent: Artifact | None = None, condition: str = "grpo",
+         log: Callable[[str], None] = print) -> Artifact:
+    """GRPO with mlx-lm-lora and `jac_behavioral`. With `parent`, continues the parent's adapter
+    (its LoRA shape wins over cfg.lora_*) and the KL reference is base + parent adapter.
+    out_root None: the project's artifacts/."""
+    cfg = cfg if cfg is not None else GRPOConfig()
+    isolation = reward_isolation()  # refuses here, before any work, without a sandbox
+    base = resolve_base(model, parent)
+    records = [{**prompt_answer(t), "system": SYSTEM_PROMPT} for t in train_tasks]
+    val = [{**prompt_answer(t), "system": SYSTEM_PROMPT} for t in valid_tasks or []]
+    data = {"train": hash_json(records), "valid": hash_json(val) if val else None}
+    parts = key_parts(condition, "grpo", base, data, cfg, parent)
+
+    def build(tmp: Path) -> dict:
+        write_jsonl(tmp / "data" / "train.jsonl", records)
+        if val:
+            write_jsonl(tmp / "data" / "valid.jsonl", val)
+        summary = train_grpo(base, records, val, cfg, tmp, parent)
+        log(f"grpo ({cfg.reward_formula}): reward {summary['first_reward_mean']} -> "
+            f"{summary['last_reward_mean']}, "
+            f"kl {summary['last_kl']}, truncated {summary['truncated_mean']}")
+        return {"stage": "grpo", "isolation": isolation, "data": data,
+                "hyperparameters": dataclasses.asdict(cfg),
+                "parent_path": str(parent.path) if parent else None, "summary": summary}
+
+    return build_artifact(condition, parts, base, out_root, build, log)
+
+
+def _training_args(cfg: GRPOConfig, batch: int, out_dir: Path):
+    """mlx-lm-lora's GRPOTrainingArgs for cfg (no intermediate saves; validation only when
+    steps_per_eval > 0; the trainer's own checkpointing off: `lora_model` did it)."""
+    from mlx_lm_lora.trainer.grpo_trainer import GRPOTrainingArgs  # heavy: only when training
+
+    return GRPOTrainingArgs(
+        batch_size=batch, iters=cfg.iters, val_batches=cfg.val_batches,
+        steps_per_report=cfg.steps_per_report,
+        steps_per_eval=cfg.steps_per_eval if cfg.steps_per_eval > 0 else cfg.iters + 1,
+        steps_per_save=cfg.iters + 1, max_seq_length=cfg.max_seq_length,
+        adapter_file=str(out_dir / "adapters.safetensors"), grad_checkpoint=False,
+        group_size=cfg.group_size, beta=cfg.beta, epsilon=cfg.epsilon,
+        max_completion_length=cfg.max_completion_length, temperature=cfg.temperature,
+        top_p=cfg.top_p, top_k=cfg.top_k, min_p=cfg.min_p, grpo_loss_type=cfg.loss_type)
+
+
+def _mean(key: str, rows: list[dict]) -> float | None:
+    """Mean of rows' `key` (None values skipped), rounded to 4 places; None when there is none."""
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    return round(sum(vals) / len(vals), 4) if vals else None
+
+
+def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig, out_dir: Path,
+               parent: Artifact | None = None) -> dict:
+    """GRPO of `base` (+ the parent's adapter, trained further) on {prompt, answer, system}
+    records; writes adapters + adapter_config.json + metrics.jsonl into out_dir; returns a
+    summary for the manifest."""
+    import mlx.optimizers as optim  # heavy: loaded only when training
+    from mlx_lm_lora.trainer.datasets import CacheDataset, GRPODataset
+    from mlx_lm_lora.trainer.grpo_trainer import train_grpo as _train_grpo
+
+    warn_slow_blas()
+    seed_all(cfg.seed)
+    adapter_in = parent.adapter_path if parent else None
+    policy, tok, acfg = lora_model(base, cfg, out_dir, adapter_in)
+    ref = None
+    if cfg.beta > 0:  # a separate frozen copy: the KL term is against the starting policy
+        ref, _ = load(base, adapter_path=str(adapter_in) if adapter_in else None, fresh=True)
+        ref.freeze()
+    train_ds = CacheDataset(GRPODataset(records, tok))
+    prompt_tokens = [len(train_ds[i][0]) for i in range(len(train_ds))]
+    if max(prompt_tokens) > cfg.max_seq_length:
+        # mlx-lm-lora keeps only the first max_seq_length prompt tokens: the end of the prompt
+        # (the task's code and the assistant header) would be cut off.
+        raise ValueError(f"a GRPO prompt has {max(prompt_tokens)} tokens > max_seq_length="
+                         f"{cfg.max_seq_length}; raise max_seq_length")
+    val_ds = CacheDataset(GRPODataset(val, tok)) if val and cfg.steps_per_eval > 0 else None
+    batch = max(1, min(cfg.batch_size, len(records)))
+    metrics = MetricsLog(out_dir / "metrics.jsonl", "grpo")
+    rollout = cfg.rollout_batch or batch * cfg.group_size
+    reward = reward_function(cfg.reward_formula)  # bound: the env var is not read mid-training
+    t0 = time.time()
+    with rollout_concurrency(rollout):
+        _train_grpo(model=policy, ref_model=ref, tokenizer=tok,
+                    optimizer=optim.Adam(learning_rate=cfg.learning_rate),
+                    train_dataset=train_ds, val_dataset=val_ds, reward_funcs=[reward],
+                    args=_training_args(cfg, batch, out_dir), training_callback=metrics,
+                    end_answer_token="")
+    wall = time.time() - t0
+    tr = metrics.train
+    return {
+        "adapter": acfg, "adapter_inherited_from": parent.key if parent else None,
+        "reward_formula": reward.formula,
+        "batch_size": batch, "rollout_batch": rollout, "trainable_params": trainable(policy),
+        "max_prompt_tokens": max(prompt_tokens),
+        "reference_model": "base + parent adapter" if (ref is not None and parent) else
+                           ("base" if ref is not None else "none (beta = 0)"),
+        "first_reward_mean": tr[0]["reward_mean"] if tr else None,
+        "last_reward_mean": tr[-1]["reward_mean"] if tr else None,
+        "reward_mean": _mean("reward_mean", tr), "reward_std": _mean("reward_std", tr),
+        "group_reward_std": _mean("group_reward_std", tr),
+        "last_kl": tr[-1]["kl"] if tr else None, "truncated_mean": _mean("truncated", tr),
+        "train_s": round(wall, 2), "s_per_iter": round(wall / max(1, cfg.iters), 3),
+    }

@@ -1,0 +1,153 @@
+"""Gold SFT: LoRA on (system, user = the task's prompt, assistant = the ```jac fenced gold body),
+prompt masked, with mlx-lm's trainer, `sft_loss` and `iterate_all` (every example every epoch).
+
+Every task given is trained on (none is carved off for validation); the batch is clamped to the
+data; validation is on the given valid tasks' gold bodies, else on the training set (the manifest
+says which). `train_sft` is also the training half of RFT and STaR.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from jacrl.config import SFTConfig
+from jacrl.extract import dedent
+from jacrl.prompts import chat_messages
+from jacrl.tasks import meta
+from jacrl.train.artifacts import (
+    Artifact,
+    build_artifact,
+    hash_json,
+    key_parts,
+    resolve_base,
+    write_jsonl,
+)
+from jacrl.train.mlx_compat import (
+    MetricsLog,
+    iterate_all,
+    lora_model,
+    seed_all,
+    sft_loss,
+    sliced_head_ok,
+    trainable,
+    warn_slow_blas,
+)
+
+HEAD_SKIP = 64  # sft_loss skips the prompt's logits in multiples of this many positions
+
+
+def fenced(body: str) -> str:
+    return f"```jac\n{body}\n```"
+
+
+def gold_body(task: dict) -> str:
+    return dedent(meta(task)["gold"]).strip("\n")
+
+
+def task_id(task: dict) -> str:
+    return meta(task)["id"]
+
+
+def sft_record(prompt: str, body: str) -> dict:
+    """One chat example: system, user = prompt, assistant = the fenced body."""
+    return {"messages": chat_messages(prompt, fenced(body))}
+
+
+def gold_records(tasks: Sequence[dict]) -> list[dict]:
+    """One chat example per task: user = the prompt, assistant = the fenced gold body."""
+    return [sft_record(t["prompt"], gold_body(t)) for t in tasks]
+
+
+def valid_records(valid_tasks: Sequence[dict] | None,
+                  train_records: Sequence[dict]) -> tuple[list[dict], str]:
+    """(validation records, where they came from): the valid tasks' gold, else the train set."""
+    if valid_tasks:
+        return gold_records(valid_tasks), "valid tasks (gold)"
+    return list(train_records), ("train set (no valid tasks given: validation loss is on "
+                                 "training data)")
+
+
+def _schedule(cfg: SFTConfig):
+    """Linear warm-up to the peak, then cosine decay over decay_steps."""
+    import mlx.optimizers as optim  # heavy: loaded only when training
+
+    decay = optim.cosine_decay(cfg.learning_rate, max(1, cfg.decay_steps))
+    if cfg.warmup <= 0:
+        return decay
+    warm = optim.linear_schedule(0.0, cfg.learning_rate, cfg.warmup)
+    return optim.join_schedules([warm, decay], [cfg.warmup])
+
+
+def train_sft(base: Path, train_records: Sequence[dict], valid_records: Sequence[dict],
+              cfg: SFTConfig, out_dir: Path) -> dict:
+    """LoRA SFT of `base` on chat records; writes adapters + adapter_config.json + metrics.jsonl
+    into out_dir; returns a summary for the manifest."""
+    import mlx.optimizers as optim  # heavy: loaded only when training
+    from mlx_lm.tuner.datasets import CacheDataset, ChatDataset
+    from mlx_lm.tuner.trainer import TrainingArgs, train
+
+    warn_slow_blas()
+    if not train_records:
+        raise ValueError("SFT needs at least one training example")
+    seed_all(cfg.seed)
+    model, tok, acfg = lora_model(base, cfg, out_dir)
+    batch = max(1, min(cfg.batch_size, len(train_records), len(valid_records)))
+    train_ds = CacheDataset(ChatDataset(list(train_records), tok, mask_prompt=cfg.mask_prompt))
+    valid_ds = CacheDataset(ChatDataset(list(valid_records), tok, mask_prompt=cfg.mask_prompt))
+    longest = max(len(train_ds[i][0]) for i in range(len(train_ds)))
+    metrics = MetricsLog(out_dir / "metrics.jsonl", "sft")
+    args = TrainingArgs(batch_size=batch, iters=cfg.iters, val_batches=cfg.val_batches,
+                        steps_per_report=cfg.steps_per_report, steps_per_eval=cfg.steps_per_eval,
+                        steps_per_save=cfg.iters + 1, max_seq_length=cfg.max_seq_length,
+                        adapter_file=str(out_dir / "adapters.safetensors"),
+                        grad_checkpoint=False)
+    t0 = time.time()
+    head_skip = HEAD_SKIP if cfg.mask_prompt and sliced_head_ok(model, train_ds[0][0]) else 0
+
+    def batches(dataset, batch_size, max_seq_length, loop=False, seed=None, comm_group=None):
+        return iterate_all(dataset, batch_size, max_seq_length, loop=loop,
+                           seed=cfg.seed if loop else 0, head_skip=head_skip)
+
+    train(model=model, optimizer=optim.Adam(learning_rate=_schedule(cfg)),
+          train_dataset=train_ds, val_dataset=valid_ds, args=args, loss=sft_loss,
+          iterate_batches=batches, training_callback=metrics)
+    wall = time.time() - t0
+    last_train = metrics.train[-1] if metrics.train else {}
+    last_val = metrics.val[-1] if metrics.val else {}
+    return {
+        "adapter": acfg, "batch_size": batch, "trainable_params": trainable(model),
+        "train_examples": len(train_records), "valid_examples": len(valid_records),
+        "longest_example_tokens": longest, "logits_prompt_skipped": bool(head_skip),
+        "final_train_loss": last_train.get("train_loss"),
+        "final_val_loss": last_val.get("val_loss"),
+        "train_s": round(wall, 2), "s_per_iter": round(wall / max(1, cfg.iters), 4),
+    }
+
+
+def sft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
+        cfg: SFTConfig | None = None, out_root: str | os.PathLike | None = None, *,
+        condition: str = "sft", log: Callable[[str], None] = print) -> Artifact:
+    """Gold LoRA SFT on ALL `train_tasks`; validation on `valid_tasks`' gold bodies, or on the
+    train set when none are given (recorded in the manifest). out_root None: the project's
+    artifacts/."""
+    cfg = cfg if cfg is not None else SFTConfig()
+    base = resolve_base(model, None)
+    train_records = gold_records(train_tasks)
+    valid, valid_source = valid_records(valid_tasks, train_records)
+    data = {"train": hash_json(train_records), "valid": hash_json(valid),
+            "valid_source": valid_source}
+    parts = key_parts(condition, "sft", base, data, cfg, None)
+
+    def build(tmp: Path) -> dict:
+        write_jsonl(tmp / "data" / "train.jsonl", train_records)
+        write_jsonl(tmp / "data" / "valid.jsonl", valid)
+        summary = train_sft(base, train_records, valid, cfg, tmp)
+        return {"stage": "sft", "data": {**data, "train_tasks": [task_id(t) for t in train_tasks],
+                                         "valid_tasks": [task_id(t) for t in valid_tasks or []]},
+                "hyperparameters": dataclasses.asdict(cfg), "summary": summary}
+
+    return build_artifact(condition, parts, base, out_root, build, log)
