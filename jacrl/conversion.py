@@ -1,12 +1,12 @@
 """Python -> Jac conversion tasks: the same functions as the hole-fill tasks, specified by working
 Python instead of an instruction.
 
-A *sidecar* `drivers/python/<id>.py` is our own Python rendering of the unit whose body is the hole of
-`drivers/<id>.jac`. It has two parts:
+A *sidecar* `drivers/python/<id>.py` is our own Python rendering of the unit whose body is the
+hole of `drivers/<id>.jac`. It has two parts:
 
 * everything above `if __name__ == "__main__":` is the unit (plus the imports it needs; for a
-  method, the class with its fields and that one method). This part, stripped, is the Python a
-  conversion prompt shows;
+  method, its class with fields and methods, and the classes that class derives from). This part,
+  stripped, is the Python a conversion prompt shows;
 * the `__main__` block is the driver's context outside the hole (the data types, helpers and the
   entry block's own calls on the same inputs), so that `python drivers/python/<id>.py` prints
   exactly the driver's stdout.
@@ -101,7 +101,8 @@ def _is_main_guard(node: ast.stmt) -> bool:
 
 
 def parse_sidecar(path: str | Path, text: str | None = None) -> Sidecar:
-    """Parse (never run) a sidecar: valid Python, ending in its `__main__` block, with a unit above."""
+    """Parse (never run) a sidecar: valid Python that ends in its `__main__` block, with a unit
+    above it."""
     path = str(path)
     text = Path(path).read_text() if text is None else text
     try:
@@ -148,7 +149,8 @@ def mismatch(sidecar: Sidecar, v: Verdict, expected: str) -> str | None:
 
 
 def prompt_text(python: str, template: str) -> str:
-    """The conversion prompt: the earlier harness's wording, the Python, the Jac file with a TODO."""
+    """The conversion prompt: the earlier harness's sentence, the Python, the Jac file with the
+    TODO line where the hole is."""
     view = HOLE_LINE.sub(lambda m: m.group(1) + TODO_LINE, template, count=1)
     return f"{SENTENCE}\n\n```python\n{python.strip()}\n```\n\n```jac\n{view}\n```"
 

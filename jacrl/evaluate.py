@@ -244,7 +244,7 @@ def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None,
         (lm, tok), model_dir = model, None
     else:
         model_dir = resolve(model)
-        lm, tok = load(model, adapter or None)
+        lm, tok = load(model, adapter)
     timings["load"] = time.perf_counter() - t
     greedy, samples = _complete(lm, tok, [tt["prompt"] for tt in tasks], cfg, timings, progress)
 

@@ -88,7 +88,7 @@ def generate_best_of_k(model, adapter: str | os.PathLike | None, task_or_prompt,
     Returns {"accepted", "index" (None if none accepted), "body", "completion", "stdout", "k"};
     when nothing is accepted, the first sample's body with accepted False.
     """
-    lm, tok = model if isinstance(model, tuple) else load(model, adapter)
+    lm, tok = load(model, adapter)
     is_task = isinstance(task_or_prompt, dict)
     prompt = task_or_prompt["prompt"] if is_task else str(task_or_prompt)
     samples = generate(lm, tok, [prompt], n=k, temperature=temperature, max_tokens=max_tokens,

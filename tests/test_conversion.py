@@ -41,7 +41,8 @@ def test_every_sidecar_passes_its_behavioural_check(built):
 
 
 def test_sidecars_are_python_for_a_whole_body_hole(committed):
-    """Each sidecar parses as Python (Jac's braces and semicolons would not) and belongs to a task."""
+    """Each sidecar parses as Python (Jac's braces and semicolons would not) and belongs to a
+    task with a whole-body hole."""
     units = {json.loads(t["answer"])["id"]: json.loads(t["answer"])["unit"] for t in committed}
     for p in sorted(SIDECARS.glob("*.py")):
         s = conversion.parse_sidecar(p)
@@ -51,8 +52,8 @@ def test_sidecars_are_python_for_a_whole_body_hole(committed):
 
 
 def test_committed_conversion_data_matches_the_sidecars(built):
-    committed = [{"prompt": t["prompt"], "answer": t["answer"]} for t in conversion.read(ROOT / "data")]
-    assert committed == built.records
+    on_disk = conversion.read(ROOT / "data")
+    assert [{"prompt": t["prompt"], "answer": t["answer"]} for t in on_disk] == built.records
 
 
 def test_conversion_answer_is_the_hole_fill_answer_and_gold_scores_one(built, committed, executor):
@@ -65,15 +66,16 @@ def test_conversion_answer_is_the_hole_fill_answer_and_gold_scores_one(built, co
 
 
 def test_prompt_format_matches_the_earlier_harness(built):
-    rec = next(r for r in built.records if json.loads(r["answer"])["id"] == "syn_harness_collatz_steps")
+    tid = "syn_harness_collatz_steps"
+    rec = next(r for r in built.records if json.loads(r["answer"])["id"] == tid)
     meta = json.loads(rec["answer"])
-    python = (SIDECARS / "syn_harness_collatz_steps.py").read_text().split("\n\nif __name__")[0]
+    python = (SIDECARS / f"{tid}.py").read_text().split("\n\nif __name__")[0]
     view = meta["template"].replace(
         "    __HOLE__\n", "    # TODO: write the equivalent Jac code for this unit's body\n")
     assert view != meta["template"]
-    want = ("Convert the following Python function to idiomatic Jac. Replace the `# TODO` line in the "
-            "Jac file below with the Jac code equivalent to the Python. Return only the replacement "
-            "code, in a ```jac code block.\n\n"
+    want = ("Convert the following Python function to idiomatic Jac. Replace the `# TODO` line "
+            "in the Jac file below with the Jac code equivalent to the Python. Return only the "
+            "replacement code, in a ```jac code block.\n\n"
             f"```python\n{python.strip()}\n```\n\n```jac\n{view}\n```")
     assert rec["prompt"] == want
     assert rec["prompt"].endswith("\n\n```")  # the template's own trailing newline
@@ -112,8 +114,10 @@ WRONG = {  # id -> (sidecar text, line the failure names, reason)
         "def classify(value):\n    match value\n        case 0:\n            return 'zero'\n",
         2, "Python syntax error: expected ':'"),
     "lib_harness_clamp_partial": (
-        "def normalize_scores(xs):\n    return xs\n\n\nif __name__ == \"__main__\":\n    print(1)\n",
-        1, "the hole of lib_harness_clamp_partial is part of a body; a sidecar needs a whole-body hole"),
+        "def normalize_scores(xs):\n    return xs\n\n\nif __name__ == \"__main__\":\n"
+        "    print(1)\n",
+        1, "the hole of lib_harness_clamp_partial is part of a body; a sidecar needs a whole-body "
+           "hole"),
     "syn_no_such_driver": (
         "def f():\n    return 1\n\n\nif __name__ == \"__main__\":\n    print(f())\n",
         1, "no driver syn_no_such_driver.jac beside the python/ folder"),

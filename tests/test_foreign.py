@@ -189,7 +189,7 @@ def test_keep_going_writes_what_passes(tmp_path, capsys):
     assert "build failed: 2 driver(s) rejected, 2 problem(s), the 2 that passed written" in cap.err
     assert [t["meta"]["id"] for t in read_tasks(out / "tasks.jsonl")] == \
         ["lib_guest_count", "syn_digit_root"]
-    assert sorted(p.name for p in out.iterdir()) == ["tasks.jsonl", "templates"]  # no stage left
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no stage left behind
     assert sorted(p.name for p in (out / "templates").iterdir()) == \
         ["lib_guest_count.jac", "syn_digit_root.jac"]
 

@@ -326,6 +326,8 @@ def test_show_reproduces_the_statistics(tmp_path, capsys):
     want = mcnemar_exact([bool(x) for x in base], [bool(x) for x in sft])
     assert (got.lost, got.gained, got.n) == (want["b"], want["c"], 18) == (2, 6, 18)
     assert got.p == round(want["p"], 4)
+    assert main(["ladder", "show", "--results", str(res), "--no-figures", "--include-stale"]) == 0
+    assert "38.9 [20-61] p@8 55.5 m0" in capsys.readouterr().out
 
 
 def test_reference_tags_are_read():

@@ -38,7 +38,8 @@ if __name__ == "__main__":
             ImageMessage(sender="cai", body="look!", filename="trip.jpg", size_kb=3500),
             ImageMessage(sender="dev", filename="x.gif", size_kb=1024),
             SystemMessage(sender="sys", body="eli joined"),
-            ImageMessage(sender="eli", body="a much longer caption here", filename="long_name.png", size_kb=0)]
+            ImageMessage(sender="eli", body="a much longer caption here", filename="long_name.png",
+                         size_kb=0)]
     for m in msgs:
         print(m.render())
         print("  " + m.preview(24))

@@ -35,7 +35,8 @@ if __name__ == "__main__":
         def score(self) -> int:
             return min(super().score() + 25, 100)
 
-    leads = [Lead(name="ann"), Lead(name="bo", source=Source.REFERRAL, emails_opened=4, tags=["saas", "eu"]),
+    leads = [Lead(name="ann"),
+             Lead(name="bo", source=Source.REFERRAL, emails_opened=4, tags=["saas", "eu"]),
              Lead(name="cy", source=Source.COLD, emails_opened=1),
              VipLead(name="di", source=Source.EVENT, emails_opened=3, account_manager="zoe"),
              VipLead(name="ed", source=Source.REFERRAL, emails_opened=20, tags=["b"])]

@@ -41,9 +41,12 @@ if __name__ == "__main__":
         def rank(self) -> Rank:
             return Rank.VETERAN if self.since <= 2018 else Rank.TRUSTED
 
-    people = [Member(name="ana"), Member(name="ben", posts=8, upvotes=1), Member(name="cai", posts=40, upvotes=30),
+    people = [Member(name="ana"), Member(name="ben", posts=8, upvotes=1),
+              Member(name="cai", posts=40, upvotes=30),
               Member(name="dev", posts=300, upvotes=150, strikes=1),
-              Member(name="eli", posts=900, upvotes=400, strikes=3), Member(name="fay", posts=10, upvotes=0, strikes=0),
-              Moderator(name="gus", posts=2, since=2017), Moderator(name="hal", posts=5000, since=2022)]
+              Member(name="eli", posts=900, upvotes=400, strikes=3),
+              Member(name="fay", posts=10, upvotes=0, strikes=0),
+              Moderator(name="gus", posts=2, since=2017),
+              Moderator(name="hal", posts=5000, since=2022)]
     for p in people:
         print(p.badge())

@@ -44,7 +44,8 @@ if __name__ == "__main__":
                 return 1
             return self.base + (5 if terrain == Terrain.HILL else 0)
 
-    army = [Unit(name="peasant", base=4), Archer(name="robin", base=8), Archer(name="empty", base=8, arrows=0),
+    army = [Unit(name="peasant", base=4), Archer(name="robin", base=8),
+            Archer(name="empty", base=8, arrows=0),
             Knight(name="lance", base=12), Knight(name="hurt", base=12, hp=30),
             Knight(name="foot", base=9, mounted=False, hp=40), Knight(name="weak", base=3, hp=10)]
     for u in army:

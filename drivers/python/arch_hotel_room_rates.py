@@ -45,5 +45,6 @@ if __name__ == "__main__":
     rooms = [Room(number=101), Room(number=204, kind=RoomType.DOUBLE, sea_view=True),
              Room(number=501, kind=RoomType.SUITE)]
     for r in rooms:
-        row = [r.nightly(s, y) for s, y in [(Season.LOW, 0), (Season.MID, 1), (Season.HIGH, 3), (Season.HIGH, 9)]]
+        cases = [(Season.LOW, 0), (Season.MID, 1), (Season.HIGH, 3), (Season.HIGH, 9)]
+        row = [r.nightly(s, y) for s, y in cases]
         print(r.label(), row)

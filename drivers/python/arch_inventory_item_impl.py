@@ -32,8 +32,10 @@ class StockItem:
 
 
 if __name__ == "__main__":
-    items = [StockItem(sku="BOLT", count=100, unit_price=0.12), StockItem(sku="NUT", unit=Unit.BOX, count=3, unit_price=0.05),
+    items = [StockItem(sku="BOLT", count=100, unit_price=0.12),
+             StockItem(sku="NUT", unit=Unit.BOX, count=3, unit_price=0.05),
              StockItem(sku="GEAR", unit=Unit.PALLET, count=2, unit_price=1.5),
-             StockItem(sku="PIN", unit=Unit.BOX, count=0, unit_price=9.0), StockItem(sku="CHIP", count=-4, unit_price=3.0)]
+             StockItem(sku="PIN", unit=Unit.BOX, count=0, unit_price=9.0),
+             StockItem(sku="CHIP", count=-4, unit_price=3.0)]
     for it in items:
         print(f"{it.sku} {it.unit.name} pieces={it.pieces()} value={it.value()}")

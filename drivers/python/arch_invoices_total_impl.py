@@ -13,7 +13,8 @@ class Invoice:
         return max(net - self.discount_cents, 0) + tax
 
     def summary(self) -> str:
-        return f"{self.number}: {len(self.items)} items, total {self.total() // 100}.{self.total() % 100:02d}"
+        cents = self.total()
+        return f"{self.number}: {len(self.items)} items, total {cents // 100}.{cents % 100:02d}"
 
 
 if __name__ == "__main__":
@@ -41,10 +42,14 @@ if __name__ == "__main__":
             return self.net() * rate // 100
 
     a = Invoice(number="INV-1", items=[LineItem(desc="hosting", qty=3, unit_cents=1999),
-                                       LineItem(desc="book", qty=1, unit_cents=2500, tax=TaxClass.REDUCED),
-                                       LineItem(desc="donation", unit_cents=1000, tax=TaxClass.EXEMPT)])
-    b = Invoice(number="INV-2", items=[LineItem(desc="pen", qty=2, unit_cents=150)], discount_cents=500)
+                                       LineItem(desc="book", qty=1, unit_cents=2500,
+                                                tax=TaxClass.REDUCED),
+                                       LineItem(desc="donation", unit_cents=1000,
+                                                tax=TaxClass.EXEMPT)])
+    b = Invoice(number="INV-2", items=[LineItem(desc="pen", qty=2, unit_cents=150)],
+                discount_cents=500)
     c = Invoice(number="INV-3")
-    d = Invoice(number="INV-4", items=[LineItem(desc="desk", unit_cents=30000)], discount_cents=1234)
+    d = Invoice(number="INV-4", items=[LineItem(desc="desk", unit_cents=30000)],
+                discount_cents=1234)
     for inv in [a, b, c, d]:
         print(inv.summary())

@@ -27,7 +27,8 @@ class Member:
 
 if __name__ == "__main__":
     people = [Member(name="Ann"), Member(name="Bo", tier=Tier.SILVER, loans=6),
-              Member(name="Cy", tier=Tier.GOLD, loans=4, fines=6.0), Member(name="Di", tier=Tier.GOLD, loans=5, fines=7.5),
+              Member(name="Cy", tier=Tier.GOLD, loans=4, fines=6.0),
+              Member(name="Di", tier=Tier.GOLD, loans=5, fines=7.5),
               Member(name="Ed", tier=Tier.BASIC, loans=0, fines=5.0),
               Member(name="Flo", tier=Tier.SILVER, loans=2, fines=9.0)]
     for m in people:

@@ -43,6 +43,8 @@ if __name__ == "__main__":
               Polygon(label="lot", points=[(0.0, 0.0), (5.0, 0.0), (0.0, 5.0)]),
               Polygon(label="cw", points=[(0.0, 0.0), (0.0, 2.0), (3.0, 2.0), (3.0, 0.0)]),
               Polygon(label="line", points=[(0.0, 0.0), (1.0, 1.0)]),
-              Polygon(label="ell", points=[(0.0, 0.0), (2.0, 0.0), (2.0, 1.0), (1.0, 1.0), (1.0, 3.0), (0.0, 3.0)])]
+              Polygon(label="ell",
+                      points=[(0.0, 0.0), (2.0, 0.0), (2.0, 1.0), (1.0, 1.0), (1.0, 3.0),
+                              (0.0, 3.0)])]
     for s in shapes:
         print(s.summary())

@@ -30,7 +30,8 @@ if __name__ == "__main__":
             return "#" * self.level + " " + self.text.upper()
 
     blocks = [Heading(text="May digest", level=2), Greeting(), Block(kind="footer")]
-    readers = [{"first_name": "ana", "plan": "pro"}, {"first_name": "  "}, {}, {"first_name": "BEN", "plan": "free"}]
+    readers = [{"first_name": "ana", "plan": "pro"}, {"first_name": "  "}, {},
+               {"first_name": "BEN", "plan": "free"}]
     for r in readers:
         print(" | ".join(b.render(r) for b in blocks))
     print(Greeting(fallback="friend").render({"plan": "pro"}))

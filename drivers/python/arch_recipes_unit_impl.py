@@ -31,7 +31,8 @@ class Quantity:
 
 
 if __name__ == "__main__":
-    qs = [Quantity(amount=250.0), Quantity(amount=1.25, unit=Unit.KG), Quantity(amount=2.0, unit=Unit.CUP, density=0.53),
+    qs = [Quantity(amount=250.0), Quantity(amount=1.25, unit=Unit.KG),
+          Quantity(amount=2.0, unit=Unit.CUP, density=0.53),
           Quantity(amount=0.5, unit=Unit.CUP), Quantity(amount=3.0, unit=Unit.TBSP, density=0.85),
           Quantity(amount=1.0, unit=Unit.TSP, density=1.2), Quantity(amount=0.0, unit=Unit.KG)]
     for q in qs:

@@ -35,7 +35,8 @@ if __name__ == "__main__":
         def shipping(self) -> float:
             return 0.0
 
-    items = [Product(name="mug", price=8.5, weight_kg=0.4), DigitalProduct(name="ebook", price=12.0, size_mb=5),
+    items = [Product(name="mug", price=8.5, weight_kg=0.4),
+             DigitalProduct(name="ebook", price=12.0, size_mb=5),
              BulkyProduct(name="sofa", price=499.0, weight_kg=45.0, oversize=True),
              BulkyProduct(name="desk", price=150.0, weight_kg=22.0),
              BulkyProduct(name="crate", price=20.0, weight_kg=31.0)]

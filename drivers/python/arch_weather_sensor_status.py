@@ -20,7 +20,8 @@ class Sensor:
             return Health.DEAD
         if self.last_seen_min > 30:
             return Health.STALE
-        if isinstance(self, Barometer) and max(self.readings) - min(self.readings) > self.drift_limit:
+        spread = max(self.readings) - min(self.readings)
+        if isinstance(self, Barometer) and spread > self.drift_limit:
             return Health.DRIFTING
         return Health.OK
 
@@ -34,7 +35,8 @@ class Barometer(Sensor):
 
 
 if __name__ == "__main__":
-    sensors = [Sensor(sid="t1", readings=[1.0, 50.0]), Sensor(sid="t2", last_seen_min=45, readings=[2.0]),
+    sensors = [Sensor(sid="t1", readings=[1.0, 50.0]),
+               Sensor(sid="t2", last_seen_min=45, readings=[2.0]),
                Sensor(sid="t3", last_seen_min=10), Barometer(sid="b1", readings=[1010.0, 1013.5]),
                Barometer(sid="b2", readings=[1000.0, 1012.0]),
                Barometer(sid="b3", readings=[1000.0, 1012.0], drift_limit=20.0),

@@ -47,7 +47,8 @@ if __name__ == "__main__":
     staff = WikiPage(title="Staff", body="roster", access=Access.MEMBERS)
     keys = WikiPage(title="Keys", body="secrets", access=Access.ADMINS)
     pages = [main, staff, keys, Redirect(title="Start", target=main),
-             Redirect(title="Team", target=Redirect(title="People", target=staff)), Redirect(title="Old"),
+             Redirect(title="Team", target=Redirect(title="People", target=staff)),
+             Redirect(title="Old"),
              Redirect(title="Loopy", target=main, hops=3)]
     for role in ["guest", "member", "admin"]:
         print(f"== {role}")

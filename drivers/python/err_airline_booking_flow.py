@@ -42,7 +42,8 @@ if __name__ == "__main__":
             raise PaymentDeclined(msg="over limit", amount=amount)
 
     f = Flight(number="UA88", free=5)
-    for n, card in [(2, "4111"), (1, "5500"), (4, "4111"), (3, "4000"), (0, "4111"), (1, "4111"), (1, "4111")]:
+    for n, card in [(2, "4111"), (1, "5500"), (4, "4111"), (3, "4000"), (0, "4111"), (1, "4111"),
+                    (1, "4111")]:
         try:
             print(book(f, n, card, 700))
         except SoldOut as e:

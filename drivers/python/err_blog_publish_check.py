@@ -31,7 +31,8 @@ if __name__ == "__main__":
     long_body = " ".join(["word"] * 25)
     drafts = [Draft(title="A good title", body=long_body, tags=["jac"], cover="HERO.PNG"),
               Draft(title=" Hi ", body="too short", tags=[]),
-              Draft(title="Tag soup", body=long_body, tags=["a", "b", "c", "d", "e", "f"], cover="x.gif"),
+              Draft(title="Tag soup", body=long_body, tags=["a", "b", "c", "d", "e", "f"],
+                    cover="x.gif"),
               Draft(title="Exactly", body=" ".join(["w"] * 20), tags=["x"], cover="")]
     for d in drafts:
         try:

@@ -36,7 +36,8 @@ if __name__ == "__main__":
             self.tokens -= 1
 
     b = Bucket(capacity=2, tokens=2, refill_every=5)
-    events = [(0, "hi"), (1, "there"), (2, "again"), (3, ""), (4, "/help"), (5, "back"), (6, "more"),
+    events = [(0, "hi"), (1, "there"), (2, "again"), (3, ""), (4, "/help"), (5, "back"),
+              (6, "more"),
               (12, "later"), (12, "burst"), (13, "x")]
     for t, msg in events:
         print(f"t={t} [{msg}] -> {send(b, t, msg)} tokens={b.tokens}")

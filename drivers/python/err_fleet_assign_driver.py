@@ -39,7 +39,8 @@ if __name__ == "__main__":
     ana = Driver(name="Ana", license="C")
     bo = Driver(name="Bo", license="B", hours_today=6)
     cy = Driver(name="Cy", license="CE")
-    jobs = [(ana, 10, 4), (ana, 2, 4), (ana, 20, 1), (bo, 3, 3), (bo, 1, 1), (bo, 5, 1), (cy, 40, 0),
+    jobs = [(ana, 10, 4), (ana, 2, 4), (ana, 20, 1), (bo, 3, 3), (bo, 1, 1), (bo, 5, 1),
+            (cy, 40, 0),
             (cy, 40, 9), (ana, 8, 2)]
     for d, w, h in jobs:
         try:

@@ -33,8 +33,10 @@ if __name__ == "__main__":
                 raise SensorError(f"{self.name} glitch {value}")
             return value
 
-    sensors = [(Sensor(name="bedA", readings=[41]), 3), (Sensor(name="bedB", readings=[-1, -2, 37]), 3),
-               (Sensor(name="bedC", readings=[-1, -9, -4, 50]), 3), (Sensor(name="bedD", readings=[-3]), 4),
+    sensors = [(Sensor(name="bedA", readings=[41]), 3),
+               (Sensor(name="bedB", readings=[-1, -2, 37]), 3),
+               (Sensor(name="bedC", readings=[-1, -9, -4, 50]), 3),
+               (Sensor(name="bedD", readings=[-3]), 4),
                (Sensor(name="bedE", readings=[]), 2)]
     for s, n in sensors:
         print(f"{read_with_retry(s, n)} open={s.open_count} pos={s.pos}")

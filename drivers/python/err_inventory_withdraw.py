@@ -20,7 +20,8 @@ if __name__ == "__main__":
         available: int
 
     stock = {"BOLT": 10, "NUT": 4, "GEAR": 0}
-    requests = [("BOLT", 3), ("BOLT", 8), ("NUT", 0), ("LASER", 1), ("NUT", 4), ("GEAR", 1), ("BOLT", 7)]
+    requests = [("BOLT", 3), ("BOLT", 8), ("NUT", 0), ("LASER", 1), ("NUT", 4), ("GEAR", 1),
+                ("BOLT", 7)]
     for r in requests:
         try:
             left = withdraw(r[0], r[1])

@@ -13,7 +13,8 @@ if __name__ == "__main__":
         return sum(MONTH_DAYS[:month - 1]) + day
 
     cases = [(3, 1, 4, 15, True), (3, 1, 4, 15, False), (4, 1, 4, 15, True), (4, 14, 4, 15, False),
-             (4, 15, 4, 15, False), (4, 16, 4, 15, False), (3, 31, 4, 15, True), (1, 10, 5, 1, False)]
+             (4, 15, 4, 15, False), (4, 16, 4, 15, False), (3, 31, 4, 15, True),
+             (1, 10, 5, 1, False)]
     for m, d, fm, fd, h in cases:
         kind = "hardy" if h else "tender"
         print(f"{m}/{d} frost {fm}/{fd} {kind}: {planting_advice(m, d, fm, fd, h)}")

@@ -23,6 +23,8 @@ def fastest(links: list[tuple[str, str, int]], src: str, dst: str) -> int:
 
 
 if __name__ == "__main__":
-    net = [("A", "B", 5), ("B", "C", 4), ("A", "C", 12), ("C", "D", 3), ("B", "D", 10), ("E", "F", 1)]
-    for s, d in [("A", "D"), ("A", "C"), ("D", "A"), ("A", "A"), ("A", "F"), ("Z", "A"), ("E", "F")]:
+    net = [("A", "B", 5), ("B", "C", 4), ("A", "C", 12), ("C", "D", 3), ("B", "D", 10),
+           ("E", "F", 1)]
+    for s, d in [("A", "D"), ("A", "C"), ("D", "A"), ("A", "A"), ("A", "F"), ("Z", "A"),
+                 ("E", "F")]:
         print(f"{s}->{d}: {fastest(net, s, d)}")

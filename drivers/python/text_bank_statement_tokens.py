@@ -25,7 +25,8 @@ def tokenize(line: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    lines = ["2024-03-01 DEBIT 45.20 'Corner Cafe' #food", "2024-03-02   CREDIT 1200.00 'ACME payroll'",
+    lines = ["2024-03-01 DEBIT 45.20 'Corner Cafe' #food",
+             "2024-03-02   CREDIT 1200.00 'ACME payroll'",
              "2024-03-03 DEBIT 9.99 '' # empty memo", "# whole line comment",
              "2024-03-04 FEE 2.50 'unterminated memo", ""]
     for ln in lines:

@@ -25,7 +25,8 @@ def ics_to_json_lines(ics: str) -> list[str]:
 if __name__ == "__main__":
     ics = "\n".join(["BEGIN:VCALENDAR", "BEGIN:VEVENT", "DTSTART;TZID=Europe/Oslo:20240601T093000",
                      "SUMMARY:Opening keyno", " te and welcome", "END:VEVENT", "BEGIN:VEVENT",
-                     "SUMMARY:No start time", "END:VEVENT", "BEGIN:VEVENT", "DTSTART:20240531T180000Z",
+                     "SUMMARY:No start time", "END:VEVENT", "BEGIN:VEVENT",
+                     "DTSTART:20240531T180000Z",
                      "SUMMARY:Speaker dinner", "LOCATION:Harbor", "END:VEVENT",
                      "SUMMARY:outside any event", "END:VCALENDAR"])
     for line in ics_to_json_lines(ics):

@@ -18,7 +18,8 @@ def activity_totals(log: str) -> list[str]:
 
 if __name__ == "__main__":
     log = ("2024-03-01 run 5.2km\n2024-03-02 Bike 20KM\n2024-03-02 run 3.8km\nbroken line\n"
-           "2024-03-03 swim 1.5km\n2024-03-04 row 9.0km\n2024-03-05 run abckm\n2024-03-06 swim 7.5km\n"
+           "2024-03-03 swim 1.5km\n2024-03-04 row 9.0km\n2024-03-05 run abckm\n"
+           "2024-03-06 swim 7.5km\n"
            "2024-03-07 yoga 60min\n")
     for line in activity_totals(log):
         print(line)

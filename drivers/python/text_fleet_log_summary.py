@@ -20,7 +20,8 @@ def summarize(lines: list[str]) -> list[str]:
 
 
 if __name__ == "__main__":
-    log = ["t01|2024-05-01|km=120;fuel=30", "T02|2024-05-01|fuel=12;km=40;driver=7", "# header comment",
+    log = ["t01|2024-05-01|km=120;fuel=30", "T02|2024-05-01|fuel=12;km=40;driver=7",
+           "# header comment",
            "", "T01 |2024-05-02|km=80", "bad line without pipes", "T03|2024-05-02|note;km=5",
            "T02|2024-05-03|", "T04|x|y|z"]
     for row in summarize(log):

@@ -14,7 +14,8 @@ def render_line(line: str, users: list[str]) -> str:
 
 if __name__ == "__main__":
     users = ["ana", "ben"]
-    post = ["> ana wrote: use braces {like this}", "thanks @ana, that fixed it!", "cc @ben @zed @Ana.",
+    post = ["> ana wrote: use braces {like this}", "thanks @ana, that fixed it!",
+            "cc @ben @zed @Ana.",
             "", ">no space so not a quote", "email me at x@ana or @ben?!"]
     for line in post:
         print(render_line(line, users))

@@ -23,7 +23,8 @@ if __name__ == "__main__":
         return s.replace("\\", "\\\\").replace('"', '\\"')
 
     bookings = [
-        Booking(ref="bk-1", guest=" Ada Lovelace ", nights=2, extras=["breakfast", " parking", "breakfast"]),
+        Booking(ref="bk-1", guest=" Ada Lovelace ", nights=2,
+                extras=["breakfast", " parking", "breakfast"]),
         Booking(ref="bk-2", guest='Bob "Bobby" Tables', nights=1),
         Booking(ref="Bk-3", guest="C:\\path", nights=0, extras=["", "  ", "late {checkout}"]),
     ]

@@ -21,7 +21,8 @@ if __name__ == "__main__":
         year: int
 
     text = ("# catalog v1\nDune | Herbert | 1965\n\n  Emma|Austen|1815  \nBroken line\n"
-            "Neuromancer | Gibson | 1984\nBad | Year | 19x4\nAlpha | Anon | 1965\nToo|many|parts|here\n")
+            "Neuromancer | Gibson | 1984\nBad | Year | 19x4\nAlpha | Anon | 1965\n"
+            "Too|many|parts|here\n")
     entries = parse_catalog(text)
     print(len(entries))
     for e in entries:

@@ -15,7 +15,8 @@ if __name__ == "__main__":
         lon: float
         tags: dict[str, str] = field(default_factory=dict)
 
-    pois = [Poi(name="Tower", lat=48.85837, lon=2.294481, tags={"kind": "landmark", "access": "paid"}),
+    pois = [Poi(name="Tower", lat=48.85837, lon=2.294481,
+                tags={"kind": "landmark", "access": "paid"}),
             Poi(name='Joe\'s "Diner"', lat=-33.8688, lon=151.2093),
             Poi(name="Origin", lat=0.0, lon=0.0, tags={"z": "last", "a": "first"})]
     for p in pois:

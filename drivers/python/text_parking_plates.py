@@ -14,7 +14,8 @@ def group_plates(reads: list[str]) -> dict[str, list[str]]:
 
 
 if __name__ == "__main__":
-    reads = ["ab-123", "AB 1O3", "ab.123", "xy-9988-q", "12-ABC", "cd-efgh", "cd 7", "Cd-77o", "OX-0001",
+    reads = ["ab-123", "AB 1O3", "ab.123", "xy-9988-q", "12-ABC", "cd-efgh", "cd 7", "Cd-77o",
+             "OX-0001",
              "ox 0o01", "zzzzzzz9"]
     res = group_plates(reads)
     for k in sorted(res):

@@ -22,7 +22,8 @@ if __name__ == "__main__":
         parts = hhmm.split(":")
         return int(parts[0]) * 60 + int(parts[1])
 
-    sheet = "Mon 9:00-12:30 13:15-17:00\n\ntue 22:00-6:00\nWED\nthu 8:00-8:00 lunch 9:30-10:00\nmon 18:00-19:45"
+    sheet = ("Mon 9:00-12:30 13:15-17:00\n\ntue 22:00-6:00\nWED\nthu 8:00-8:00 lunch 9:30-10:00\n"
+             "mon 18:00-19:45")
     result = parse_timesheet(sheet)
     for d in sorted(result):
         print(f"{d}: {result[d] // 60}h{result[d] % 60:02d}")

@@ -22,6 +22,7 @@ def parse_line(line: str) -> str:
 
 if __name__ == "__main__":
     UNITS = ["cup", "cups", "tbsp", "tsp", "g", "kg", "ml"]
-    for line in ["2 cups flour", "1 1/2 tbsp olive oil", "3 eggs", "1/4 TSP Salt", "pinch of pepper",
+    for line in ["2 cups flour", "1 1/2 tbsp olive oil", "3 eggs", "1/4 TSP Salt",
+                 "pinch of pepper",
                  "500 g dark chocolate", "   ", "2 Cup sugar"]:
         print(parse_line(line))

@@ -11,7 +11,8 @@ def parse_roster(lines: list[str]) -> dict[int, list[str]]:
 
 
 if __name__ == "__main__":
-    lines = ["ana smith; 7; 91", "ben;8;77", "", "  cal ; 7 ; 64 ", "dee;seven;80", ";8;50", "eve;8",
+    lines = ["ana smith; 7; 91", "ben;8;77", "", "  cal ; 7 ; 64 ", "dee;seven;80", ";8;50",
+             "eve;8",
              "abe lin;7;88", "zed;10;99;extra"]
     result = parse_roster(lines)
     for g in sorted(result):

@@ -15,7 +15,8 @@ def extract_tags(text: str) -> list[str]:
 
 if __name__ == "__main__":
     posts = ["Loving the #Sunset at the beach! #travel #TRAVEL", "no tags here",
-             "#  # #!! #1st #top10 #snake_case, #dash-tag", "Launch day!!! #jaclang #OpenSource. #jaclang?",
+             "#  # #!! #1st #top10 #snake_case, #dash-tag",
+             "Launch day!!! #jaclang #OpenSource. #jaclang?",
              "", "mid#word #Ünïcode #end"]
     for p in posts:
         print(f"{len(extract_tags(p))} {extract_tags(p)}")

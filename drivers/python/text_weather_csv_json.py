@@ -19,8 +19,10 @@ def summarize(csv_text: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    data = ("date,city,temp\n2024-06-01,Oslo,14.5\n2024-06-01, Rome ,27\n2024-06-02,Oslo,16.25\nbad line\n"
-            "2024-06-02,Rome,n/a\n2024-06-03,Rome,29.5\n2024-06-03,Cairo,35.0\n2024-06-04,Oslo,12,extra\n")
+    data = ("date,city,temp\n2024-06-01,Oslo,14.5\n2024-06-01, Rome ,27\n2024-06-02,Oslo,16.25\n"
+            "bad line\n"
+            "2024-06-02,Rome,n/a\n2024-06-03,Rome,29.5\n2024-06-03,Cairo,35.0\n"
+            "2024-06-04,Oslo,12,extra\n")
     for line in summarize(data):
         print(line)
     print(summarize("date,city,temp"))

@@ -25,6 +25,7 @@ def _knob(p: argparse.ArgumentParser, flags: tuple[str, ...], name: str) -> None
     """An option for an EvalConfig field: its type, default and help text."""
     f = _KNOBS[name]
     p.add_argument(*flags, dest=name, type=type(f.default), default=f.default,
+                   metavar=flags[-1].lstrip("-").upper().replace("-", "_"),
                    help=f.metadata["help"])
 
 
