@@ -142,10 +142,11 @@ def git_commit(repo: Path | None = None) -> str:
     return ""
 
 
-def versions() -> dict[str, str]:
-    """Python's and the ML stack's versions ("" for a package that is not installed)."""
+def versions(*extra: str) -> dict[str, str]:
+    """Python's and the ML stack's versions, then those of `extra` packages ("" for a package
+    that is not installed)."""
     out = {"python": platform.python_version()}
-    for pkg in ("jaclang", "mlx", "mlx-lm", "mlx-lm-lora"):
+    for pkg in ("jaclang", "mlx", "mlx-lm", "mlx-lm-lora", *extra):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:

@@ -9,7 +9,6 @@ nearest folder holding jacrl.toml above the working directory (`jacrl.project`).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
@@ -18,11 +17,12 @@ from jacrl.blas import ensure_fast_blas
 from jacrl.cli import evaluate as evaluate_cli
 from jacrl.cli import ladder as ladder_cli
 from jacrl.cli import models as models_cli
+from jacrl.cli import reward as reward_cli
 from jacrl.cli import tasks as tasks_cli
 from jacrl.cli import train as train_cli
 from jacrl.executor import SandboxUnavailable
 from jacrl.models import ModelError
-from jacrl.project import ROOT_ENV, ProjectNotFound, find_root, path_or
+from jacrl.project import ROOT_ENV, ProjectNotFound, find_root
 
 # what a user can get wrong; anything else is a bug and keeps its traceback
 EXPECTED = (ValueError, KeyError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
@@ -73,42 +73,6 @@ def _version() -> str:
 
 
 # -------------------------------------------------------------------------------------------
-# verbs
-# -------------------------------------------------------------------------------------------
-
-
-def _run(args: argparse.Namespace) -> int:
-    from jacrl.executor import Executor, run_subprocess
-
-    source = open(args.file).read()
-    if args.subprocess:
-        verdict = run_subprocess(source, args.timeout)
-    else:
-        with Executor() as ex:
-            verdict = ex.run(source, args.timeout)
-    sys.stdout.write(verdict.stdout)
-    sys.stderr.write(verdict.stderr)
-    print(json.dumps({k: v for k, v in verdict.to_json().items() if k not in ("stdout", "stderr")}),
-          file=sys.stderr)
-    return 0 if verdict.ran else 1
-
-
-def _score(args: argparse.Namespace) -> int:
-    from jacrl.reward import score_completions
-    from jacrl.tasks import read_tasks
-
-    path = path_or(args.tasks, "tasks")
-    tasks = {t["meta"]["id"]: t for t in read_tasks(path)}
-    if args.id not in tasks:
-        raise ValueError(f"{path}: no task {args.id!r}")
-    completion = sys.stdin.read() if args.completion == "-" else open(args.completion).read()
-    s = score_completions([completion], [tasks[args.id]["answer"]], formula=args.formula)[0]
-    print(json.dumps({"id": s.task_id, "score": s.score, "tier": s.tier, "sim": round(s.sim, 4),
-                      "line_match": round(s.line_match, 4), "body": s.body}, indent=1))
-    return 0
-
-
-# -------------------------------------------------------------------------------------------
 # the parser
 # -------------------------------------------------------------------------------------------
 
@@ -128,21 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="verb", required=True, metavar="VERB")
     tasks_cli.add(sub)
 
-    p = sub.add_parser("run", help="run one .jac file in the isolated executor")
-    p.add_argument("file", help="the .jac program")
-    p.add_argument("--timeout", type=float, default=20.0, help="seconds before the run is killed")
-    p.add_argument("--subprocess", action="store_true", help="plain `jac run` backend")
-    p.set_defaults(func=_run)
-
-    p = sub.add_parser("score", help="score a completion against a task")
-    p.add_argument("id", help="the task id")
-    p.add_argument("completion", help="file with the completion text, or - for stdin")
-    p.add_argument("--tasks", default=None, help="the tasks.jsonl holding the id (default: the "
-                   "project's data/tasks.jsonl)")
-    p.add_argument("--formula", default="tiered", choices=["tiered", "additive"],
-                   help="reward formula")
-    p.set_defaults(func=_score)
-
+    reward_cli.add(sub)
     models_cli.add(sub)
     train_cli.add(sub)
     evaluate_cli.add(sub)

@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from jacrl import ladder
+from jacrl.cli.evaluate import int_list
 from jacrl.ladder import CONDITIONS, LadderConfig, comma_list, parse_iters
 from jacrl.reward import FORMULAS
 
@@ -28,13 +29,6 @@ def parse_sets(items: Sequence[str]) -> dict[str, dict[str, str]]:
             raise ValueError(f"--set expects sft.KEY=VALUE or grpo.KEY=VALUE, got {it!r}")
         out[stage][name] = v.strip()
     return out
-
-
-def _ints(s: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in s.split(",") if x.strip())
-    except ValueError:
-        raise ValueError(f"-k expects comma-separated integers, got {s!r}") from None
 
 
 def _help(name: str) -> str:
@@ -100,7 +94,7 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.envir
     if args.iters:
         ch.update({f"{k}_iters": v for k, v in parse_iters(args.iters).items()})
     sets = parse_sets(args.sets)
-    k = _ints(args.k) if args.k else None
+    k = tuple(int_list(args.k)) if args.k else None
     if k is None and args.samples is not None:  # -n alone: the default k that n samples give
         k = tuple(x for x in cfg.k if x <= max(args.samples, 1))
     flags = {"seed": args.seed, "gen_limit": args.gen_limit, "mem_limit": args.mem_limit,

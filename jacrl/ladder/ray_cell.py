@@ -1,20 +1,23 @@
 """What runs on a Ray node for the ladder's Ray engine (`jacrl.ladder.ray_engine`): a cell's
 inputs and outputs as bytes, the content-addressed install of a shipped artifact, and `cell_task`,
-one cell run by the local engine's `run_cell` in a scratch directory of the node.
+one cell run by the local engine's `run_cell` in a scratch project on the node.
 
 A node is a machine that ran `ray start` with JACRL_ROOT=<its checkout of this project> (else its
-project is found from the worker's directory): papermill runs there, models resolve through its
-registry, and its artifacts/ is the node's store. The cell's own inputs come with it: task data
-(tasks.jsonl + splits/) and the notebook, unpacked into `$JACRL_RAY_SCRATCH/<cell key>/<attempt>/`
-(default <tmp>/jacrl-ray-<uid>/...), where the cell's log, executed notebook and rows stay after
-it ran (its inputs are removed).
+project is found from the worker's directory): its models/registry.toml names the models, its
+artifacts/ is the node's store, its .git gives the commit rows record. A cell checks the model
+(there, with the driver's files) and the jacrl code version (the driver's), then runs in a fresh
+project `$JACRL_RAY_SCRATCH/<cell key>/<attempt>/` (default <tmp>/jacrl-ray-<uid>/...) holding
+the data and notebook that came with it, so the notebook resolves everything as on the driver.
+The attempt's results/ (log, executed notebook, rows) stay there; its data are removed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import io
+import json
 import os
 import shutil
 import socket
@@ -28,8 +31,8 @@ import ray  # the optional `ray` extra: this module is imported only for --engin
 
 from jacrl.ladder.plan import Cell, LadderConfig, model_fingerprint
 from jacrl.ladder.run import cell_dir, run_cell
-from jacrl.models import ModelError, resolve
-from jacrl.project import ProjectNotFound, find_root, project
+from jacrl.models import ModelError, read_registry, resolve
+from jacrl.project import MARKER, ROOT_ENV, Project, ProjectNotFound, find_root, project
 from jacrl.provenance import code_version
 from jacrl.results import read_rows
 from jacrl.train import Artifact
@@ -137,31 +140,63 @@ def node_problem(cell: Cell) -> str:
     return ""
 
 
-def scratch(key: str) -> Path:
-    """A fresh directory for one attempt at the cell; earlier attempts' inputs are removed."""
+def scratch_project(key: str, data: bytes, notebook: tuple[str, bytes]) -> Path:
+    """A fresh project for one attempt at the cell, so the notebook finds everything where a
+    project keeps it: the shipped data/ and notebooks/<notebook>, a models/registry.toml naming
+    this node's models by absolute path, results/, and .git linked to the node's checkout (rows
+    record its commit). Earlier attempts' data are removed; their results stay."""
     base = Path(os.environ.get(SCRATCH_ENV) or Path(tempfile.gettempdir())
                 / f"jacrl-ray-{os.getuid()}") / key
-    for old in base.glob("*/inputs"):
+    for old in base.glob("*/data"):
         shutil.rmtree(old, ignore_errors=True)
+    node = project()
     work = base / uuid.uuid4().hex[:8]
-    (work / "inputs").mkdir(parents=True)
+    (work / "notebooks").mkdir(parents=True)
+    shutil.copy(node.root / MARKER, work / MARKER)
+    unpack(data, work / "data")
+    (work / "notebooks" / notebook[0]).write_bytes(notebook[1])
+    (work / "models").mkdir()
+    entries = [f"[models.{json.dumps(name)}]\npath = {json.dumps(str(resolve(name)))}\n"
+               for name in read_registry(node.registry) if _resolves(name)]
+    (work / "models" / "registry.toml").write_text("\n".join(entries))
+    if (node.root / ".git").exists():
+        (work / ".git").symlink_to(node.root / ".git")
     return work
 
 
-def localize(cfg: LadderConfig, cell: Cell, work: Path, data: bytes, notebook: tuple[str, bytes],
-             store: Path) -> tuple[LadderConfig, Cell]:
-    """The config and cell as this node runs them: the shipped data and notebook in `work`,
-    rows into work/results/, artifacts into the node's store."""
-    unpack(data, work / "inputs" / "data")
-    nb = work / "inputs" / notebook[0]
-    nb.write_bytes(notebook[1])
-    results = work / "results"
-    rcfg = dataclasses.replace(cfg, data_dir=str(work / "inputs" / "data"),
-                               results_dir=str(results), figures_dir=str(work / "figures"),
-                               artifacts_dir=str(store), notebook=str(nb))
+def _resolves(model: str) -> bool:
+    try:
+        resolve(model)
+    except (ModelError, OSError):
+        return False
+    return True
+
+
+def localize(cfg: LadderConfig, cell: Cell, work: Path, store: Path,
+             ) -> tuple[LadderConfig, Cell]:
+    """The config and cell as this node runs them in the scratch project `work`, with the
+    node's artifact store."""
+    proj = Project(work)
+    rcfg = dataclasses.replace(cfg, data_dir=str(proj.data), results_dir=str(proj.results),
+                               figures_dir=str(proj.figures), artifacts_dir=str(store),
+                               notebook=str(proj.notebooks / Path(cfg.notebook).name))
     rcell = dataclasses.replace(cell, data_dir=rcfg.data_dir, artifacts=str(store),
-                                results=str(results / Path(cfg.results_file).name))
+                                results=str(proj.results / Path(cfg.results_file).name))
     return rcfg, rcell
+
+
+@contextlib.contextmanager
+def project_env(root: Path):
+    """JACRL_ROOT = root meanwhile (what `run_cell` runs papermill in, and passes on)."""
+    old = os.environ.get(ROOT_ENV)
+    os.environ[ROOT_ENV] = str(root)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(ROOT_ENV, None)
+        else:
+            os.environ[ROOT_ENV] = old
 
 
 def _where() -> dict:
@@ -183,17 +218,18 @@ def cell_task(cfg: LadderConfig, cell: Cell, data: bytes, notebook: tuple[str, b
         store = project().artifacts
         for blob in (parent or {}).values():
             install_artifact(blob, store)
-        work = scratch(cell.key)
-        rcfg, rcell = localize(cfg, cell, work, data, notebook, store)
+        work = scratch_project(cell.key, data, notebook)
+        rcfg, rcell = localize(cfg, cell, work, store)
         log = cell_dir(rcfg, rcell) / "log.txt"
+        if progress is not None:
+            progress.started.remote(cell.key, {**where, "log": str(log)})
         # Ray caps a task's OMP_NUM_THREADS at its CPUs (1); the cell owns its node's `mlx`, so
         # it runs with the node's BLAS threads, as under the local engine (cap a node's with
         # OPENBLAS_NUM_THREADS / VECLIB_MAXIMUM_THREADS in its `ray start` environment)
         os.environ.pop("OMP_NUM_THREADS", None)
-        if progress is not None:
-            progress.started.remote(cell.key, {**where, "log": str(log)})
-        status = run_cell(rcfg, rcell, log=lambda _line: None)
-        shutil.rmtree(work / "inputs", ignore_errors=True)
+        with project_env(work):
+            status = run_cell(rcfg, rcell, log=lambda _line: None)
+        shutil.rmtree(work / "data", ignore_errors=True)
         rows = [r for r in (read_rows(rcell.results) if Path(rcell.results).is_file() else [])
                 if r.get("cell_key") == cell.key]
         paths = (rows[-1].get("ladder") or {}).get("artifacts", {}) if rows else {}

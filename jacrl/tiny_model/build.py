@@ -104,7 +104,7 @@ def _check_tokenizer_roundtrip(model_dir: Path, tok, texts: list[str]) -> None:
 def _model_card(cfg: TinyModelConfig, r: BuildResult, model_cfg: dict, command: str | None) -> str:
     """MODEL_CARD.md: architecture, data, training, build and knobs, from the build's numbers. One
     template, kept whole so that it reads as the card does."""
-    v = versions()
+    v = versions("tokenizers", "transformers", "numpy")  # what the bit-identical claim needs
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     final_val = r.val_loss[-1][1]
     final_train = r.train_loss[-1][1] if r.train_loss else float("nan")
