@@ -33,12 +33,11 @@ from pathlib import Path
 import pandas as pd
 
 from jacrl.provenance import data_hash, dir_hash
-from jacrl.results import read_rows
+from jacrl.results import KINDS, read_rows
 from jacrl.splits import RUNGS
 from jacrl.stats import mcnemar_exact, wilson
 
 COND_ORDER = ("base", "sft", "sft_grpo", "sft_grpo_tuned", "raw_grpo")
-KINDS = ("gen", "mem")
 COLUMNS = ["model", "rung", "condition", "kind", "tasks", "pass1", "pass1_pct", "ci_lo", "ci_hi",
            "k", "passk_pct", "run_pct", "near_pct", "avg_osim", "truncation_pct", "cell_key",
            "stale"]

@@ -39,7 +39,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import ray  # the optional `ray` extra: this module is imported only for --engine ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from jacrl.ladder.plan import CONDITIONS, Cell, LadderConfig
 from jacrl.ladder.ray_cell import (
@@ -143,9 +142,8 @@ class Driver:
         self.cfg, self.heads, self.log, self.bar = cfg, heads, log, bar
         self.results = cfg.results_file.resolve()
         self.parents = sft_parents(plan)
-        here = ray.get_runtime_context().get_node_id()
-        self.progress = Progress.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-            here, soft=True)).remote()
+        # on the head node, which outlives every other (Ray's own resource naming the head)
+        self.progress = Progress.options(resources={"node:__internal_head__": 0.001}).remote()
         nb = Path(cfg.notebook)
         self.data = ray.put(pack_data(cfg.data_dir))
         self.notebook = ray.put((nb.name, nb.read_bytes()))
@@ -197,7 +195,10 @@ class Driver:
 
     def follow(self) -> None:
         """Report each attempt that started (its node and log) and show the running cells."""
-        running, attempts = ray.get(self.progress.snapshot.remote())
+        try:
+            running, attempts = ray.get(self.progress.snapshot.remote(), timeout=10)
+        except ray.exceptions.RayError:  # progress is lost, the cells are not
+            return
         for key, where in running.items():
             cell = next((c for c in self.pending.values() if c.key == key), None)
             if cell is None or self.shown.get(key) == attempts[key]:
