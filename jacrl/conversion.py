@@ -30,13 +30,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import json
-import os
 import re
-import tempfile
 from pathlib import Path
 
-from jacrl import tasks  # a cycle (tasks builds through here): attributes used at call time only
+from jacrl import tasks
 from jacrl.drivers import HOLE_TOKEN
 from jacrl.executor import Executor, Verdict
 from jacrl.project import path_or
@@ -195,22 +192,6 @@ def build(drivers_dir: str | Path, built: list[dict], executor: Executor) -> Con
     sidecar_of = {s.id: s for s in runnable}
     records = [record(t, sidecar_of[i]) for t in built if (i := tasks.meta(t)["id"]) in ok]
     return ConversionReport(records, failures)
-
-
-def write(records: list[dict], out_dir: str | Path) -> None:
-    """Write conversion.jsonl atomically (an empty file when there are no sidecars, so a stale
-    one never outlives a rebuild)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".conversion-", dir=out)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            for r in records:
-                fh.write(json.dumps(r) + "\n")
-        os.replace(tmp, out / FILE)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def read(data_dir: str | Path | None = None) -> list[dict]:

@@ -182,10 +182,3 @@ def _find_unit(path: str, text: str, lines: list[str], start: int, end: int) -> 
     containers = tuple(h.name for h in chain[:-1])
     return Unit(kind=head.kind, name=head.name, signature=head.signature, containers=containers,
                 before=before, after=after)
-
-
-def load_drivers(directory: str | Path,
-                 family_map: Mapping[str, str] | None = None) -> list[Driver]:
-    """Every `*.jac` in `directory`, in sorted path order."""
-    return [parse_driver(p, family_map=family_map)
-            for p in sorted(Path(directory).glob("*.jac")) if p.is_file()]

@@ -22,6 +22,9 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from jacrl import build, splits
+from jacrl.project import path_or, project
+
 QUICK_ENV = "JACRL_NOTEBOOK_QUICK"
 
 # notebook -> parameter -> its largest value in quick mode
@@ -80,8 +83,6 @@ def scaled(notebook: str, params: Mapping, env: Mapping[str, str] = os.environ,
 def summary(**fields) -> dict:
     """Print the notebook's last line, `SUMMARY {json}` (what the tests read), with the project
     root it ran in; returns the dict."""
-    from jacrl.project import project
-
     out = {"project": str(project().root), **fields}
     print("SUMMARY " + json.dumps(out, default=str))
     return out
@@ -110,9 +111,6 @@ def ensure_tasks(drivers_dir: str = "", globs: str = "*.jac", data_dir: str = ""
     """tasks.jsonl in `data_dir` (default: the project's data/), built from the drivers matching
     `globs` when it is missing or `rebuild`; returns its path. A failed build raises with every
     `drivers/x.jac:LINE: reason` and writes nothing."""
-    from jacrl import tasks
-    from jacrl.project import path_or
-
     data, drivers = path_or(data_dir, "data").resolve(), path_or(drivers_dir, "drivers").resolve()
     out = data / "tasks.jsonl"
     if out.is_file() and not rebuild:
@@ -123,7 +121,7 @@ def ensure_tasks(drivers_dir: str = "", globs: str = "*.jac", data_dir: str = ""
         if globs.strip() != "*.jac":  # a subset: build from a copy of the matching drivers
             select_drivers(drivers, globs, tmp)
             src = Path(tmp)
-        rep = tasks.build_tasks(src, data)
+        rep = build.build_tasks(src, data)
     if rep.failures:
         raise RuntimeError("task build failed; fix the drivers:\n" + "\n".join(rep.failures))
     log(f"built {len(rep.built)} tasks from {drivers} ({globs}) into {out} in {rep.seconds:.0f} s")
@@ -135,8 +133,6 @@ def rung_families(trainpool: list[dict]):
     are nested prefixes of the interleaved pool."""
     import pandas as pd
 
-    from jacrl import splits
-
     fams = {str(r): pd.Series([t["meta"]["family"] for t in splits.rung_tasks(trainpool, r)])
             .value_counts() for r in splits.fitting_rungs(len(trainpool))}
     return pd.DataFrame(fams).fillna(0).astype(int)
@@ -146,9 +142,6 @@ def save_splits(s, problems: list[str], data_dir: str = "", force: bool = False,
                 log: Callable[[str], None] = print) -> Path | None:
     """Write the splits to `data_dir`/splits/ when they are missing or `force`, never when they
     have problems; returns the folder written, else None."""
-    from jacrl import splits
-    from jacrl.project import path_or
-
     out = path_or(data_dir, "data").resolve() / "splits"
     missing = not all((out / f"{n}.jsonl").is_file() for n in splits.SPLITS)
     if problems or not (force or missing):
@@ -169,8 +162,6 @@ def pick_task(split: str = "holdout", task_id: str = "", data_dir: str = ""
               ) -> tuple[dict, dict, str]:
     """(task record, its answer JSON, another task's gold body) from a split: `task_id`, else the
     split's first task."""
-    from jacrl import splits
-
     pool = splits.load_split(split, data_dir or None)
     metas = [json.loads(t["answer"]) for t in pool]
     ids = [m["id"] for m in metas]
@@ -195,8 +186,6 @@ def ladder_rows(results: str = "", include_stale: bool = False,
     adapter or tasks changed on disk since; `report.stale_reasons`) are left out, as `jacrl
     ladder show` does, unless include_stale."""
     from jacrl import report
-    from jacrl.project import path_or
-
     path = path_or(results, "rows").resolve()
     rows = report.load_rows(path)
     if not rows:

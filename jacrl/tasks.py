@@ -5,23 +5,17 @@ non-empty stdout and exit 0; its gold body, fenced, scores 1.0 through extractio
 the whole driver echoed back as an answer scores 1.0; and an empty body does not pass (the hole
 matters). Each failure is one line `drivers/x.jac:LINE: reason`. By default any failure means
 nothing is written; `keep_going` writes the drivers that passed (still all at once) and reports the
-rest. Our corpus policy (`jacrl.corpus`) is checked too: errors on the project's own drivers/,
-warnings on any other folder. Python sidecars (`drivers/python/<id>.py`) are checked and become
-the Python -> Jac conversion tasks, data/conversion.jsonl (`jacrl.conversion`).
+rest. Building a whole folder (policy, sidecars, the atomic write) is `jacrl.build`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
-from jacrl import conversion, corpus
 from jacrl.drivers import Driver, DriverError, parse_driver
 from jacrl.executor import Executor, Verdict
 from jacrl.extract import splice
@@ -157,82 +151,6 @@ def load_all(drivers_dir: str | Path, family_map: dict[str, str] | None = None
         seen[d.id] = path
         drivers.append(d)
     return drivers, failures
-
-
-CHUNK = 16  # drivers validated per batch: a progress step, while the fork server stays busy
-
-
-def build_tasks(drivers_dir: str | Path | None = None, out_dir: str | Path | None = None, *,
-                progress: bool = False, keep_going: bool = False,
-                family_map: dict[str, str] | None = None, policy: str = "auto") -> BuildReport:
-    """Validate every driver and write tasks.jsonl and templates/ atomically.
-
-    Defaults: the project's drivers/ and data/. A missing or empty drivers folder is an error.
-    keep_going: write the drivers that pass even when others fail (without it, any failure means
-    nothing is written). family_map: id prefix -> family (e.g. {"sg": "osp"}). policy: our corpus
-    policy, `jacrl.corpus.policy_mode` (auto: errors on the project's drivers/, else warnings);
-    a corpus-wide policy error blocks the write even with keep_going. progress: a bar on stderr."""
-    drivers_dir, out_dir = path_or(drivers_dir, "drivers"), path_or(out_dir, "data")
-    if not drivers_dir.is_dir():
-        raise FileNotFoundError(f"{drivers_dir}: no such drivers folder")
-    if not any(drivers_dir.glob("*.jac")):
-        raise ValueError(f"{drivers_dir}: no .jac drivers in it; nothing to build")
-    mode = corpus.policy_mode(policy, drivers_dir)
-    from tqdm.auto import tqdm  # lazy: only a build draws a bar
-
-    t0 = time.perf_counter()
-    drivers, parse_failures = load_all(drivers_dir, family_map)
-    report = BuildReport([], [], 0.0)
-    per_driver = {d.path: corpus.driver_problems(d) for d in drivers} if mode != "off" else {}
-    wide = corpus.corpus_problems(drivers, drivers_dir) if mode != "off" else []
-    policy_lines = [ln for d in drivers for ln in per_driver.get(d.path, [])]
-    if mode == "error":  # a driver that breaks the policy is not run at all
-        drivers = [d for d in drivers if not per_driver[d.path]]
-    else:
-        report.warnings = policy_lines + wide
-    bar = tqdm(total=len(drivers), desc="build-tasks", unit="driver", disable=not progress)
-    with Executor(hash_seed=1) as a, Executor(hash_seed=2) as b, bar:
-        for i in range(0, len(drivers), CHUNK):
-            part = validate(drivers[i:i + CHUNK], (a, b))
-            report.built += part.built
-            report.failures += part.failures
-            bar.update(len(drivers[i:i + CHUNK]))
-        conv = conversion.build(drivers_dir, report.built, a)  # drivers/python/ sidecars
-    found = parse_failures + report.failures + conv.failures \
-        + (policy_lines if mode == "error" else [])
-    order = {str(p): i for i, p in enumerate(sorted(drivers_dir.glob("*.jac")))}
-    found.sort(key=lambda ln: order.get(ln.split(":", 1)[0], len(order)))  # stable: file order
-    report.failures = found + (wide if mode == "error" else [])
-    report.seconds = time.perf_counter() - t0
-    if (report.failures and not keep_going) or not report.built \
-            or (mode == "error" and wide):
-        return report
-    write_tasks(report.built, out_dir)
-    conversion.write(conv.records, out_dir)
-    report.written = True
-    return report
-
-
-def write_tasks(records: list[dict], out_dir: str | Path) -> None:
-    """Stage tasks.jsonl + templates/ beside the target, then swap them in."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=".stage-", dir=out))
-    try:
-        (stage / "templates").mkdir()
-        with open(stage / "tasks.jsonl", "w") as fh:
-            for r in records:
-                fh.write(json.dumps(r) + "\n")
-        for r in records:
-            a = json.loads(r["answer"])
-            (stage / "templates" / f"{a['id']}.jac").write_text(a["template"])
-        old = out / "templates"
-        if old.exists():
-            os.replace(old, stage / "old-templates")  # removed with the stage below
-        os.replace(stage / "templates", old)
-        os.replace(stage / "tasks.jsonl", out / "tasks.jsonl")
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
 
 
 def meta(task: dict) -> dict:

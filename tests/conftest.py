@@ -35,7 +35,8 @@ def harness_tasks(tmp_path_factory):
     """The harness drivers built into real task records ({"prompt", "answer"}) in a temp data dir."""
     import shutil
 
-    from jacrl.tasks import build_tasks, read_tasks
+    from jacrl.build import build_tasks
+    from jacrl.tasks import read_tasks
 
     drivers = tmp_path_factory.mktemp("drivers")
     for p in HARNESS:

@@ -14,7 +14,8 @@ from conftest import HARNESS, ROOT
 
 from jacrl import conversion
 from jacrl.reward import score_completions
-from jacrl.tasks import build_tasks, read_tasks
+from jacrl.build import build_tasks
+from jacrl.tasks import read_tasks
 
 SIDECARS = ROOT / "drivers" / "python"
 

@@ -104,10 +104,10 @@ def test_empty_and_marker_only_answers_extract_to_nothing():
 def test_every_shape_of_every_corpus_driver_extracts_the_gold():
     from conftest import ROOT
 
-    from jacrl.drivers import load_drivers
+    from jacrl.tasks import load_all
 
     checked = 0
-    for d in load_drivers(ROOT / "drivers"):
+    for d in load_all(ROOT / "drivers")[0]:
         want = dedent(d.gold).strip("\n")
         for name, completion in variants(d).items():
             assert extract_body(completion, d.unit) == want, (d.id, name)

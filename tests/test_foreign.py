@@ -21,11 +21,12 @@ import pytest
 from conftest import ROOT
 
 from jacrl import corpus
+from jacrl.build import build_tasks
 from jacrl.cli import main
-from jacrl.drivers import load_drivers, parse_driver, parse_family_map
+from jacrl.drivers import parse_driver, parse_family_map
 from jacrl.reward import score_completions
 from jacrl.splits import SplitConfig, check_splits, load_split, make_splits
-from jacrl.tasks import build_tasks, read_tasks
+from jacrl.tasks import load_all, read_tasks
 
 FOREIGN = ROOT / "tests" / "fixtures" / "foreign"
 IDS = {"gb_sign.jac": "gb_sign_entry", "graph_tag_tally.jac": "graph_tag_tally",
@@ -99,7 +100,7 @@ def test_foreign_gold_scores_one_in_every_answer_shape(foreign_data):
 
 def test_policy_warns_on_a_foreign_folder_and_holds_on_ours(foreign_data, tmp_path, monkeypatch):
     # ours: the policy is clean, and a build of drivers/ enforces it
-    ours = load_drivers(ROOT / "drivers")
+    ours = load_all(ROOT / "drivers")[0]
     assert [p for d in ours for p in corpus.driver_problems(d)] == []
     assert corpus.corpus_problems(ours, ROOT / "drivers") == []
     assert corpus.policy_mode("auto", ROOT / "drivers") == "error"
@@ -136,7 +137,7 @@ def test_family_map_renames_prefixes(tmp_path):
     assert fmap == {"sg": "osp", "gb": "osp", "graph": "osp"}
     (tmp_path / "map.txt").write_text("# the earlier corpus's graph families\nsg=osp\ngb=osp\n")
     assert parse_family_map(tmp_path / "map.txt") == {"sg": "osp", "gb": "osp"}
-    fams = {d.id: d.family for d in load_drivers(FOREIGN, fmap)}
+    fams = {d.id: d.family for d in load_all(FOREIGN, fmap)[0]}
     assert fams["sg_reach_walk"] == fams["gb_sign_entry"] == fams["graph_tag_tally"] == "osp"
     assert fams["lib_title_case"] == "lib"
     with pytest.raises(ValueError, match="'sg' is not PREFIX=FAMILY"):

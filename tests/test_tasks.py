@@ -12,12 +12,12 @@ import pytest
 from conftest import HARNESS, ROOT
 
 from jacrl import corpus
-from jacrl.drivers import load_drivers
-from jacrl.tasks import PROMPT_SENTENCE, build_tasks, read_tasks
+from jacrl.build import build_tasks
+from jacrl.tasks import PROMPT_SENTENCE, load_all, read_tasks
 
 
 def test_corpus_composition():
-    drivers = load_drivers(ROOT / "drivers")
+    drivers = load_all(ROOT / "drivers")[0]
     n = len(drivers)
     fams = Counter(d.family for d in drivers)
     sources = Counter(d.source for d in drivers)
@@ -37,7 +37,7 @@ def test_corpus_composition():
 def test_committed_data_matches_drivers():
     tasks = read_tasks(ROOT / "data" / "tasks.jsonl")
     ids = [t["meta"]["id"] for t in tasks]
-    assert ids == [d.id for d in load_drivers(ROOT / "drivers")]
+    assert ids == [d.id for d in load_all(ROOT / "drivers")[0]]
     for t in tasks:
         meta = t["meta"]
         assert list(meta)[:4] == ["id", "source", "expected_output", "timeout"]

@@ -10,11 +10,12 @@ import argparse
 import dataclasses
 import sys
 
+from jacrl.build import build_tasks
 from jacrl.corpus import POLICIES
 from jacrl.drivers import parse_family_map
 from jacrl.project import path_or
 from jacrl.splits import SplitConfig, build_splits, report, rung
-from jacrl.tasks import build_tasks, meta
+from jacrl.tasks import meta
 
 _SPLIT = {f.name: f.metadata["help"] for f in dataclasses.fields(SplitConfig)}
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from jacrl import splits, tasks
+from jacrl import build, splits
 from jacrl.ladder.plan import CONDITIONS, DEFAULT_CONDITIONS, LadderConfig, from_env, plan, validate
 from jacrl.ladder.run import run, show
 from jacrl.models import resolve
@@ -71,7 +71,7 @@ def ensure_data(data_dir: str | os.PathLike | None = None,
     d, drivers = path_or(data_dir, "data"), path_or(drivers, "drivers")
     if not (d / "tasks.jsonl").is_file():
         log(f"building tasks from {drivers}/ into {d}/ (runs every driver; a few minutes)")
-        rep = tasks.build_tasks(drivers, d, progress=True)
+        rep = build.build_tasks(drivers, d, progress=True)
         for line in rep.failures:
             log(line)
         if rep.failures:

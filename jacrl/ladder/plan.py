@@ -18,17 +18,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jacrl import splits
+from jacrl import conversion, splits
 from jacrl.config import EvalConfig, GRPOConfig, SFTConfig, _f, configure
 from jacrl.evaluate import check_k, family_of
 from jacrl.models import ModelError, read_registry, resolve
 from jacrl.project import path_or, project
 from jacrl.provenance import code_version, data_hash, dir_hash
+from jacrl.recipe import RECIPE
 from jacrl.reward import check_formula, default_formula
 from jacrl.tasks import meta
 
 NOTEBOOK = "30_training.ipynb"  # in the project's notebooks/
 DEFAULT_CONDITIONS = ("base", "sft", "sft_grpo", "raw_grpo")
+FORMATS = ("hole", "conversion")  # hole-fill (an instruction) | Python -> Jac (jacrl.conversion)
 RESULTS_FILE = "rl_ladder.jsonl"
 LADDER_N = 8  # the ladder's own choice: 8 temperature samples per gen task (EvalConfig's n is 0)
 
@@ -71,6 +73,9 @@ class LadderConfig:
     rungs: tuple[str, ...] = _f(splits.RUNGS, "rungs: training-pool prefix sizes or 'all'")
     models: tuple[str, ...] = _f(("jac-tiny",), "registry names or MLX model dirs")
     conditions: tuple[str, ...] = _f(DEFAULT_CONDITIONS, f"of {', '.join(CONDITIONS)}")
+    formats: tuple[str, ...] = _f(("hole",), "task formats, of hole, conversion; with "
+                                  "conversion, every cell trains and evaluates only the ids "
+                                  "that have a conversion task (paired across formats)")
     seed: int = _f(0, "training and sampling seed")
     sft_iters: int = _f(SFTConfig.iters, "SFT iterations (reference RFT_ITERS)")
     grpo_iters: int = _f(GRPOConfig.iters, "GRPO iterations (reference GRPO_ITERS)")
@@ -96,6 +101,8 @@ class LadderConfig:
     artifacts_dir: str = _f("", "training artifacts ('' = the project's artifacts/)")
     notebook: str = _f("", f"the per-cell notebook ('' = the project's notebooks/{NOTEBOOK})")
     cell_timeout: int = _f(0, "seconds per cell before it is killed and marked failed (0 = none)")
+    recipe: str = _f("", f"'' = every planned cell (the grid); {RECIPE!r} = the staged recipe "
+                         "(jacrl.recipe; `run_recipe`): gate, SFT curve, elbow, GRPO at the elbow")
 
     @property
     def results_file(self) -> Path:
@@ -124,7 +131,7 @@ def parse_iters(s: str) -> dict[str, int]:
 
 
 def from_env(cfg: LadderConfig, env: Mapping[str, str] = os.environ) -> LadderConfig:
-    """Apply JACRL_LADDER_RUNGS / _MODELS / _CONDITIONS / _ITERS."""
+    """Apply JACRL_LADDER_RUNGS / _MODELS / _CONDITIONS / _FORMATS / _ITERS / _RECIPE."""
     ch: dict = {}
     if env.get("JACRL_LADDER_RUNGS"):
         ch["rungs"] = comma_list(env["JACRL_LADDER_RUNGS"])
@@ -132,9 +139,13 @@ def from_env(cfg: LadderConfig, env: Mapping[str, str] = os.environ) -> LadderCo
         ch["models"] = comma_list(env["JACRL_LADDER_MODELS"])
     if env.get("JACRL_LADDER_CONDITIONS"):
         ch["conditions"] = comma_list(env["JACRL_LADDER_CONDITIONS"])
+    if env.get("JACRL_LADDER_FORMATS"):
+        ch["formats"] = comma_list(env["JACRL_LADDER_FORMATS"])
     if env.get("JACRL_LADDER_ITERS"):
         it = parse_iters(env["JACRL_LADDER_ITERS"])
         ch.update({f"{k}_iters": v for k, v in it.items()})
+    if env.get("JACRL_LADDER_RECIPE"):
+        ch["recipe"] = env["JACRL_LADDER_RECIPE"].strip()
     return validate(dataclasses.replace(cfg, **ch))
 
 
@@ -144,9 +155,14 @@ def validate(cfg: LadderConfig) -> LadderConfig:
         raise ValueError(f"unknown condition(s) {bad}; choose from {', '.join(CONDITIONS)}")
     for r in cfg.rungs:
         splits.check_rung(r, sys.maxsize)  # the pool's size is checked by plan()
-    if not cfg.rungs or not cfg.models or not cfg.conditions:
-        raise ValueError("the ladder needs at least one rung, model and condition")
+    bad = [f for f in cfg.formats if f not in FORMATS]
+    if bad or len(set(cfg.formats)) != len(cfg.formats):
+        raise ValueError(f"formats {list(cfg.formats)}: each once, of {', '.join(FORMATS)}")
+    if not cfg.rungs or not cfg.models or not cfg.conditions or not cfg.formats:
+        raise ValueError("the ladder needs at least one rung, model, condition and format")
     check_k(cfg.k, cfg.n)
+    if cfg.recipe not in ("", RECIPE):
+        raise ValueError(f"unknown recipe {cfg.recipe!r}; choose {RECIPE!r} (or none)")
     if cfg.reward_formula:
         check_formula(cfg.reward_formula)
     return with_paths(cfg)
@@ -195,10 +211,14 @@ class Cell:
     artifacts: str
     key: str  # the key its rows are filed under
     key_parts: dict = field(repr=False, default_factory=dict)
+    format: str = "hole"  # the task format it trains and evaluates on (FORMATS)
+    paired: bool = False  # only the ids with a conversion task (always so for conversion)
 
     @property
     def name(self) -> str:
-        return f"r{self.rung}/{self.label}/{self.condition}"
+        """r<rung>/<model>/<condition>, then /<format> unless it is hole."""
+        tail = "" if self.format == "hole" else f"/{self.format}"
+        return f"r{self.rung}/{self.label}/{self.condition}{tail}"
 
     def tag(self, kind: str) -> str:
         return f"{self.name}/{kind}"
@@ -213,6 +233,7 @@ class Cell:
                 "gen_limit": e["gen_limit"], "mem_limit": e["mem_limit"], "n": e["n"],
                 "k": ",".join(map(str, e["k"])), "temperature": e["temperature"],
                 "max_tokens": e["max_tokens"], "batch_size": self.batch_size,
+                "format": self.format, "paired": self.paired,
                 "data_dir": self.data_dir, "results": self.results, "artifacts": self.artifacts,
                 "cell_key": self.key}
 
@@ -267,14 +288,35 @@ def stratified(tasks: Sequence[dict], n: int) -> list[dict]:
 
 
 def cell_tasks(rung: str, data_dir: str | os.PathLike | None, gen_limit: int = 0,
-               mem_limit: int = 0) -> dict[str, list[dict]]:
+               mem_limit: int = 0, format: str = "hole",
+               paired: bool = False) -> dict[str, list[dict]]:
     """{"train": the rung's tasks, "valid", "gen": gen_limit holdout tasks sampled round-robin
-    by family (`stratified`; 0 = the whole holdout), "mem": train[:mem_limit]}."""
-    train = splits.rung(rung, data_dir)
+    by family (`stratified`; 0 = the whole holdout), "mem": train[:mem_limit]}.
+
+    Paired (and always for format "conversion"): every split keeps only the ids that have a
+    conversion task (`jacrl.conversion`), so rung N is the first N of those in the train pool and
+    the holdout is the hole-fill holdout's (file-disjoint) ids that have one; the ids are chosen
+    on the hole-fill tasks, so a hole and a conversion cell of the same rung and limits train and
+    evaluate the very same ids. Format "conversion" then swaps each task for its conversion
+    record (same id and answer, the Python -> Jac prompt)."""
+    pool = splits.load_split("trainpool", data_dir)
     valid = splits.load_split("valid", data_dir)
     hold = splits.load_split("holdout", data_dir)
-    return {"train": train, "valid": valid, "gen": stratified(hold, gen_limit),
-            "mem": train[:mem_limit] if mem_limit else train}
+    conv: dict[str, dict] = {}
+    if paired or format != "hole":
+        conv = {meta(t)["id"]: t for t in conversion.read(data_dir)}
+        pool, valid, hold = ([t for t in ts if meta(t)["id"] in conv] for ts in (pool, valid, hold))
+    train = splits.rung_tasks(pool, rung)
+    out = {"train": train, "valid": valid, "gen": stratified(hold, gen_limit),
+           "mem": train[:mem_limit] if mem_limit else train}
+    if format == "conversion":
+        out = {name: [conv[meta(t)["id"]] for t in ts] for name, ts in out.items()}
+    return out
+
+
+def pool_size(data_dir: str | os.PathLike | None, paired: bool = False) -> int:
+    """Tasks in the train pool (paired: those with a conversion task), the size of rung 'all'."""
+    return len(cell_tasks("all", data_dir, paired=paired)["train"])
 
 
 def stage_configs(condition: str, seed: int, sft_iters: int, grpo_iters: int,

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -235,10 +235,13 @@ def _run_once(cfg: LadderConfig, cell: Cell, results: Path, head: str,
     return st
 
 
-def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = True) -> list[dict]:
-    """Run every cell whose rows are missing; keep going past failures. Returns the statuses."""
+def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = True,
+        cells: Sequence[Cell] | None = None) -> list[dict]:
+    """Run every cell whose rows are missing; keep going past failures. Returns the statuses.
+    `cells`: these cells instead of `plan(cfg)` (the recipe's stages, `run_recipe`); `cfg.recipe`
+    is not read here."""
     cfg = validate(cfg)
-    cells = plan(cfg)
+    cells = plan(cfg) if cells is None else list(cells)
     results = cfg.results_file.resolve()
     statuses = []
     bar = tqdm(total=len(cells), desc="ladder", unit="cell", disable=not progress)

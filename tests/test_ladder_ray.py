@@ -1,0 +1,272 @@
+"""The ladder's Ray engine (jacrl.ladder.ray_engine) on a real Ray cluster on loopback: a head and a
+worker node started here (separate processes, each with its own working directory, project and
+scratch: no shared artifacts folder) run jac-tiny cells with tiny iterations, sft -> sft_grpo
+included. The rows equal the local engine's (metrics and cell keys; timings excluded); a worker
+process or the worker node's raylet killed mid-cell is retried and leaves exactly one row set per
+cell; a killed driver's rerun resumes; a node without the driver's model fails the cell in one
+line. Plus the artifact shipping (pack / content-addressed install) on its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jacrl import ladder
+from jacrl.ladder import ray_cell, ray_engine
+from jacrl.notebooks import QUICK_SETS
+from jacrl.results import read_rows, rows_by_key
+from ray_cluster import Cluster, cmdline, node_project
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "data"
+TINY = {"models": ("jac-tiny",), "sft_iters": 3, "grpo_iters": 2, "gen_limit": 2, "mem_limit": 2,
+        "n": 2, "k": (1, 2), "max_tokens": 16, "sft_set": dict(QUICK_SETS["sft_set"]),
+        "grpo_set": dict(QUICK_SETS["grpo_set"])}
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    """Head + one worker node, 1 CPU and one `mlx` each; every process ended afterwards."""
+    base = tmp_path_factory.mktemp("nodes")
+    c = Cluster()
+    try:
+        t0 = time.monotonic()
+        c.start_node("head", node_project(base / "head"), head=True)
+        c.start_node("worker", node_project(base / "worker"))
+        print(f"\nray cluster: up in {time.monotonic() - t0:.1f} s (head "
+              f"{c.nodes['head'].start_s} s, worker {c.nodes['worker'].start_s} s), "
+              f"{c.pss_kb() // 1024} MB PSS")
+        yield c
+    finally:
+        assert c.stop() == []  # nothing of any node left running
+
+
+def _cfg(d: Path, conditions: tuple[str, ...], rungs: tuple[str, ...] = ("1",), seed: int = 0):
+    return ladder.validate(ladder.LadderConfig(
+        rungs=rungs, conditions=conditions, seed=seed, data_dir=str(DATA),
+        results_dir=str(d / "results"), artifacts_dir=str(d / "artifacts"), **TINY))
+
+
+def _comparable(row: dict) -> dict:
+    """A row without what differs from run to run: timings, when and with which checkout, the
+    adapter's file hash (its manifest records when it was built), the store's folder."""
+    row = json.loads(json.dumps(row))
+    row.pop("seconds")
+    for k in ("time", "git_commit", "adapter_hash"):
+        row["provenance"].pop(k)
+    row["adapter"] = Path(row["adapter"]).name if row["adapter"] else ""
+    row["ladder"]["artifacts"] = {s: Path(p).name for s, p in row["ladder"]["artifacts"].items()}
+    return row
+
+
+def _cell_procs(text: str) -> list[int]:
+    """Processes (not this one) whose command line mentions text."""
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()
+            and int(p.name) != os.getpid() and text in cmdline(int(p.name))]
+
+
+def _statuses(results: Path) -> list[dict]:
+    out = []
+    for p in results.glob("cells/*/status.json"):
+        try:
+            out.append(json.loads(p.read_text()))
+        except ValueError:  # being replaced
+            pass
+    return out
+
+
+def _driver(cluster: Cluster, d: Path, rungs: str, seed: int) -> subprocess.Popen:
+    """`jacrl ladder run --engine ray` on base cells, in its own process, output in d/driver.log."""
+    argv = [sys.executable, "-m", "jacrl.cli", "ladder", "run", "--engine", "ray", "--address",
+            cluster.address, "--models", "jac-tiny", "--rungs", rungs, "--conditions", "base",
+            "--seed", str(seed), "--gen-limit", "2", "--mem-limit", "2", "-n", "2", "-k", "1,2",
+            "--max-tokens", "16", "--data-dir", str(DATA), "--results", str(d / "results"),
+            "--artifacts", str(d / "artifacts")]
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / "driver.log", "w") as log:
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+
+
+def _wait_running(results: Path, n: int, proc: subprocess.Popen, timeout: float = 300) -> list:
+    """The statuses once n cells run (each with its node, worker pid and log)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        running = [s for s in _statuses(results) if s.get("status") == "running"]
+        if len(running) >= n:
+            return running
+        time.sleep(0.3)
+    raise AssertionError(f"{n} cells never ran together: "
+                         f"{(results.parent / 'driver.log').read_text()[-3000:]}")
+
+
+def _one_row_set_each(results: Path, keys: set[str]) -> None:
+    pairs = sorted((r["cell_key"], r["kind"]) for r in read_rows(results / "rl_ladder.jsonl"))
+    assert pairs == sorted((k, kind) for k in keys for kind in ("gen", "mem"))
+
+
+# -------------------------------------------------------------------------------------------
+# no cluster: the bytes on the wire, the node's checks
+# -------------------------------------------------------------------------------------------
+
+
+def _artifact(d: Path, key: str, complete: bool = True) -> Path:
+    d.mkdir(parents=True)
+    (d / "adapters.safetensors").write_bytes(os.urandom(4096))
+    (d / "manifest.json").write_text(json.dumps({"key": key, "base_model": {"path": "/m"}}))
+    if complete:
+        (d / "COMPLETE").write_text(key + "\n")
+    return d
+
+
+def test_an_artifact_ships_as_bytes_into_a_content_addressed_store(tmp_path):
+    """Packed on one side, installed on the other under its own name; a complete copy with the
+    same key is kept as is, an incomplete or other-key one replaced; an incomplete artifact is
+    never packed, and nothing half-extracted is left behind."""
+    src = _artifact(tmp_path / "a" / "sft-0123", "k1")
+    blob = ray_cell.pack_artifact(src)
+    store = tmp_path / "store"
+    got = ray_cell.install_artifact(blob, store)
+    assert got == store / "sft-0123" and ray_cell.artifact_key(got) == "k1"
+    assert (got / "adapters.safetensors").read_bytes() == (src / "adapters.safetensors").read_bytes()
+    before = (got / "adapters.safetensors").stat().st_mtime_ns
+    ray_cell.install_artifact(blob, store)  # present and complete: left alone
+    assert (got / "adapters.safetensors").stat().st_mtime_ns == before
+    (got / "COMPLETE").unlink()  # a torn copy is replaced
+    assert ray_cell.artifact_key(ray_cell.install_artifact(blob, store)) == "k1"
+    shutil.rmtree(got)
+    _artifact(got, "other")  # another key under the same name is replaced
+    assert ray_cell.artifact_key(ray_cell.install_artifact(blob, store)) == "k1"
+    with pytest.raises(FileNotFoundError):
+        ray_cell.pack_artifact(_artifact(tmp_path / "b" / "sft-4567", "k2", complete=False))
+    assert sorted(p.name for p in store.iterdir()) == [".sft-0123.lock", "sft-0123"]
+
+
+def test_a_node_without_the_drivers_model_fails_the_cell_in_one_line(tmp_path, monkeypatch):
+    """A node whose project lacks the model, or holds other files under its name, refuses the
+    cell before any work, with one line naming the model and the node."""
+    cell = ladder.plan(_cfg(tmp_path, ("base",)))[0]
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(ROOT / "jacrl.toml", bare)
+    monkeypatch.setenv("JACRL_ROOT", str(bare))
+    problem = ray_cell.node_problem(cell)
+    assert re.match(r"model 'jac-tiny' is not on node \S+: unknown model", problem), problem
+    assert "\n" not in problem
+    other = node_project(tmp_path / "other")
+    cfg = other / "models" / "jac-tiny" / "config.json"
+    cfg.write_text(cfg.read_text() + " ")
+    monkeypatch.setenv("JACRL_ROOT", str(other))
+    assert "has other files than the driver's" in ray_cell.node_problem(cell)
+    monkeypatch.setenv("JACRL_ROOT", str(node_project(tmp_path / "same")))
+    assert ray_cell.node_problem(cell) == ""
+
+
+def test_sft_grpo_depends_on_the_sft_cell_of_its_rung():
+    cells = ladder.plan(ladder.validate(ladder.LadderConfig(
+        rungs=("1", "3"), conditions=("base", "sft", "sft_grpo", "raw_grpo", "sft_grpo_tuned"),
+        data_dir=str(DATA), **TINY)))
+    parents = ray_engine.sft_parents(cells)
+    by = {(c.rung, c.condition): c for c in cells}
+    assert parents == {by[r, c].key: by[r, "sft"] for r in ("1", "3")
+                       for c in ("sft_grpo", "sft_grpo_tuned")}
+
+
+# -------------------------------------------------------------------------------------------
+# on the cluster
+# -------------------------------------------------------------------------------------------
+
+
+def test_rows_equal_the_local_engines(cluster, tmp_path):
+    """base, sft, sft_grpo on rung 1: base and sft run at once on the two nodes, sft_grpo after
+    sft, reusing its artifact; every row once, equal to the local engine's for the same plan;
+    a rerun skips every cell."""
+    cfg = _cfg(tmp_path / "ray", ("base", "sft", "sft_grpo"))
+    cells = ladder.plan(cfg)
+    lines: list[str] = []
+    t0 = time.monotonic()
+    statuses = ray_engine.run(cfg, cells, lines.append, address=cluster.address)
+    wall_ray = time.monotonic() - t0
+    assert [s["status"] for s in statuses] == ["done"] * 3, lines
+    assert len({s["node"] for s in statuses[:2]}) == 2, statuses  # base and sft side by side
+    for s in statuses:  # the start line names the node and the log there
+        assert any(f"{s['cell']} ({s['key']}): running on " in ln and s["log"] in ln
+                   for ln in lines), lines
+    sft, sft_grpo = statuses[1], statuses[2]
+    sft_art = Path(read_rows(cfg.results_file)[2]["ladder"]["artifacts"]["sft"]).name
+    log = (Path(cfg.results_dir) / "cells" / sft_grpo["key"] / "log.txt").read_text()
+    assert re.search(rf"reusing \S+/{sft_art} ", log), log  # the shipped sft artifact
+    assert (Path(cfg.artifacts_dir) / sft_art / "COMPLETE").is_file()
+    for s in statuses:  # the cell's record came back: executed notebook, log, metrics
+        d = Path(cfg.results_dir) / "cells" / s["key"]
+        assert {"30_training.ipynb", "log.txt", "status.json"} <= {p.name for p in d.iterdir()}
+    _one_row_set_each(Path(cfg.results_dir), {c.key for c in cells})
+
+    local = _cfg(tmp_path / "local", ("base", "sft", "sft_grpo"))
+    t0 = time.monotonic()
+    assert [s["status"] for s in ladder.run(local, log=lambda _: None, progress=False)] == \
+        ["done"] * 3
+    wall_local = time.monotonic() - t0
+    print(f"\n3 cells: ray {wall_ray:.0f} s, local {wall_local:.0f} s")
+    ours = {r["tag"]: _comparable(r) for r in read_rows(cfg.results_file)}
+    theirs = {r["tag"]: _comparable(r) for r in read_rows(local.results_file)}
+    assert ours == theirs
+
+    again: list[str] = []
+    assert [s["status"] for s in ray_engine.run(cfg, cells, again.append,
+                                                address=cluster.address)] == ["skipped"] * 3
+    assert len(read_rows(cfg.results_file)) == 6
+
+
+def test_a_killed_driver_is_resumed_by_rerunning_it(cluster, tmp_path):
+    """SIGKILL the driver while its two cells run: Ray ends their workers (and with them the
+    papermill runs), the cells show as interrupted, and the same command then runs both once."""
+    d = tmp_path / "run"
+    proc = _driver(cluster, d, "1,3", seed=11)
+    running = _wait_running(d / "results", 2, proc)
+    time.sleep(3)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(_cell_procs(s["key"]) for s in running):
+        time.sleep(0.5)
+    assert not [_cell_procs(s["key"]) for s in running if _cell_procs(s["key"])]
+    assert not (d / "results" / "rl_ladder.jsonl").exists()
+    assert sorted(ladder.interrupted_cells(d / "results")) == sorted(s["cell"] for s in running)
+    proc = _driver(cluster, d, "1,3", seed=11)
+    assert proc.wait(timeout=600) == 0, (d / "driver.log").read_text()[-3000:]
+    _one_row_set_each(d / "results", {s["key"] for s in running})
+
+
+def test_a_killed_worker_process_and_a_dead_node_are_retried(cluster, tmp_path):
+    """Two cells, one per node: SIGKILL the head's cell worker process and the worker node's
+    raylet mid-cell. Both cells run again (attempt 2, on the head: the worker node is gone),
+    finish, and leave exactly one row set each; nothing of the killed attempts keeps running."""
+    d = tmp_path / "run"
+    proc = _driver(cluster, d, "1,3", seed=12)
+    running = _wait_running(d / "results", 2, proc)
+    worker = cluster.nodes["worker"]
+    on_worker = [s for s in running if s["log"].startswith(str(worker.scratch))]
+    on_head = [s for s in running if s not in on_worker]
+    assert len(on_worker) == len(on_head) == 1, running
+    time.sleep(3)  # papermill and the kernel are working
+    os.kill(on_head[0]["pid"], signal.SIGKILL)
+    cluster.kill_raylet("worker")
+    assert proc.wait(timeout=600) == 0, (d / "driver.log").read_text()[-3000:]
+    done = {s["key"]: s for s in _statuses(d / "results")}
+    for s in running:
+        assert done[s["key"]]["status"] == "done" and done[s["key"]]["attempts"] == 2, done
+        assert done[s["key"]]["log"] != s["log"]  # a fresh attempt
+        assert not _cell_procs(str(Path(s["log"]).parents[3]))  # the killed attempt's papermill
+    _one_row_set_each(d / "results", set(done))
+    assert worker.pids() == []  # the dead node's processes all ended
+    assert "running again (attempt 2)" in (d / "driver.log").read_text()
+    assert rows_by_key(d / "results" / "rl_ladder.jsonl").keys() == done.keys()

@@ -1,0 +1,95 @@
+"""The package's shape: data flows one way (each module imports only modules listed before it in
+README's module table), no module grows past ~400 lines, and no function past 60 lines unless its
+docstring says why. Function-level imports count too: a lazy import is still a dependency."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "jacrl"
+MAX_MODULE_LINES = 410
+MAX_FUNCTION_LINES = 60
+
+
+def _group(module: str) -> str:
+    """jacrl.train.sft -> jacrl.train (a package is one row of the table)."""
+    return ".".join(module.split(".")[:2])
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("jacrl"):
+            if node.module == "jacrl":
+                found |= {f"jacrl.{a.name}" for a in node.names}
+            else:
+                found.add(_group(node.module))
+        elif isinstance(node, ast.Import):
+            found |= {_group(a.name) for a in node.names if a.name.startswith("jacrl.")}
+    return found
+
+
+def _table_order() -> list[str]:
+    rows = re.findall(r"^\| (`jacrl\.[^|]*)\|", (ROOT / "README.md").read_text(), re.M)
+    return [m for row in rows for m in re.findall(r"`(jacrl\.\w+)`", row)]
+
+
+def _sources() -> list[Path]:
+    return sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_every_module_is_in_the_readme_table_once():
+    order = _table_order()
+    assert len(order) == len(set(order)), order
+    groups = {_group(_module(p)) for p in _sources()} - {"jacrl"}
+    assert groups == set(order), groups ^ set(order)
+
+
+def test_imports_flow_one_way():
+    rank = {m: i for i, m in enumerate(_table_order())}
+    upward = []
+    for path in _sources():
+        me = _group(_module(path))
+        if me == "jacrl":
+            continue
+        for dep in _imports(path) - {me}:
+            if rank[dep] > rank[me]:
+                upward.append(f"{path.relative_to(ROOT)} imports {dep} (listed after {me})")
+    assert upward == []
+
+
+def test_training_does_not_depend_on_evaluation():
+    train = [p for p in _sources() if _group(_module(p)) == "jacrl.train"]
+    assert train and not [p for p in train if "jacrl.evaluate" in _imports(p)]
+
+
+def test_modules_and_functions_stay_readable():
+    long_modules = [f"{p.relative_to(ROOT)}: {n}" for p in _sources()
+                    if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]
+    assert long_modules == []
+    long_functions = []
+    for path in _sources():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                doc = ast.get_docstring(node) or ""
+                if n > MAX_FUNCTION_LINES and "long" not in doc.lower() \
+                        and "one template" not in doc.lower():
+                    long_functions.append(f"{path.relative_to(ROOT)}:{node.lineno} "
+                                          f"{node.name} ({n} lines)")
+    assert long_functions == []
+
+
+def test_no_references_to_documents_we_do_not_ship():
+    cites = [f"{p.relative_to(ROOT)}:{i}" for p in _sources()
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r"SPEC §|\bscar P?\d|\(P\d\d\)", line)]
+    assert cites == []
