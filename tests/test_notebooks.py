@@ -26,7 +26,7 @@ import papermill
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 
-from jacrl import blas, kernel, ladder, notebooks, report, splits, variants
+from jacrl import blas, kernel, ladder, notebooks, recipe, report, splits, variants
 from jacrl.results import append_cell_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,6 +165,29 @@ def test_10_task_building_defaults(project):
         assert s[name] == len(splits.load_split(name, data))
     assert not (project / "notebooks" / "data").exists()
     assert images(nb) >= 1
+    conv = (ROOT / "data" / "conversion.jsonl").read_text().splitlines()
+    assert s["conversion_tasks"] == len(conv) > 0 and s["conversion_same_answers"] is True
+    assert s["format_comparisons"] == 0  # no ladder rows in the throwaway project
+
+
+def test_10_shows_the_format_comparison_from_rows(project):
+    """With paired hole-fill and conversion rows in the results dir given, notebook 10 shows the
+    comparison and its figure."""
+    rows = []
+    for fmt, passed in (("hole", [1, 0, 0]), ("conversion", [1, 1, 0])):
+        for cond in ("base", "sft"):
+            rows.append({"tag": f"r1/m/{cond}/gen", "cell_key": f"{cond}-{fmt}", "model_name": "m",
+                         "rung": "1", "condition": cond, "kind": "gen", "format": fmt,
+                         "paired": True, "tasks": 3, "pass1": sum(passed),
+                         "per_task": [{"id": f"t{i}", "greedy_exact": bool(x)}
+                                      for i, x in enumerate(passed)]})
+    append_cell_rows(project / "results10" / ladder.RESULTS_FILE, rows)
+    nb, s = execute(project, "10_task_building", results="../results10")
+    assert s["format_comparisons"] == 2 and images(nb) >= 2
+    text = "".join(str(o.get("data", {}).get("text/plain", "")) for c in nb["cells"]
+                   for o in c.get("outputs", []))
+    assert "33.3 [6-79]" in text and "66.7 [21-94]" in text  # hole-fill, conversion (Wilson)
+    assert not (project / "notebooks" / "results10").exists()
 
 
 def test_10_builds_a_driver_subset_from_the_project_drivers(project):
@@ -235,7 +258,14 @@ def test_40_ladder_analysis_defaults(project, trained):
             t["greedy_exact"] = True
         base.append(b)
     append_cell_rows(results, base)
+    rows = report.load_rows(results)  # a recipe's decision record on these rows, shown beside
+    cfg = ladder.LadderConfig(rungs=(rows[0]["rung"],), models=(rows[0]["model_name"],))
+    rec = recipe.build_record(cfg, rows, recipe.RecipeConfig(gate_threshold=0))
+    recipe.write_record(project / "results", rec)
     nb, s = execute(project, "40_ladder_analysis")
+    assert s["recipe_records"] == [rec["plan_key"]]
+    assert f"recipe smart (plan {rec['plan_key']}" in "".join(
+        "".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
     figs = project / "figures"
     assert s["project"] == str(project) and s["results"] == str(results)
     assert s["rows"] == 4 and s["evaluations"] == 4 and s["mcnemar"] == 2

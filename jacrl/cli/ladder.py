@@ -2,7 +2,9 @@
 
     jacrl ladder plan    every cell, its key, whether its rows exist, and the exact command; runs nothing
     jacrl ladder run     run the cells without rows; a failing cell is recorded and the ladder goes on
-    jacrl ladder show    the pivot with Wilson CIs, McNemar vs base; writes figures/
+    jacrl ladder run --recipe smart   the staged recipe (gate, SFT curve, elbow, GRPO at the
+                         elbow) instead of the grid; `ladder plan --recipe smart` shows its stages
+    jacrl ladder show    pivot, Wilson CIs, McNemar vs base and hole vs conversion; writes figures/
     jacrl demo           tasks/splits if needed, a small ladder on jac-tiny, the table and figures
 """
 
@@ -15,7 +17,8 @@ from collections.abc import Mapping, Sequence
 
 from jacrl import ladder
 from jacrl.cli.evaluate import int_list
-from jacrl.ladder import CONDITIONS, LadderConfig, comma_list, parse_iters
+from jacrl.ladder import CONDITIONS, FORMATS, LadderConfig, comma_list, parse_iters
+from jacrl.recipe import DEMO_GATE_THRESHOLD, GATE_THRESHOLD, RECIPE
 from jacrl.reward import FORMULAS
 
 
@@ -47,6 +50,11 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                                     f"(env JACRL_LADDER_MODELS; default {','.join(d.models)})")
     p.add_argument("--conditions", help=f"comma list of {', '.join(CONDITIONS)} (env "
                                         f"JACRL_LADDER_CONDITIONS; default {','.join(d.conditions)})")
+    p.add_argument("--formats", help=f"comma list of {', '.join(FORMATS)} (env "
+                                     "JACRL_LADDER_FORMATS; default "
+                                     f"{','.join(d.formats)}); with conversion, every cell keeps "
+                                     "only the ids that have a conversion task, so the formats "
+                                     "are compared on the same ids")
     p.add_argument("--iters", help="N or sft=N,grpo=M (env JACRL_LADDER_ITERS; default "
                                    f"sft={d.sft_iters},grpo={d.grpo_iters})")
     p.add_argument("--seed", type=int, help=_help("seed"))
@@ -63,6 +71,16 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, help=_help("batch_size"))
     p.add_argument("--demo", action="store_true",
                    help="start from the demo's tiny settings (jac-tiny, rungs 1,3, few iterations)")
+    p.add_argument("--recipe", choices=(RECIPE,), help="run the staged compute-smart recipe "
+                   "instead of every planned cell: gate (sft mem on the first rung), SFT curve "
+                   "(base + sft, every rung), elbow, GRPO only at the elbow (sft_grpo + a tuned "
+                   "arm) + raw_grpo on the first rung (env JACRL_LADDER_RECIPE; --conditions is "
+                   "not read; default: none, every planned cell)")
+    p.add_argument("--gate-threshold", type=float, help="the recipe's gate: the first rung's sft "
+                   f"mem pass rate to reach (default {GATE_THRESHOLD}; with --demo "
+                   f"{DEMO_GATE_THRESHOLD}; env JACRL_RECIPE_GATE_THRESHOLD)")
+    p.add_argument("--elbow", help="the recipe's elbow set by hand: a rung ('3') or per model "
+                   "('jac-tiny=3,m2=5') (default: the rule's; env JACRL_RECIPE_ELBOW)")
     _paths(p, figures=False)
     p.add_argument("--cell-timeout", type=int, help=_help("cell_timeout"))
     return p
@@ -91,8 +109,12 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.envir
         ch["models"] = comma_list(args.models)
     if args.conditions:
         ch["conditions"] = comma_list(args.conditions)
+    if args.formats:
+        ch["formats"] = comma_list(args.formats)
     if args.iters:
         ch.update({f"{k}_iters": v for k, v in parse_iters(args.iters).items()})
+    if args.recipe:
+        ch["recipe"] = args.recipe
     sets = parse_sets(args.sets)
     k = tuple(int_list(args.k)) if args.k else None
     if k is None and args.samples is not None:  # -n alone: the default k that n samples give
@@ -109,14 +131,29 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.envir
     return ladder.validate(dataclasses.replace(cfg, **ch))
 
 
+def recipe_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.environ):
+    """The recipe's knobs: defaults (the demo's gate threshold with --demo), JACRL_RECIPE_*,
+    then --gate-threshold / --elbow."""
+    return ladder.recipe_config(args.demo, env, gate_threshold=args.gate_threshold,
+                                elbow=args.elbow)
+
+
 def run_plan(args: argparse.Namespace) -> int:
-    print(ladder.plan_text(config_from_args(args)))
+    cfg = config_from_args(args)
+    print(ladder.recipe_plan_text(cfg, recipe_from_args(args)) if cfg.recipe
+          else ladder.plan_text(cfg))
     return 0
 
 
 def run_run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
-    statuses = ladder.run(cfg)
+    if cfg.recipe:  # the recipe stops after a gate that did not pass: one line, exit 2
+        done = ladder.run_recipe(cfg, recipe_from_args(args))
+        if done.stopped:
+            raise SystemExit(f"gate: {done.stopped.removeprefix('gate ')}")
+        statuses = done.statuses
+    else:
+        statuses = ladder.run(cfg)
     if args.figures is not None:  # --figures DIR: the figures of all rows, after the run
         for p in ladder.show(cfg.results_dir, cfg.figures_dir)[1]:
             print(f"wrote {p}")
@@ -149,7 +186,7 @@ def add(subparsers) -> None:
     add_arguments(q).set_defaults(func=run_run)
     q.add_argument("--figures", default=None, metavar="DIR", help="after the run, write the "
                    "figures of all rows here (default: none written; `ladder show` writes them)")
-    q = sub.add_parser("show", help="pivot with Wilson CIs, McNemar vs base; write figures")
+    q = sub.add_parser("show", help="pivot, Wilson CIs, McNemar vs base and hole vs conversion; figures")
     q.add_argument("--results", default="", help="results dir (default: the project's results/)")
     q.add_argument("--figures", default="", help="figures dir (default: the project's figures/)")
     q.add_argument("--no-figures", action="store_true", help="print the table only")

@@ -2,8 +2,11 @@
 notebooks/30_training.ipynb, whose executed copy is kept as the cell's record.
 
     plan.py   LadderConfig, the conditions, `plan`: every cell resolved, with its key
+    taskset.py  which tasks a cell trains and evaluates on (`cell_tasks`), in which format
     cell.py   what notebook 30 runs for one cell: `notebook_cell`, `train_cell`, `evaluate_cell`
     run.py    `run` (papermill per cell, locks, status files), `plan_text`, `show`
+    recipe_run.py  `run_recipe`, `recipe_plan_text`: the compute-smart recipe (`jacrl.recipe`)
+              in stages, each stage's cells run by an engine (default: `run`)
     demo.py   the demo: a small ladder on jac-tiny, its table and figures
 
 The commands are `jacrl ladder plan | run | show` and `jacrl demo` (`jacrl.cli.ladder`).
@@ -12,6 +15,14 @@ Conditions: `base` (the model as is), `sft` (gold SFT on the rung's tasks), `sft
 continuing the sft adapter — the same content-addressed SFT artifact the sft cell trained),
 `raw_grpo` (GRPO on the base), and `sft_grpo_tuned`, not in the default list: sft_grpo with
 GRPO learning rate 1e-5 and 2.5x the GRPO iterations (the reference's hand-made tuned run).
+
+Formats (`--formats hole,conversion`, the innermost axis): `hole` (hole-fill: the instruction and
+the template, the default) and `conversion` (Python -> Jac: the function's Python sidecar and the
+template, `jacrl.conversion`; same answer and grading). A plan with conversion cells is *paired*:
+all its cells, hole-fill ones included, train and evaluate only the ids that have a conversion
+task (rung N = the first N such ids of the train pool; gen = the hole-fill holdout's such ids,
+file-disjoint as ever), so `jacrl.report.format_comparison` pairs hole and conversion on the same
+ids (exact McNemar). A hole-only plan is unchanged: its cells, names and keys are as before.
 
 Each cell evaluates `gen` (the holdout, greedy + n samples) and `mem` (the rung's own tasks,
 greedy) and appends one row per evaluation to results/rl_ladder.jsonl, only at the end of the
@@ -54,16 +65,23 @@ from jacrl.ladder.plan import (
     Cell,
     Condition,
     LadderConfig,
-    cell_tasks,
     comma_list,
     from_env,
     make_cell,
+    paired_plan,
     parse_iters,
     plan,
     rung_sft_iters,
     stage_configs,
-    stratified,
     validate,
+)
+from jacrl.ladder.recipe_run import (
+    Engine,
+    RecipeRun,
+    local_engine,
+    recipe_config,
+    recipe_plan_text,
+    run_recipe,
 )
 from jacrl.ladder.run import (
     cell_dir,
@@ -76,12 +94,17 @@ from jacrl.ladder.run import (
     run_cell,
     show,
 )
+from jacrl.ladder.taskset import FORMATS, cell_tasks, stratified
 
 __all__ = [
-    "CONDITIONS", "DEFAULT_CONDITIONS", "DEMO_GRPO", "DEMO_SFT", "NOTEBOOK", "RESULTS_FILE",
-    "Cell", "Condition", "LadderConfig", "adapter_of", "cell_dir", "cell_state", "cell_tasks",
+    "CONDITIONS", "DEFAULT_CONDITIONS", "DEMO_GRPO", "DEMO_SFT", "FORMATS", "NOTEBOOK",
+    "RESULTS_FILE",
+    "Cell", "Condition", "Engine", "LadderConfig", "RecipeRun", "adapter_of", "cell_dir",
+    "cell_state", "cell_tasks",
     "command", "comma_list", "demo", "demo_config", "ensure_data", "evaluate_cell", "from_env",
-    "interrupted_cells", "make_cell", "notebook_cell", "notebook_params", "parse_iters", "plan",
+    "interrupted_cells", "make_cell", "notebook_cell", "notebook_params", "paired_plan",
+    "parse_iters", "plan",
     "plan_text", "read_status", "rung_sft_iters", "run", "run_cell", "show", "stage_configs",
     "stratified", "train_cell", "training_runs", "validate",
+    "local_engine", "recipe_config", "recipe_plan_text", "run_recipe",
 ]

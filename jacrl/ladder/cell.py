@@ -15,7 +15,8 @@ from tqdm.auto import tqdm  # a widget in a notebook, text elsewhere
 from jacrl import train
 from jacrl.config import EvalConfig, GRPOConfig, SFTConfig, from_dict
 from jacrl.evaluate import evaluate
-from jacrl.ladder.plan import Cell, cell_tasks, make_cell
+from jacrl.ladder.plan import Cell, make_cell
+from jacrl.ladder.taskset import cell_tasks
 from jacrl.notebooks import scaled
 
 KEY_PARTS_IN_ROWS = ("model_hash", "data_hash", "code_version", "notebook")
@@ -53,7 +54,7 @@ def notebook_cell(cell_key: str = "", log: Callable[[str], None] = print,
 def train_cell(cell: Cell, log: Callable[[str], None] = print) -> dict:
     """Train (or reuse) the cell's artifacts: {"sft": Artifact, "grpo": Artifact} as needed.
     The SFT stage is labelled "sft" for every condition, so sft_grpo reuses the sft cell's one."""
-    tasks = cell_tasks(cell.rung, cell.data_dir)
+    tasks = cell_tasks(cell.rung, cell.data_dir, format=cell.format, paired=cell.paired)
     arts: dict = {}
     if cell.sft is not None:
         arts["sft"] = train.sft(cell.model, tasks["train"], tasks["valid"],
@@ -75,9 +76,10 @@ def adapter_of(arts: Mapping) -> Path | None:
 def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None = None,
                   progress: bool = True) -> list[dict]:
     """The gen rows (the holdout sample, greedy + n samples) and mem rows (the rung's tasks,
-    greedy only) of the cell, filed under its key (not yet written)."""
+    greedy only) of the cell, in its task format, filed under its key (not yet written)."""
     e = cell.eval
-    tasks = cell_tasks(cell.rung, cell.data_dir, e["gen_limit"], e["mem_limit"])
+    tasks = cell_tasks(cell.rung, cell.data_dir, e["gen_limit"], e["mem_limit"], cell.format,
+                       cell.paired)
     adapter = adapter_of(arts)
     plans = [("gen", "holdout", tasks["gen"], e["n"]), ("mem", "rung", tasks["mem"], 0)]
     rows = []
@@ -89,7 +91,8 @@ def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None =
                        log=log)
         row.update({
             "cell_key": cell.key, "model_name": cell.label, "rung": cell.rung,
-            "condition": cell.condition, "reward_formula": cell.reward_formula or None,
+            "condition": cell.condition, "format": cell.format, "paired": cell.paired,
+            "reward_formula": cell.reward_formula or None,
             "ladder": {"sft": cell.sft, "grpo": cell.grpo, "eval": cell.eval,
                        "artifacts": {s: str(a.path) for s, a in arts.items()},
                        "artifact_keys": {s: a.key for s, a in arts.items()},

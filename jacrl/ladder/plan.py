@@ -13,24 +13,22 @@ import json
 import os
 import re
 import sys
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jacrl import conversion, splits
+from jacrl import splits
 from jacrl.config import EvalConfig, GRPOConfig, SFTConfig, _f, configure
-from jacrl.evaluate import check_k, family_of
+from jacrl.evaluate import check_k
+from jacrl.ladder.taskset import FORMATS, cell_tasks, pool_size, task_format
 from jacrl.models import ModelError, read_registry, resolve
 from jacrl.project import path_or, project
 from jacrl.provenance import code_version, data_hash, dir_hash
 from jacrl.recipe import RECIPE
 from jacrl.reward import check_formula, default_formula
-from jacrl.tasks import meta
 
 NOTEBOOK = "30_training.ipynb"  # in the project's notebooks/
 DEFAULT_CONDITIONS = ("base", "sft", "sft_grpo", "raw_grpo")
-FORMATS = ("hole", "conversion")  # hole-fill (an instruction) | Python -> Jac (jacrl.conversion)
 RESULTS_FILE = "rl_ladder.jsonl"
 LADDER_N = 8  # the ladder's own choice: 8 temperature samples per gen task (EvalConfig's n is 0)
 
@@ -263,62 +261,6 @@ def notebook_hash(path: str | os.PathLike | None = None) -> str:
     return hashlib.sha256(json.dumps(code).encode()).hexdigest()
 
 
-def stratified(tasks: Sequence[dict], n: int) -> list[dict]:
-    """n of `tasks` taken round-robin by family (families sorted), each family's next pick being
-    its first task (in the given order) from the source used least so far, so the sample spreads
-    over sources too; returned in the given order. Deterministic; every family is present when
-    n >= the number of families. n <= 0 or n >= len(tasks): all of them."""
-    tasks = list(tasks)
-    if n <= 0 or n >= len(tasks):
-        return tasks
-    sources = [str(meta(t).get("source", "")) for t in tasks]
-    queues: dict[str, list[int]] = {}
-    for i, t in enumerate(tasks):
-        queues.setdefault(family_of(t), []).append(i)
-    used: Counter = Counter()
-    picked: list[int] = []
-    while len(picked) < n:
-        for fam in sorted(queues):
-            if queues[fam] and len(picked) < n:
-                i = min(queues[fam], key=lambda j: used[sources[j]])  # first of the least used
-                queues[fam].remove(i)
-                used[sources[i]] += 1
-                picked.append(i)
-    return [tasks[i] for i in sorted(picked)]
-
-
-def cell_tasks(rung: str, data_dir: str | os.PathLike | None, gen_limit: int = 0,
-               mem_limit: int = 0, format: str = "hole",
-               paired: bool = False) -> dict[str, list[dict]]:
-    """{"train": the rung's tasks, "valid", "gen": gen_limit holdout tasks sampled round-robin
-    by family (`stratified`; 0 = the whole holdout), "mem": train[:mem_limit]}.
-
-    Paired (and always for format "conversion"): every split keeps only the ids that have a
-    conversion task (`jacrl.conversion`), so rung N is the first N of those in the train pool and
-    the holdout is the hole-fill holdout's (file-disjoint) ids that have one; the ids are chosen
-    on the hole-fill tasks, so a hole and a conversion cell of the same rung and limits train and
-    evaluate the very same ids. Format "conversion" then swaps each task for its conversion
-    record (same id and answer, the Python -> Jac prompt)."""
-    pool = splits.load_split("trainpool", data_dir)
-    valid = splits.load_split("valid", data_dir)
-    hold = splits.load_split("holdout", data_dir)
-    conv: dict[str, dict] = {}
-    if paired or format != "hole":
-        conv = {meta(t)["id"]: t for t in conversion.read(data_dir)}
-        pool, valid, hold = ([t for t in ts if meta(t)["id"] in conv] for ts in (pool, valid, hold))
-    train = splits.rung_tasks(pool, rung)
-    out = {"train": train, "valid": valid, "gen": stratified(hold, gen_limit),
-           "mem": train[:mem_limit] if mem_limit else train}
-    if format == "conversion":
-        out = {name: [conv[meta(t)["id"]] for t in ts] for name, ts in out.items()}
-    return out
-
-
-def pool_size(data_dir: str | os.PathLike | None, paired: bool = False) -> int:
-    """Tasks in the train pool (paired: those with a conversion task), the size of rung 'all'."""
-    return len(cell_tasks("all", data_dir, paired=paired)["train"])
-
-
 def stage_configs(condition: str, seed: int, sft_iters: int, grpo_iters: int,
                   sft_set: Mapping | None = None, grpo_set: Mapping | None = None,
                   env: Mapping[str, str] = os.environ, reward_formula: str = ""):
@@ -348,6 +290,7 @@ def make_cell(rung, model: str = DEFAULTS.models[0], condition: str = "base", *,
               reward_formula: str = "", gen_limit: int = 0, mem_limit: int = 0,
               n: int = DEFAULTS.n, k=DEFAULTS.k, temperature: float = DEFAULTS.temperature,
               max_tokens: int = DEFAULTS.max_tokens, batch_size: int = DEFAULTS.batch_size,
+              format: str = "hole", paired: bool | str = False,
               data_dir: str | None = None, results: str | None = None,
               artifacts: str | None = None, notebook: str | os.PathLike | None = None,
               cell_key: str = "", env: Mapping[str, str] = os.environ,
@@ -356,7 +299,9 @@ def make_cell(rung, model: str = DEFAULTS.models[0], condition: str = "base", *,
     them (JSON strings for the *_set dicts, a comma string for k); a parameter it does not know
     is an error. `cell_key`: the key the ladder planned the cell under ("" = the one computed
     here). When the two differ (code or data changed since planning) the difference is logged
-    and the rows are filed under the planned key, so `ladder run` finds them."""
+    and the rows are filed under the planned key, so `ladder run` finds them. `format`,
+    `paired`: see `cell_tasks`; in the key only when not plain unpaired hole-fill (whose key
+    is thus the one it had before formats existed)."""
     if unknown:
         raise TypeError(unknown_params(unknown))
     data_dir = str(path_or(data_dir, "data").resolve())
@@ -372,7 +317,8 @@ def make_cell(rung, model: str = DEFAULTS.models[0], condition: str = "base", *,
                               grpo_set, env, str(reward_formula or ""))
     ev = {"gen_limit": int(gen_limit), "mem_limit": int(mem_limit), "n": int(n), "k": list(ks),
           "temperature": float(temperature), "max_tokens": int(max_tokens)}
-    tasks = cell_tasks(rung, data_dir, int(gen_limit), int(mem_limit))
+    fmt, paired = task_format(format, paired)
+    tasks = cell_tasks(rung, data_dir, int(gen_limit), int(mem_limit), fmt, paired)
     label = model_label(str(model))
     parts = {
         "rung": rung, "model": label, "model_hash": model_fingerprint(str(model)),
@@ -384,9 +330,10 @@ def make_cell(rung, model: str = DEFAULTS.models[0], condition: str = "base", *,
                                 for t in tasks[name]]),
         "code_version": code_version(),
         "notebook": notebook_hash(notebook),
+        **({"format": fmt} if fmt != "hole" else {"paired": True} if paired else {}),
     }
     digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-    key = f"r{rung}-{label}-{condition}-{digest[:12]}"
+    key = f"r{rung}-{label}-{condition}{'' if fmt == 'hole' else '-' + fmt}-{digest[:12]}"
     if cell_key and cell_key != key:
         log(f"warning: planned as {cell_key}, computed {key} here (code or data changed since "
             "planning); filing rows under the planned key")
@@ -395,7 +342,8 @@ def make_cell(rung, model: str = DEFAULTS.models[0], condition: str = "base", *,
                 grpo_set=grpo_set, sft=parts["sft"], grpo=parts["grpo"],
                 reward_formula=grpo.reward_formula if grpo else "", eval=ev,
                 batch_size=int(batch_size), data_dir=str(data_dir), results=str(results),
-                artifacts=str(artifacts), key=cell_key or key, key_parts=parts)
+                artifacts=str(artifacts), key=cell_key or key, key_parts=parts, format=fmt,
+                paired=paired)
 
 
 def unknown_params(unknown: Mapping) -> str:
@@ -414,18 +362,26 @@ def rung_sft_iters(cfg: LadderConfig, rung: str) -> int:
     min(cfg.sft_iters, sft_iters_per_task x the rung's tasks)."""
     if cfg.sft_iters_per_task <= 0:
         return cfg.sft_iters
-    n = len(splits.rung(rung, cfg.data_dir or None))
+    n = len(cell_tasks(rung, cfg.data_dir or None, paired=paired_plan(cfg))["train"])
     return max(1, min(cfg.sft_iters, cfg.sft_iters_per_task * n))
 
 
+def paired_plan(cfg: LadderConfig) -> bool:
+    """Whether the plan's cells are paired (`cell_tasks`): it has conversion cells, so its hole
+    cells train and evaluate the same ids as they do, and a format comparison is paired."""
+    return "conversion" in cfg.formats
+
+
 def plan(cfg: LadderConfig) -> list[Cell]:
-    """Every cell of the ladder, in order: rung, then model, then condition. Reads only."""
+    """Every cell of the ladder, in order: rung, then model, then condition, then format. Reads
+    only."""
     cfg = validate(cfg)
-    pool = len(splits.load_split("trainpool", cfg.data_dir))
+    pool = pool_size(cfg.data_dir, paired_plan(cfg))
     for r in cfg.rungs:  # a rung as large as the pool would be 'all' again under another key
         if r != "all" and int(r) >= pool:
-            raise ValueError(f"rung {r}: the train pool has {pool} tasks, so rung {r} would be "
-                             f"'all'; choose 1..{pool - 1} or 'all'")
+            which = " with a conversion task" if paired_plan(cfg) else ""
+            raise ValueError(f"rung {r}: the train pool has {pool} tasks{which}, so rung {r} "
+                             f"would be 'all'; choose 1..{pool - 1} or 'all'")
     for model in cfg.models:
         resolve(model)  # an unknown model fails here, not in its cells
     cells = []
@@ -433,9 +389,10 @@ def plan(cfg: LadderConfig) -> list[Cell]:
         for model in cfg.models:
             m = model if not Path(model).expanduser().is_dir() \
                 else str(Path(model).expanduser().resolve())
-            for cond in cfg.conditions:
+            for cond, fmt in ((c, f) for c in cfg.conditions for f in cfg.formats):
                 cells.append(make_cell(
-                    rung, m, cond, seed=cfg.seed, sft_iters=rung_sft_iters(cfg, rung),
+                    rung, m, cond, format=fmt, paired=paired_plan(cfg),
+                    seed=cfg.seed, sft_iters=rung_sft_iters(cfg, rung),
                     grpo_iters=cfg.grpo_iters, sft_set=cfg.sft_set, grpo_set=cfg.grpo_set,
                     reward_formula=cfg.reward_formula, gen_limit=cfg.gen_limit,
                     mem_limit=cfg.mem_limit, n=cfg.n, k=cfg.k,

@@ -4,7 +4,7 @@ one cell run by the local engine's `run_cell` in a scratch project on the node.
 
 A node is a machine that ran `ray start` with JACRL_ROOT=<its checkout of this project> (else its
 project is found from the worker's directory): its models/registry.toml names the models, its
-artifacts/ is the node's store, its .git gives the commit rows record. A cell checks the model
+artifacts/ (or $JACRL_RAY_ARTIFACTS) is the node's store, its .git gives the commit rows record. A cell checks the model
 (there, with the driver's files) and the jacrl code version (the driver's), then runs in a fresh
 project `$JACRL_RAY_SCRATCH/<cell key>/<attempt>/` (default <tmp>/jacrl-ray-<uid>/...) holding
 the data and notebook that came with it, so the notebook resolves everything as on the driver.
@@ -38,6 +38,7 @@ from jacrl.results import read_rows
 from jacrl.train import Artifact
 
 SCRATCH_ENV = "JACRL_RAY_SCRATCH"
+STORE_ENV = "JACRL_RAY_ARTIFACTS"  # the node's artifact store (default: its project's artifacts/)
 NOT_SHIPPED = {"lock", "status.json"}  # of a cell's directory: the driver writes its own
 
 
@@ -104,17 +105,6 @@ def install_artifact(blob: bytes, store: str | os.PathLike) -> Path:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return final
-
-
-def pack_data(data_dir: str | os.PathLike) -> bytes:
-    """What a cell reads of the data dir: tasks.jsonl and splits/."""
-    data_dir = Path(data_dir)
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name in ("tasks.jsonl", "splits"):
-            if (data_dir / name).exists():
-                tar.add(data_dir / name, arcname=name)
-    return buf.getvalue()
 
 
 # -------------------------------------------------------------------------------------------
@@ -215,7 +205,7 @@ def cell_task(cfg: LadderConfig, cell: Cell, data: bytes, notebook: tuple[str, b
         problem = node_problem(cell)
         if problem:
             return {**where, "status": "failed", "error": problem, "rows": []}, {}
-        store = project().artifacts
+        store = Path(os.environ.get(STORE_ENV) or project().artifacts)
         for blob in (parent or {}).values():
             install_artifact(blob, store)
         work = scratch_project(cell.key, data, notebook)

@@ -2,7 +2,8 @@
 cell as the local engine, each cell a Ray task placed on any node of a cluster.
 
 One machine: nothing to set up; with no address (and no RAY_ADDRESS) a local Ray instance is
-started, offering one `mlx`. Several machines (Macs, or CUDA boxes with `mlx[cuda]`), each with
+started, offering one `mlx` (cells run one at a time, in this project, artifacts straight into
+the ladder's store). Several machines (Macs, or CUDA boxes with `mlx[cuda]`), each with
 this project checked out, `pip install -e '.[ray]'`, and the models the plan names (models are
 local paths and never shipped):
 
@@ -14,26 +15,30 @@ Placement: a cell asks for `CELL_CPUS` CPU and one `mlx`. A node offers one `mlx
 accelerator, so two cells never share one; a node started without it runs no cells.
 
 No shared filesystem: a cell travels with its task data and notebook as bytes and runs on its
-node in a scratch directory (`jacrl.ladder.ray_cell`); its rows, its cell directory (log,
+node in a scratch project (`jacrl.ladder.ray_cell`), after checking that the node has the
+driver's model files and jacrl code version (else it fails in one line); its rows, its cell directory (log,
 executed notebook, metrics) and its artifacts come back as bytes. The driver alone appends rows
 (the local engine's lock and dedup) and installs artifacts into its own content-addressed store;
 the rows name the driver's paths, as the local engine's do.
 
 DAG: a cell with an SFT stage other than `sft` itself (sft_grpo, sft_grpo_tuned) gets the sft
-cell's artifact (same rung, model, seed and SFT config) as a Ray object dependency: it starts
+cell's artifact (same rung, model, seed, format and SFT config) as a Ray object dependency: it starts
 after that cell, on any node, and reuses the artifact instead of training it again. Other cells
 run in parallel. A cell whose rows exist is skipped, one another `ladder run` holds is left to it
 (the local engine's cell lock, held here while the cell is submitted), none is submitted twice.
 
 Faults: a worker process or node that dies mid-cell makes Ray rerun the cell (`RETRIES` more
 attempts), then it is recorded failed with the reason. Only a finished attempt returns rows, so a
-cell's rows are appended once. A killed driver: rerun the command; finished cells are skipped.
+cell's rows are appended once. A killed driver: Ray ends its cells; rerun the command, finished
+cells are skipped. Progress: the ladder's bar shows each running cell and its node; a line per
+attempt names the node and the log there.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,24 +47,23 @@ import ray  # the optional `ray` extra: this module is imported only for --engin
 
 from jacrl.ladder.plan import CONDITIONS, Cell, LadderConfig
 from jacrl.ladder.ray_cell import (
+    STORE_ENV,
     Progress,
     artifact_key,
     cell_task,
     install_artifact,
     pack_artifact,
-    pack_data,
+    pack_dir,
     unpack,
 )
 from jacrl.ladder.run import cell_dir, claim_cell, write_status
 from jacrl.models import portable
-from jacrl.project import find_root
+from jacrl.project import ROOT_ENV, find_root
 from jacrl.results import append_cell_rows, is_done, read_rows, rows_by_key
 
 RETRIES = 2  # reruns of a cell whose worker process or node died, before it is recorded failed
 CELL_CPUS = 1  # CPUs a cell asks for; its `mlx` resource is what keeps cells apart
 RESOURCE = "mlx"  # the custom resource a node offers once per accelerator
-ENGINES = ("local", "ray")
-ENGINE_ENV = "JACRL_LADDER_ENGINE"
 
 
 def _now() -> str:
@@ -73,11 +77,15 @@ def _now() -> str:
 
 def sft_parents(cells: list[Cell]) -> dict[str, Cell]:
     """{key of a cell with an SFT stage: the plan's sft cell whose artifact it reuses}: same
-    rung, model, seed and resolved SFT config (so the same content-addressed artifact)."""
-    sft = {(c.rung, c.model, c.seed): c for c in cells if c.condition == "sft"}
+    rung, model, seed, task format and resolved SFT config (so the same content-addressed
+    artifact)."""
+    def group(c: Cell) -> tuple:
+        return c.rung, c.model, c.seed, c.format, c.paired
+
+    sft = {group(c): c for c in cells if c.condition == "sft"}
     out = {}
     for c in cells:
-        p = sft.get((c.rung, c.model, c.seed))
+        p = sft.get(group(c))
         if c.condition != "sft" and CONDITIONS[c.condition].sft and p is not None \
                 and p.sft == c.sft:
             out[c.key] = p
@@ -114,23 +122,40 @@ def localize_rows(rows: list[dict], cell: Cell, installed: dict[str, Path]) -> l
 # -------------------------------------------------------------------------------------------
 
 
-def connect(address: str | None) -> bool:
+def reachable(address: str, timeout: float = 3.0) -> bool:
+    """Whether something listens at a host:port address (other forms, e.g. ray:// or auto, are
+    left to Ray), checked first because Ray itself retries a dead address for minutes."""
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit():
+        return True
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+def connect(address: str | None, store: str) -> bool:
     """Join the cluster at `address` (else RAY_ADDRESS), or start a local instance offering one
-    `mlx` whose cells run in this project. True when this call initialized Ray."""
+    `mlx`, whose cells run in this project and keep artifacts in `store`. True when this call
+    initialized Ray."""
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no reporting home
     address = address or os.environ.get("RAY_ADDRESS") or None
-    quiet = {"log_to_driver": False, "logging_level": "WARNING", "configure_logging": True}
+    quiet = {"log_to_driver": False, "logging_level": "WARNING"}
+    if address and not reachable(address):
+        raise ValueError(f"no Ray cluster at {address} (start one with `ray start --head`)")
     if address:
         ray.init(address=address, **quiet)
     else:
         ray.init(address="local", resources={RESOURCE: 1}, include_dashboard=False,
-                 runtime_env={"env_vars": {"JACRL_ROOT": str(find_root())}}, **quiet)
+                 runtime_env={"env_vars": {ROOT_ENV: str(find_root()), STORE_ENV: store}},
+                 **quiet)
     if ray.cluster_resources().get(RESOURCE, 0) < 1:
         ray.shutdown()
-        raise RuntimeError(f"no node of the Ray cluster at {address} offers the {RESOURCE!r} "
-                           f"resource: start nodes with --resources '{{\"{RESOURCE}\": 1}}'")
+        raise ValueError(f"no node of the Ray cluster at {address} offers the {RESOURCE!r} "
+                         f"resource: start nodes with --resources '{{\"{RESOURCE}\": 1}}'")
     return True
 
 
@@ -145,7 +170,7 @@ class Driver:
         # on the head node, which outlives every other (Ray's own resource naming the head)
         self.progress = Progress.options(resources={"node:__internal_head__": 0.001}).remote()
         nb = Path(cfg.notebook)
-        self.data = ray.put(pack_data(cfg.data_dir))
+        self.data = ray.put(pack_dir(cfg.data_dir, ""))  # all of it: tasks, splits, conversions
         self.notebook = ray.put((nb.name, nb.read_bytes()))
         self.pending: dict = {}  # result ref -> cell
         self.refs: dict[str, object] = {}  # cell key -> its result's ref
@@ -212,8 +237,8 @@ class Driver:
                           "started": _now(), "attempt": attempts[key], **where})
         if self.bar is not None:
             self.bar.set_postfix_str(", ".join(
-                f"{c.name}@{running[c.key]['host']}" for c in self.pending.values()
-                if c.key in running))
+                f"{c.name} on {running[c.key]['host']}:{running[c.key]['node'][:8]}"
+                for c in self.pending.values() if c.key in running))
 
     def collect(self, ref) -> None:
         """File the result of a finished (or finally failed) cell."""
@@ -265,7 +290,7 @@ def run_cells(cfg: LadderConfig, plan: list[Cell], todo: list[Cell], heads: dict
     the order given. `heads` names each cell in log lines; `bar` (tqdm) advances per cell."""
     if not todo:
         return []
-    started = connect(address)
+    started = connect(address, cfg.artifacts_dir)
     try:
         drv = Driver(cfg, plan, heads, log, bar)
         pending = set(c.key for c in todo)

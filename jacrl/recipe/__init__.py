@@ -12,8 +12,8 @@ one runs.
 `decide` holds the gate and the elbow rule (its cases are documented there), `stages` the cells
 of each stage, `record` the decision record and the plan text. Everything is a pure function of
 the ladder's configuration (any object with its fields: rungs, models, grpo_iters, sft_set,
-grpo_set, ...), a `RecipeConfig` and the result rows so far; nothing here runs a cell. A runner
-loops over the stages::
+grpo_set, ...), a `RecipeConfig` and the result rows so far; nothing here runs a cell. The runner
+(`jacrl.ladder.run_recipe`, `jacrl ladder run --recipe smart`) loops over the stages::
 
     for stage in STAGES:
         specs = stage_cells(stage.number, cfg, rows, rcfg)   # [] once the gate has not passed
@@ -57,7 +57,9 @@ from jacrl.recipe.record import (
     plan_key,
     plan_text,
     read_record,
+    read_records,
     record_path,
+    record_text,
     stages,
     write_record,
 )
@@ -75,6 +77,7 @@ __all__ = [
     "DEMO_GATE_THRESHOLD", "DEMO_RECIPE", "GATE_THRESHOLD", "RECIPE", "RULE", "RULE_TEXT", "STAGES",
     "CellSpec", "Elbow", "Gate", "RecipeConfig", "Stage", "build_record", "curve", "elbow",
     "elbows", "first_rung", "gate", "index_rows", "model_label", "ordered_rungs", "parse_elbow",
-    "plan_key", "plan_text", "planned_cells", "read_record", "record_path", "rows_for",
+    "plan_key", "plan_text", "planned_cells", "read_record", "read_records", "record_path",
+    "record_text", "rows_for",
     "stage_cells", "stages", "stop_reason", "tuned_overrides", "write_record",
 ]

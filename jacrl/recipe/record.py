@@ -28,7 +28,7 @@ from jacrl.recipe.stages import STAGES, CellSpec, planned_cells
 RECIPE = "smart"
 # LadderConfig fields that do not change what the recipe's cells compute
 NOT_IN_KEY = frozenset({"conditions", "results_dir", "figures_dir", "artifacts_dir", "data_dir",
-                        "notebook", "cell_timeout", "batch_size"})
+                        "notebook", "cell_timeout", "batch_size", "recipe"})
 RECORD_DIR = "recipe"  # under the results directory
 ARMS = ("sft_grpo", "sft_grpo_tuned", "raw_grpo")  # stage 3's conditions, in display order
 
@@ -136,6 +136,39 @@ def read_record(results_dir: str | os.PathLike, key: str) -> dict | None:
     """The record of plan `key`, or None when none was written."""
     path = record_path(results_dir, key)
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def read_records(results_dir: str | os.PathLike) -> list[dict]:
+    """Every record under results/recipe/, oldest written first ([] when there is none)."""
+    d = Path(results_dir) / RECORD_DIR
+    recs = [json.loads(p.read_text()) for p in sorted(d.glob("*.json"))] if d.is_dir() else []
+    return sorted(recs, key=lambda r: r.get("written", ""))
+
+
+def _figure(f: Mapping) -> str:
+    return (f"r{f['rung']} {f['k']}/{f['n']} {f['rate'] * 100:.0f}% "
+            f"[{f['lo'] * 100:.0f}-{f['hi'] * 100:.0f}]")
+
+
+def record_text(record: Mapping) -> str:
+    """A record for a reader: the gate, each model's curve (sft gen pass@1, 95% Wilson) and
+    elbow, the arms launched and their state, or why the recipe stopped."""
+    lines = [f"recipe {record['recipe']} (plan {record['plan_key']}, written "
+             f"{record.get('written', '?')})",
+             f"gate: {record['gate']['reason'].removeprefix('gate ')}"]
+    for m, figs in record["curve"].items():
+        e = record["elbow"][m]
+        lines.append(f"curve {m}: " + ("  ".join(map(_figure, figs)) or "no rows yet"))
+        pick = f"E = r{e['rung']} ({e['rule']}): {e['reason']}" if e["rung"] else \
+            f"no E yet: {e['reason']}"
+        if record.get("stopped") is None:  # a stopped recipe decides no elbow
+            lines.append(f"elbow {m}: {pick}")
+    for c in record["arms"]:
+        extra = _overrides(c)
+        lines.append(f"arm {c['cell']}: {c['state']}" + (f" ({extra})" if extra else ""))
+    if record.get("stopped"):
+        lines.append("stopped after the gate (stage 0): no curve, elbow or GRPO arm")
+    return "\n".join(lines)
 
 
 def _overrides(cell: Mapping) -> str:

@@ -1,0 +1,74 @@
+"""Tables and figures from result rows (results/rl_ladder.jsonl): the ladder pivot with Wilson
+intervals, learning curves with CI bands, paired exact McNemar of each condition against base, and
+training curves from an artifact's metrics.jsonl; and hole-fill vs conversion on the same tasks
+(`format_comparison`: Wilson intervals and paired exact McNemar).
+
+A row belongs to a ladder cell through its `model_name`, `rung`, `condition` and `kind` fields, or,
+for rows without them (the reference harness's), through a four-part tag `r<N>/<model>/<cond>/<kind>`.
+A row's task format is its `format` field (`hole` when absent) and `paired` says it comes from a
+plan with conversion cells (only the ids that have a conversion task; `jacrl.ladder.cell_tasks`).
+When several rows share (model, rung, condition, format, paired, kind) the last one wins (as in
+the earlier harness). Tables label a condition `sft` (hole-fill), `sft/hole` (hole-fill, paired)
+or `sft/conversion`. Wilson intervals are recomputed from the counts (`pass1`/`tasks`), never
+copied from a row.
+
+| column | meaning |
+|---|---|
+| `pass1_pct`, `ci_lo`, `ci_hi` | greedy exact pass rate and its 95 % Wilson interval (percent) |
+| `passk_pct`, `k` | unbiased pass@k (Chen et al. 2021) at the row's largest k, from its `pass_at_k` (percent); NaN when no samples were drawn. Never the rows' `greedy_or_k_pct` |
+| `tasks`, `pass1` | tasks graded and greedy exact passes of the row |
+| `run_pct`, `near_pct`, `avg_osim`, `truncation_pct` | as in the row (see `jacrl.evaluate`) |
+| `model`, `rung`, `condition`, `format`, `paired`, `kind`, `cell_key` | the ladder cell the row belongs to |
+| `mem` | (pivot) the mem row's greedy pass rate on the rung's own training tasks |
+| `stale` | why a row no longer describes what is on disk ("" when it does): its model, adapter or tasks changed since it was made |
+
+Provenance is enforced, not just recorded: `show_text` leaves stale rows out (and says how many)
+unless asked to include them; `stale_reasons` compares each row's recorded model, adapter and
+task-data hashes with the files on disk now.
+
+    rows.py     a row's cell and task format (`cell_of`, `variant_of`), labels, orders
+    stale.py    `stale_reasons`, `mark_stale`
+    tables.py   `frame`, `pivot`, `ladder_table`, `mcnemar_vs_base`, `format_comparison`,
+                `show_text`
+    figures.py  `plot_curves`, `plot_formats`, `write_figures`, the training curves (matplotlib)
+"""
+
+from jacrl.report.figures import (
+    plot_curves,
+    plot_formats,
+    plot_training,
+    plot_training_runs,
+    write_figures,
+    write_training_figure,
+)
+from jacrl.report.rows import (
+    COND_ORDER,
+    FORMAT_ORDER,
+    cell_of,
+    condition_label,
+    format_of,
+    load_rows,
+    variant_of,
+)
+from jacrl.report.stale import mark_stale, stale_reasons
+from jacrl.report.tables import (
+    COLUMNS,
+    FORMAT_COLUMNS,
+    fmt_cell,
+    format_comparison,
+    format_table,
+    frame,
+    labels,
+    ladder_table,
+    mcnemar_vs_base,
+    pivot,
+    show_text,
+)
+
+__all__ = [
+    "COLUMNS", "COND_ORDER", "FORMAT_COLUMNS", "FORMAT_ORDER", "cell_of", "condition_label",
+    "fmt_cell", "format_comparison", "format_of", "format_table", "frame", "labels",
+    "ladder_table", "load_rows", "mark_stale", "mcnemar_vs_base", "pivot", "plot_curves",
+    "plot_formats", "plot_training", "plot_training_runs", "show_text", "stale_reasons",
+    "variant_of", "write_figures", "write_training_figure",
+]

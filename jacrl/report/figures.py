@@ -1,0 +1,212 @@
+"""The report's figures: learning curves with Wilson bands, hole-fill vs conversion bars, and
+training curves from an artifact's metrics.jsonl. matplotlib is imported on first use."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from jacrl.report.rows import _order, cell_of
+from jacrl.report.tables import format_comparison, frame, labels
+from jacrl.results import KINDS
+from jacrl.splits import RUNGS
+
+
+def _pyplot():
+    import matplotlib.pyplot as plt  # headless: matplotlib falls back to Agg by itself
+
+    return plt
+
+
+def plot_curves(rows: list[dict], value: str = "pass1_pct", band: bool = True):
+    """Learning curves vs rung: one column per model, one row per kind (gen, mem), one line per
+    condition label (conversion dashed), the Wilson band shaded. Returns the matplotlib Figure."""
+    plt = _pyplot()
+    df = frame(rows)
+    names, conds_all = labels(df) if not df.empty else ([], [])
+    df = df.assign(condition=names)
+    models = sorted(set(df.model)) or ["(no rows)"]
+    kinds = [k for k in KINDS if k in set(df.kind)] or ["gen"]
+    fig, axes = plt.subplots(len(kinds), len(models), figsize=(5 * len(models), 3.2 * len(kinds)),
+                             squeeze=False, sharey=True)
+    rungs = _order(set(df.rung), RUNGS) if not df.empty else list(RUNGS)
+    xpos = {r: i for i, r in enumerate(rungs)}
+    dodge = {c: (i - (len(conds_all) - 1) / 2) * 0.04 for i, c in enumerate(conds_all)}
+    for i, kind in enumerate(kinds):
+        for j, model in enumerate(models):
+            ax = axes[i][j]
+            sub = df[(df.kind == kind) & (df.model == model)]
+            for cond in (c for c in conds_all if c in set(sub.condition)):
+                line = sub[sub.condition == cond].sort_values("rung", key=lambda s: s.map(xpos))
+                line = line[line[value].notna()]
+                if line.empty:
+                    continue
+                x = [xpos[r] + dodge[cond] for r in line.rung]  # dodged: equal lines stay visible
+                color = f"C{conds_all.index(cond) % 10}"  # one colour per label in every panel
+                ax.plot(x, line[value], marker="o", label=cond, color=color,
+                        linestyle="--" if cond.endswith("/conversion") else "-")
+                if band and value == "pass1_pct":
+                    ax.fill_between(x, line.ci_lo, line.ci_hi, alpha=0.15, color=color)
+            ax.set_xticks(range(len(rungs)), rungs)
+            ax.set_ylim(-2, 102)
+            ax.set_xlabel("rung (training tasks)")
+            what = "pass@1 %" if value == "pass1_pct" else value
+            ax.set_ylabel(f"{kind} {what}")
+            ax.set_title(f"{model} — {'holdout' if kind == 'gen' else 'rung tasks (mem)'}")
+            ax.grid(alpha=0.3)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=8)
+    fig.suptitle("ladder: greedy pass@1 with 95% Wilson bands" if value == "pass1_pct"
+                 else f"ladder: {value}")
+    fig.tight_layout()
+    return fig
+
+
+def _training_records(metrics: str | os.PathLike) -> tuple[list[dict], Path]:
+    path = Path(metrics)
+    if path.is_dir():
+        path = path / "metrics.jsonl"
+    recs = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] \
+        if path.is_file() else []
+    return recs, path
+
+
+def _training_series(stage: str) -> list[tuple[str, str]]:
+    if stage == "grpo":
+        return [("reward_mean", "reward mean ± σ"), ("group_reward_std", "within-group σ"),
+                ("kl", "KL"), ("truncated", "truncated share")]
+    return [("train_loss", "train loss"), ("val_loss", "val loss")]
+
+
+def _draw_training(axes, recs: list[dict], label: str = "") -> None:
+    """One metrics.jsonl's curves on a row of axes (per iteration; GRPO's reward mean with its
+    σ over the step's rollouts shaded)."""
+    df = pd.DataFrame(recs)
+    stage = recs[0].get("stage", "") if recs else ""
+    for ax, (col, title) in zip(axes, _training_series(stage)):
+        if not df.empty and col in df and df[col].notna().any():
+            d = df[df[col].notna()]
+            ax.plot(d["iteration"], d[col], marker=".")
+            if col == "reward_mean" and "reward_std" in d and d["reward_std"].notna().all():
+                ax.fill_between(d["iteration"], d[col] - d["reward_std"],
+                                d[col] + d["reward_std"], alpha=0.2)
+        ax.set_title(f"{label}: {title}" if label else title, fontsize=9)
+        ax.set_xlabel("iteration")
+        ax.grid(alpha=0.3)
+
+
+def plot_training(metrics: str | os.PathLike, title: str = ""):
+    """Training curves from an artifact's metrics.jsonl (or its directory): SFT train/val loss;
+    GRPO reward mean (± σ), within-group σ, KL and truncated share. Returns the Figure."""
+    plt = _pyplot()
+    recs, path = _training_records(metrics)
+    stage = recs[0].get("stage", "") if recs else ""
+    series = _training_series(stage)
+    fig, axes = plt.subplots(1, len(series), figsize=(3.6 * len(series), 2.8), squeeze=False)
+    _draw_training(axes[0], recs)
+    fig.suptitle(title or f"{stage or 'training'}: {path.parent.name}")
+    fig.tight_layout()
+    return fig
+
+
+def plot_training_runs(runs: Sequence[tuple[str, str | os.PathLike]], title: str = ""):
+    """Several training runs in one figure, one row per (label, metrics.jsonl or artifact dir):
+    SFT rows show the losses, GRPO rows reward mean ± σ, within-group σ, KL, truncated share.
+    Returns the Figure."""
+    plt = _pyplot()
+    loaded = [(label, _training_records(m)[0]) for label, m in runs]
+    cols = max([len(_training_series(r[0].get("stage", "") if r else "")) for _, r in loaded]
+               or [2])
+    fig, axes = plt.subplots(max(1, len(loaded)), cols, figsize=(3.6 * cols, 2.6 * len(loaded)),
+                             squeeze=False)
+    for row, (label, recs) in zip(axes, loaded):
+        n = len(_training_series(recs[0].get("stage", "") if recs else ""))
+        _draw_training(row[:n], recs, label)
+        for ax in row[n:]:
+            ax.axis("off")
+    fig.suptitle(title or "training curves")
+    fig.tight_layout()
+    return fig
+
+
+def write_training_figure(runs: Sequence[tuple[str, str | os.PathLike]],
+                          out_dir: str | os.PathLike | None = None,
+                          name: str = "training.png", title: str = "") -> Path:
+    """`plot_training_runs(runs)` saved as figures/<name> (the project's figures/ by default)."""
+    from jacrl.project import path_or
+
+    if not runs:
+        raise ValueError("no training runs to plot")
+    plt = _pyplot()
+    out = path_or(out_dir, "figures")
+    out.mkdir(parents=True, exist_ok=True)
+    fig = plot_training_runs(runs, title)
+    p = out / name
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    return p
+
+
+def plot_formats(rows: list[dict]):
+    """Hole-fill vs conversion (`format_comparison`): one panel per kind and model, a pair of bars
+    per rung and condition (greedy pass@1 on the same ids, 95 % Wilson error bars), the exact
+    McNemar p above each pair. Returns the Figure."""
+    plt = _pyplot()
+    fc = format_comparison(rows)
+    models = sorted(set(fc.model)) or ["(no rows)"]
+    kinds = [k for k in KINDS if k in set(fc.kind)] or ["gen"]
+    width = max(6.0, 1.5 * max([len(fc[fc.kind == k]) for k in kinds] or [1]))
+    fig, axes = plt.subplots(len(kinds), len(models), squeeze=False, sharey=True,
+                             figsize=(width * len(models), 3.2 * len(kinds)))
+    for i, kind in enumerate(kinds):
+        for j, model in enumerate(models):
+            ax, sub = axes[i][j], fc[(fc.kind == kind) & (fc.model == model)]
+            sub = sub.reset_index(drop=True)
+            for off, side, name in ((-0.2, "hole", "hole-fill"), (0.2, "conv", "conversion")):
+                pct = sub[f"{side}_pct"]
+                ax.bar(sub.index + off, pct, width=0.4, label=name, capsize=3,
+                       yerr=[pct - sub[f"{side}_lo"], sub[f"{side}_hi"] - pct])
+            for x, r in sub.iterrows():
+                ax.annotate(f"p={r.p:.2g}", (x, 102), ha="center", va="bottom", fontsize=7)
+            ax.set_xticks(sub.index, [f"r{r.rung} {r.condition} (n={r.n})"
+                                      for r in sub.itertuples()], fontsize=7)
+            ax.set_ylim(0, 135)
+            ax.set_yticks(range(0, 101, 20))
+            ax.set_ylabel(f"{kind} pass@1 %")
+            ax.set_title(f"{model} — {'holdout' if kind == 'gen' else 'rung tasks (mem)'}")
+            ax.grid(alpha=0.3, axis="y")
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7, loc="upper center", ncol=2)
+    fig.suptitle("hole-fill vs conversion, same task ids (exact McNemar p)")
+    fig.tight_layout()
+    return fig
+
+
+def write_figures(rows: list[dict], out_dir: str | os.PathLike | None = None) -> list[Path]:
+    """figures/ladder.png (pass@1 curves with Wilson bands) and figures/ladder_passk.png, in the
+    project's figures/ by default, and figures/formats.png (`plot_formats`) when the rows hold a
+    hole-fill vs conversion comparison. No ladder rows is an error (never blank figures)."""
+    from jacrl.project import path_or
+
+    if not any(cell_of(r) for r in rows):
+        raise ValueError("no ladder rows to plot")
+    plt = _pyplot()
+    out = path_or(out_dir, "figures")
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, value in (("ladder.png", "pass1_pct"), ("ladder_passk.png", "passk_pct")):
+        fig = plot_curves(rows, value)
+        p = out / name
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    if not format_comparison(rows).empty:
+        fig = plot_formats(rows)
+        paths.append(out / "formats.png")
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+    return paths

@@ -1,0 +1,62 @@
+"""Reading result rows: which ladder cell (model, rung, condition, kind) and task format a row
+belongs to, the labels tables give them, and the orders tables sort by."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from jacrl.results import read_rows
+
+COND_ORDER = ("base", "sft", "sft_grpo", "sft_grpo_tuned", "raw_grpo")
+FORMAT_ORDER = ("hole", "conversion")
+
+
+def load_rows(path: str | os.PathLike) -> list[dict]:
+    """Rows of a results file ([] when it does not exist); a torn last line is skipped."""
+    return read_rows(path) if Path(path).is_file() else []
+
+
+def cell_of(row: dict) -> tuple[str, str, str, str] | None:
+    """(model, rung, condition, kind) of a ladder row, or None for rows outside the ladder."""
+    if all(row.get(f) for f in ("model_name", "rung", "condition", "kind")):
+        return str(row["model_name"]), str(row["rung"]), str(row["condition"]), str(row["kind"])
+    parts = str(row.get("tag", "")).split("/")
+    if len(parts) != 4 or not parts[0].startswith("r"):
+        return None
+    rung, model, cond, kind = parts[0].lstrip("r"), parts[1], parts[2], parts[3]
+    return model, rung, cond, kind
+
+
+def format_of(row: dict) -> str:
+    """The row's task format: its `format` field, `hole` for rows without one."""
+    return str(row.get("format") or "hole")
+
+
+def variant_of(row: dict) -> tuple[str, bool]:
+    """(format, paired) of a row; a conversion row is always paired."""
+    fmt = format_of(row)
+    return fmt, fmt != "hole" or bool(row.get("paired"))
+
+
+def condition_label(cond: str, fmt: str = "hole", paired: bool = False) -> str:
+    """`sft` (hole-fill), `sft/hole` (hole-fill in a paired plan), `sft/conversion`."""
+    return cond if fmt == "hole" and not paired else f"{cond}/{fmt}"
+
+
+def _variant_rank(fmt: str, paired: bool) -> tuple[int, bool]:
+    return (FORMAT_ORDER.index(fmt) if fmt in FORMAT_ORDER else len(FORMAT_ORDER)), paired
+
+
+def _order(values, order) -> list:
+    known = [v for v in order if v in values]
+    return known + sorted(v for v in values if v not in order)
+
+
+def _passk(row: dict) -> tuple[float, int | None]:
+    pk = row.get("pass_at_k") or {}
+    if pk:
+        k = max(int(x) for x in pk)
+        return float(pk[str(k)]), k
+    return math.nan, None
