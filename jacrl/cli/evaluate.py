@@ -72,7 +72,8 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    "(default: none; give --split or --tasks)")
     p.add_argument("--tasks", default=None, help="a tasks.jsonl file instead of --split "
                    "(default: none)")
-    p.add_argument("--data-dir", default=None, help="the data dir (default: the project's data/)")
+    p.add_argument("--data", "--data-dir", dest="data_dir", default=None,
+                   help="the data dir (default: the project's data/)")
     p.add_argument("--limit", type=int, default=0, help="first N tasks only (0 = all)")
     _knob(p, ("-n", "--samples"), "n")
     p.add_argument("-k", default=None, help="pass@k values, comma-separated, each <= n (default: "

@@ -87,7 +87,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def _paths(p: argparse.ArgumentParser, figures: bool = True) -> None:
-    p.add_argument("--data-dir", default="", help="tasks.jsonl + splits/ (default: the "
+    p.add_argument("--data", "--data-dir", dest="data_dir", default="", help="tasks.jsonl + "
+                   "splits/ (default: the "
                    "project's data/)")
     p.add_argument("--results", default="", help="results dir: rl_ladder.jsonl, cells/ "
                    "(default: the project's results/)")

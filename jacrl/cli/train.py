@@ -90,7 +90,8 @@ def add(subparsers) -> None:
     src.add_argument("--tasks", default=None, help="train on a tasks.jsonl file")
     p.add_argument("--valid", default=None, help="valid tasks.jsonl (default: the rung's / "
                                                  "split 'valid' when using --rung)")
-    p.add_argument("--data-dir", default=None, help="the data dir (default: the project's data/)")
+    p.add_argument("--data", "--data-dir", dest="data_dir", default=None,
+                   help="the data dir (default: the project's data/)")
     p.add_argument("--parent", default=None, help="artifact dir to chain from (grpo: continue "
                                                   "its adapter; rft: sample from it)")
     p.add_argument("--condition", default=None, help="condition label (default: the stage)")
