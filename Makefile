@@ -43,7 +43,8 @@ tasks: setup
 demo: setup
 	$(VENV)/bin/jacrl demo
 
-ladder: setup  # the full ladder; scope with JACRL_LADDER_RUNGS / _MODELS / _CONDITIONS / _ITERS
+ladder: setup  # the full ladder; scope with JACRL_LADDER_RUNGS / _MODELS / _CONDITIONS / _ITERS;
+	@# JACRL_LADDER_ENGINE=ray runs the cells on a Ray cluster (RAY_ADDRESS, else a local instance)
 	$(VENV)/bin/jacrl ladder run
 
 lab: setup

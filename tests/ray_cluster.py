@@ -3,7 +3,8 @@ its own process group, working directory, Ray temp dir and environment (JACRL_RO
 its own holding only the marker and the models, JACRL_RAY_SCRATCH = its own scratch), so no node
 shares a file with another or with the driver.
 
-Lean for a 2-core machine: each node offers 1 CPU and one `mlx`, a 100 MB object store, no
+Ray's token authentication is on, with the cluster's own token (`Cluster.auth`, which drivers
+need in their environment). Lean for a 2-core machine: each node offers 1 CPU and one `mlx`, a 100 MB object store, no
 dashboard and no log monitor; a dead node is noticed within ~3 s. `stop` ends every process of
 every node (SIGTERM to each node's process group, then SIGKILL) — never `ray stop`, which would
 end every Ray process on the machine.
@@ -12,6 +13,7 @@ end every Ray process on the machine.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -107,6 +109,9 @@ class Cluster:
 
     def __init__(self):
         self.port = free_port()
+        # Ray's token authentication with a token of this cluster's own: no node or driver reads
+        # or writes ~/.ray/auth_token (where a local `ray.init()` keeps one); drivers need `auth`
+        self.auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
         # Ray's temp dir holds unix sockets (107-byte path limit): a short path under /tmp
         self.temp = Path(tempfile.mkdtemp(prefix="jr", dir="/tmp"))
         self.nodes: dict[str, Node] = {}
@@ -124,7 +129,7 @@ class Cluster:
         args += ["--head", "--port", str(self.port), "--include-dashboard=false"] if head \
             else ["--address", self.address]
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-        env.update(FAST_DEATH, JACRL_ROOT=str(project), JACRL_RAY_SCRATCH=str(
+        env.update(FAST_DEATH, **self.auth, JACRL_ROOT=str(project), JACRL_RAY_SCRATCH=str(
             project.parent / f"{name}-scratch"), RAY_USAGE_STATS_ENABLED="0")
         log = self.temp / f"{name}.log"
         t0 = time.monotonic()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -24,7 +25,7 @@ from jacrl import ladder
 from jacrl.ladder import ray_cell, ray_engine
 from jacrl.notebooks import QUICK_SETS
 from jacrl.results import read_rows, rows_by_key
-from ray_cluster import Cluster, cmdline, node_project
+from ray_cluster import Cluster, cmdline, free_port, node_pids, node_project
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
@@ -35,9 +36,12 @@ TINY = {"models": ("jac-tiny",), "sft_iters": 3, "grpo_iters": 2, "gen_limit": 2
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory):
-    """Head + one worker node, 1 CPU and one `mlx` each; every process ended afterwards."""
+    """Head + one worker node, 1 CPU and one `mlx` each; every process ended afterwards. This
+    process and the drivers it starts carry the cluster's token meanwhile."""
     base = tmp_path_factory.mktemp("nodes")
     c = Cluster()
+    saved = {k: os.environ.get(k) for k in c.auth}
+    os.environ.update(c.auth)
     try:
         t0 = time.monotonic()
         c.start_node("head", node_project(base / "head"), head=True)
@@ -47,6 +51,11 @@ def cluster(tmp_path_factory):
               f"{c.pss_kb() // 1024} MB PSS")
         yield c
     finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         assert c.stop() == []  # nothing of any node left running
 
 
@@ -84,16 +93,29 @@ def _statuses(results: Path) -> list[dict]:
     return out
 
 
-def _driver(cluster: Cluster, d: Path, rungs: str, seed: int) -> subprocess.Popen:
-    """`jacrl ladder run --engine ray` on base cells, in its own process, output in d/driver.log."""
-    argv = [sys.executable, "-m", "jacrl.cli", "ladder", "run", "--engine", "ray", "--address",
-            cluster.address, "--models", "jac-tiny", "--rungs", rungs, "--conditions", "base",
-            "--seed", str(seed), "--gen-limit", "2", "--mem-limit", "2", "-n", "2", "-k", "1,2",
-            "--max-tokens", "16", "--data-dir", str(DATA), "--results", str(d / "results"),
-            "--artifacts", str(d / "artifacts")]
+def _driver(d: Path, rungs: str, seed: int, conditions: str = "base", engine: str = "ray",
+            address: str | None = None) -> subprocess.Popen:
+    """`jacrl ladder run` on jac-tiny with tiny settings, in its own process (the drivers' way;
+    Ray reads its token settings at process start), output in d/driver.log."""
+    sets = [f"{stage}.{k}={str(v).lower()}" for stage in ("sft", "grpo")
+            for k, v in QUICK_SETS[f"{stage}_set"].items()]
+    argv = [sys.executable, "-m", "jacrl.cli", "ladder", "run", "--engine", engine,
+            "--models", "jac-tiny", "--rungs", rungs, "--conditions", conditions,
+            "--seed", str(seed), "--iters", "sft=3,grpo=2", "--gen-limit", "2", "--mem-limit",
+            "2", "-n", "2", "-k", "1,2", "--max-tokens", "16", "--data-dir", str(DATA),
+            "--results", str(d / "results"), "--artifacts", str(d / "artifacts"),
+            *(x for kv in sets for x in ("--set", kv)), *(("--address", address) if address else ())]
     d.mkdir(parents=True, exist_ok=True)
     with open(d / "driver.log", "w") as log:
         return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+
+
+def _finish(proc: subprocess.Popen, d: Path) -> str:
+    """The driver's output once it exited 0."""
+    rc = proc.wait(timeout=900)
+    out = (d / "driver.log").read_text()
+    assert rc == 0, out[-3000:]
+    return out
 
 
 def _wait_running(results: Path, n: int, proc: subprocess.Popen, timeout: float = 300) -> list:
@@ -180,6 +202,50 @@ def test_sft_grpo_depends_on_the_sft_cell_of_its_rung():
                        for c in ("sft_grpo", "sft_grpo_tuned")}
 
 
+def test_engine_mistakes_are_one_line_errors(tmp_path, monkeypatch, capsys):
+    """An unknown engine (flag or JACRL_LADDER_ENGINE) and an address where no cluster listens
+    fail at once in one line (Ray itself would retry a dead address for minutes); nothing is
+    written."""
+    from jacrl.cli import main
+
+    argv = ["ladder", "run", "--rungs", "1", "--conditions", "base", "--data-dir", str(DATA),
+            "--results", str(tmp_path / "r")]
+    assert main([*argv, "--engine", "nope"]) == 2
+    monkeypatch.setenv("JACRL_LADDER_ENGINE", "nope")
+    assert main(argv) == 2
+    assert "jacrl: ladder run: engine 'nope': choose from local, ray" in capsys.readouterr().err
+    monkeypatch.delenv("JACRL_LADDER_ENGINE")
+    t0 = time.monotonic()
+    assert main([*argv, "--engine", "ray", "--address", f"127.0.0.1:{free_port()}"]) == 2
+    assert time.monotonic() - t0 < 30
+    err = capsys.readouterr().err
+    assert re.search(r"jacrl: ladder run: no Ray cluster at 127.0.0.1:\d+ \(start one", err), err
+    assert not (tmp_path / "r" / "rl_ladder.jsonl").exists()
+
+
+def test_without_an_address_a_local_ray_instance_runs_the_cells(tmp_path):
+    """`JACRL_LADDER_ENGINE=ray jacrl ladder run` with no address works on one machine: it starts
+    a local Ray instance, runs the cell there, files its rows, and leaves no Ray process."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env.update(JACRL_LADDER_ENGINE="ray", JACRL_TEST_MARK=str(tmp_path), RAY_AUTH_MODE="token",
+               RAY_AUTH_TOKEN=secrets.token_hex(32),  # Ray's default, minus ~/.ray/auth_token
+               JACRL_RAY_SCRATCH=str(tmp_path / "scratch"))
+    d = tmp_path / "run"
+    argv = [sys.executable, "-m", "jacrl.cli", "ladder", "run", "--models", "jac-tiny",
+            "--rungs", "1", "--conditions", "base", "--seed", "13", "--gen-limit", "2",
+            "--mem-limit", "2", "-n", "2", "-k", "1,2", "--max-tokens", "16", "--data-dir",
+            str(DATA), "--results", str(d / "results"), "--artifacts", str(d / "artifacts")]
+    run = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "ladder: 1 cells, 1 run, 0 skipped" in run.stdout + run.stderr
+    (st,) = _statuses(d / "results")
+    assert st["status"] == "done" and st["engine"] == "ray" and st["attempts"] == 1
+    _one_row_set_each(d / "results", {st["key"]})
+    assert st["log"].startswith(str(tmp_path / "scratch" / st["key"]))
+    time.sleep(2)
+    assert node_pids(-1, f"JACRL_TEST_MARK={tmp_path}".encode()) == []
+
+
 # -------------------------------------------------------------------------------------------
 # on the cluster
 # -------------------------------------------------------------------------------------------
@@ -189,48 +255,46 @@ def test_rows_equal_the_local_engines(cluster, tmp_path):
     """base, sft, sft_grpo on rung 1: base and sft run at once on the two nodes, sft_grpo after
     sft, reusing its artifact; every row once, equal to the local engine's for the same plan;
     a rerun skips every cell."""
-    cfg = _cfg(tmp_path / "ray", ("base", "sft", "sft_grpo"))
-    cells = ladder.plan(cfg)
-    lines: list[str] = []
+    d = tmp_path / "ray"
     t0 = time.monotonic()
-    statuses = ray_engine.run(cfg, cells, lines.append, address=cluster.address)
+    out = _finish(_driver(d, "1", 0, "base,sft,sft_grpo", address=cluster.address), d)
     wall_ray = time.monotonic() - t0
-    assert [s["status"] for s in statuses] == ["done"] * 3, lines
-    assert len({s["node"] for s in statuses[:2]}) == 2, statuses  # base and sft side by side
-    for s in statuses:  # the start line names the node and the log there
-        assert any(f"{s['cell']} ({s['key']}): running on " in ln and s["log"] in ln
-                   for ln in lines), lines
-    sft, sft_grpo = statuses[1], statuses[2]
-    sft_art = Path(read_rows(cfg.results_file)[2]["ladder"]["artifacts"]["sft"]).name
-    log = (Path(cfg.results_dir) / "cells" / sft_grpo["key"] / "log.txt").read_text()
-    assert re.search(rf"reusing \S+/{sft_art} ", log), log  # the shipped sft artifact
-    assert (Path(cfg.artifacts_dir) / sft_art / "COMPLETE").is_file()
-    for s in statuses:  # the cell's record came back: executed notebook, log, metrics
-        d = Path(cfg.results_dir) / "cells" / s["key"]
-        assert {"30_training.ipynb", "log.txt", "status.json"} <= {p.name for p in d.iterdir()}
-    _one_row_set_each(Path(cfg.results_dir), {c.key for c in cells})
+    results = d / "results"
+    rows = read_rows(results / "rl_ladder.jsonl")
+    by_cond = {r["condition"]: r["cell_key"] for r in rows}
+    st = {c: json.loads((results / "cells" / k / "status.json").read_text())
+          for c, k in by_cond.items()}
+    assert [st[c]["status"] for c in ("base", "sft", "sft_grpo")] == ["done"] * 3, out
+    assert st["base"]["node"] != st["sft"]["node"]  # side by side, one per node
+    for c, s in st.items():  # the start line names the node and the log there
+        assert f"{s['cell']} ({s['key']}): running on " in out and s["log"] in out, out
+        d_cell = results / "cells" / s["key"]  # the cell's record came back
+        assert {"30_training.ipynb", "log.txt", "status.json"} <= {p.name for p in d_cell.iterdir()}
+    sft_art = Path(next(r for r in rows if r["condition"] == "sft")["adapter"]).name
+    log = (results / "cells" / st["sft_grpo"]["key"] / "log.txt").read_text()
+    assert re.search(rf"reusing \S+/{sft_art} ", log), log  # the sft cell's artifact, shipped
+    assert (d / "artifacts" / sft_art / "COMPLETE").is_file()
+    _one_row_set_each(results, set(by_cond.values()))
 
-    local = _cfg(tmp_path / "local", ("base", "sft", "sft_grpo"))
+    d_local = tmp_path / "local"
     t0 = time.monotonic()
-    assert [s["status"] for s in ladder.run(local, log=lambda _: None, progress=False)] == \
-        ["done"] * 3
+    _finish(_driver(d_local, "1", 0, "base,sft,sft_grpo", engine="local"), d_local)
     wall_local = time.monotonic() - t0
-    print(f"\n3 cells: ray {wall_ray:.0f} s, local {wall_local:.0f} s")
-    ours = {r["tag"]: _comparable(r) for r in read_rows(cfg.results_file)}
-    theirs = {r["tag"]: _comparable(r) for r in read_rows(local.results_file)}
+    print(f"\n3 cells: --engine ray {wall_ray:.0f} s, --engine local {wall_local:.0f} s")
+    ours = {r["tag"]: _comparable(r) for r in rows}
+    theirs = {r["tag"]: _comparable(r) for r in read_rows(d_local / "results/rl_ladder.jsonl")}
     assert ours == theirs
 
-    again: list[str] = []
-    assert [s["status"] for s in ray_engine.run(cfg, cells, again.append,
-                                                address=cluster.address)] == ["skipped"] * 3
-    assert len(read_rows(cfg.results_file)) == 6
+    out = _finish(_driver(d, "1", 0, "base,sft,sft_grpo", address=cluster.address), d)
+    assert "3 cells, 0 run, 3 skipped" in out
+    assert len(read_rows(results / "rl_ladder.jsonl")) == 6
 
 
 def test_a_killed_driver_is_resumed_by_rerunning_it(cluster, tmp_path):
     """SIGKILL the driver while its two cells run: Ray ends their workers (and with them the
     papermill runs), the cells show as interrupted, and the same command then runs both once."""
     d = tmp_path / "run"
-    proc = _driver(cluster, d, "1,3", seed=11)
+    proc = _driver(d, "1,3", 11, address=cluster.address)
     running = _wait_running(d / "results", 2, proc)
     time.sleep(3)
     proc.kill()
@@ -241,8 +305,7 @@ def test_a_killed_driver_is_resumed_by_rerunning_it(cluster, tmp_path):
     assert not [_cell_procs(s["key"]) for s in running if _cell_procs(s["key"])]
     assert not (d / "results" / "rl_ladder.jsonl").exists()
     assert sorted(ladder.interrupted_cells(d / "results")) == sorted(s["cell"] for s in running)
-    proc = _driver(cluster, d, "1,3", seed=11)
-    assert proc.wait(timeout=600) == 0, (d / "driver.log").read_text()[-3000:]
+    _finish(_driver(d, "1,3", 11, address=cluster.address), d)
     _one_row_set_each(d / "results", {s["key"] for s in running})
 
 
@@ -251,7 +314,7 @@ def test_a_killed_worker_process_and_a_dead_node_are_retried(cluster, tmp_path):
     raylet mid-cell. Both cells run again (attempt 2, on the head: the worker node is gone),
     finish, and leave exactly one row set each; nothing of the killed attempts keeps running."""
     d = tmp_path / "run"
-    proc = _driver(cluster, d, "1,3", seed=12)
+    proc = _driver(d, "1,3", 12, address=cluster.address)
     running = _wait_running(d / "results", 2, proc)
     worker = cluster.nodes["worker"]
     on_worker = [s for s in running if s["log"].startswith(str(worker.scratch))]
@@ -260,7 +323,7 @@ def test_a_killed_worker_process_and_a_dead_node_are_retried(cluster, tmp_path):
     time.sleep(3)  # papermill and the kernel are working
     os.kill(on_head[0]["pid"], signal.SIGKILL)
     cluster.kill_raylet("worker")
-    assert proc.wait(timeout=600) == 0, (d / "driver.log").read_text()[-3000:]
+    out = _finish(proc, d)
     done = {s["key"]: s for s in _statuses(d / "results")}
     for s in running:
         assert done[s["key"]]["status"] == "done" and done[s["key"]]["attempts"] == 2, done
@@ -268,5 +331,5 @@ def test_a_killed_worker_process_and_a_dead_node_are_retried(cluster, tmp_path):
         assert not _cell_procs(str(Path(s["log"]).parents[3]))  # the killed attempt's papermill
     _one_row_set_each(d / "results", set(done))
     assert worker.pids() == []  # the dead node's processes all ended
-    assert "running again (attempt 2)" in (d / "driver.log").read_text()
+    assert out.count("running again (attempt 2)") == 2, out
     assert rows_by_key(d / "results" / "rl_ladder.jsonl").keys() == done.keys()

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from jacrl import ladder
 from jacrl.cli.evaluate import int_list
 from jacrl.ladder import CONDITIONS, FORMATS, LadderConfig, comma_list, parse_iters
+from jacrl.ladder.run import ENGINE_ENV, ENGINES
 from jacrl.recipe import DEMO_GATE_THRESHOLD, GATE_THRESHOLD, RECIPE
 from jacrl.reward import FORMULAS
 
@@ -149,12 +150,13 @@ def run_plan(args: argparse.Namespace) -> int:
 def run_run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     if cfg.recipe:  # the recipe stops after a gate that did not pass: one line, exit 2
-        done = ladder.run_recipe(cfg, recipe_from_args(args))
+        done = ladder.run_recipe(cfg, recipe_from_args(args), engine=lambda c, cells: ladder.run(
+            c, cells=cells, engine=args.engine, address=args.address))
         if done.stopped:
             raise SystemExit(f"gate: {done.stopped.removeprefix('gate ')}")
         statuses = done.statuses
     else:
-        statuses = ladder.run(cfg)
+        statuses = ladder.run(cfg, engine=args.engine, address=args.address)
     if args.figures is not None:  # --figures DIR: the figures of all rows, after the run
         for p in ladder.show(cfg.results_dir, cfg.figures_dir)[1]:
             print(f"wrote {p}")
@@ -187,6 +189,11 @@ def add(subparsers) -> None:
     add_arguments(q).set_defaults(func=run_run)
     q.add_argument("--figures", default=None, metavar="DIR", help="after the run, write the "
                    "figures of all rows here (default: none written; `ladder show` writes them)")
+    q.add_argument("--engine", choices=ENGINES, default=os.environ.get(ENGINE_ENV) or "local",
+                   help="where the cells run: local (one after another, here) or ray (Ray tasks "
+                   f"on a cluster; pip install -e '.[ray]') (env {ENGINE_ENV})")
+    q.add_argument("--address", metavar="HOST:PORT", help="the Ray cluster of --engine ray "
+                   "(default: RAY_ADDRESS, else a local Ray instance)")
     q = sub.add_parser("show", help="pivot, Wilson CIs, McNemar vs base and hole vs conversion; figures")
     q.add_argument("--results", default="", help="results dir (default: the project's results/)")
     q.add_argument("--figures", default="", help="figures dir (default: the project's figures/)")

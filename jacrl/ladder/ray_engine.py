@@ -327,6 +327,12 @@ def claim(cfg: LadderConfig, cells: list[Cell], heads: dict[str, str],
             continue
         todo.append(cell)
         locks[cell.key] = lock
+    present = rows_by_key(cfg.results_file.resolve())  # finished by another process meanwhile
+    for cell in [c for c in todo if is_done(present, c.key)]:
+        log(f"{heads[cell.key]}: rows exist, skipped")
+        statuses[cell.key] = {"key": cell.key, "cell": cell.name, "status": "skipped"}
+        todo.remove(cell)
+        locks.pop(cell.key).close()
     return todo, locks, statuses
 
 

@@ -28,6 +28,8 @@ from jacrl.ladder.plan import RESULTS_FILE, Cell, LadderConfig, plan, validate
 from jacrl.project import find_root, path_or
 from jacrl.results import is_done, read_rows, rows_by_key
 
+ENGINES = ("local", "ray")  # where cells run: one after another here, or Ray tasks on a cluster
+ENGINE_ENV = "JACRL_LADDER_ENGINE"
 PR_SET_PDEATHSIG = 1  # prctl option: the signal a child gets when its parent dies
 SIGKILL = 9
 
@@ -235,11 +237,26 @@ def _run_once(cfg: LadderConfig, cell: Cell, results: Path, head: str,
     return st
 
 
+def ray_engine():
+    """`jacrl.ladder.ray_engine`, imported when asked for: Ray is the optional `ray` extra."""
+    try:
+        from jacrl.ladder import ray_engine as engine
+    except ModuleNotFoundError as e:
+        if e.name != "ray":
+            raise
+        raise ValueError("--engine ray needs Ray: pip install -e '.[ray]'") from None
+    return engine
+
+
 def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = True,
-        cells: Sequence[Cell] | None = None) -> list[dict]:
+        cells: Sequence[Cell] | None = None, engine: str = "local",
+        address: str | None = None) -> list[dict]:
     """Run every cell whose rows are missing; keep going past failures. Returns the statuses.
     `cells`: these cells instead of `plan(cfg)` (the recipe's stages, `run_recipe`); `cfg.recipe`
-    is not read here."""
+    is not read here. `engine` "ray": the cells as Ray tasks on the cluster at `address` (None:
+    RAY_ADDRESS, else a local Ray instance), `jacrl.ladder.ray_engine`."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine {engine!r}: choose from {', '.join(ENGINES)}")
     cfg = validate(cfg)
     cells = plan(cfg) if cells is None else list(cells)
     results = cfg.results_file.resolve()
@@ -247,10 +264,13 @@ def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = 
     bar = tqdm(total=len(cells), desc="ladder", unit="cell", disable=not progress)
     if progress and log is print:
         log = bar.write  # lines above the bar, not through it
-    for i, cell in enumerate(cells, 1):
-        head = f"[{i}/{len(cells)}] {cell.name} ({cell.key})"
-        statuses.append(_run_once(cfg, cell, results, head, log))
-        bar.update(1)
+    if engine == "ray":
+        statuses = ray_engine().run(cfg, cells, log, bar, address)
+    else:
+        for i, cell in enumerate(cells, 1):
+            head = f"[{i}/{len(cells)}] {cell.name} ({cell.key})"
+            statuses.append(_run_once(cfg, cell, results, head, log))
+            bar.update(1)
     bar.close()
     failed = [s for s in statuses if s["status"] == "failed"]
     log(f"ladder: {len(cells)} cells, {sum(s['status'] == 'done' for s in statuses)} run, "
