@@ -23,15 +23,6 @@ from jacrl.tasks import meta
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def data_dir():
-    d = ROOT / "data"
-    if not all((d / "splits" / f"{s}.jsonl").is_file() for s in ("holdout", "trainpool", "valid")) \
-            or not (d / conversion.FILE).is_file():
-        pytest.skip("data/ not built (jacrl build-tasks, jacrl split)")
-    return str(d)
-
-
 def _args(*argv: str):
     return build_parser().parse_args(["ladder", *argv])
 

@@ -34,14 +34,6 @@ def _argv(tiny: str, data_dir: str, res: Path, arts: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def data_dir():
-    d = ROOT / "data"
-    if not all((d / "splits" / f"{s}.jsonl").is_file() for s in ("holdout", "trainpool", "valid")):
-        pytest.skip("data/splits not built (jacrl build-tasks, jacrl split)")
-    return str(d)
-
-
-@pytest.fixture(scope="module")
 def gated(tiny, data_dir, tmp_path_factory):
     """`jacrl ladder run --recipe smart --gate-threshold 1` after one SFT iteration: rung 1's
     body is not reproduced in 16 tokens, so the gate fails. Its exit status, output and what was

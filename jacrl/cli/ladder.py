@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from jacrl import ladder
+from jacrl.cli import train as train_cli
 from jacrl.cli.evaluate import int_list
 from jacrl.ladder import CONDITIONS, FORMATS, LadderConfig, comma_list, parse_iters
 from jacrl.ladder.run import ENGINE_ENV, ENGINES
@@ -24,14 +25,13 @@ from jacrl.reward import FORMULAS
 
 
 def parse_sets(items: Sequence[str]) -> dict[str, dict[str, str]]:
-    """['sft.iters=5', 'grpo.group_size=2'] -> {'sft': {...}, 'grpo': {...}}."""
+    """['sft.iters=5', 'grpo.group_size=2'] -> {'sft': {'iters': '5'}, 'grpo': {...}}."""
     out: dict[str, dict[str, str]] = {"sft": {}, "grpo": {}}
-    for it in items:
-        k, sep, v = it.partition("=")
-        stage, dot, name = k.strip().partition(".")
-        if not sep or not dot or stage not in out:
-            raise ValueError(f"--set expects sft.KEY=VALUE or grpo.KEY=VALUE, got {it!r}")
-        out[stage][name] = v.strip()
+    for key, value in train_cli.parse_sets(items).items():
+        stage, dot, name = key.partition(".")
+        if not dot or stage not in out:
+            raise ValueError(f"--set expects sft.KEY=VALUE or grpo.KEY=VALUE, got {key!r}")
+        out[stage][name] = value
     return out
 
 
