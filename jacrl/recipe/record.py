@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from jacrl.project import ProjectNotFound, project
 from jacrl.recipe.decide import RecipeConfig, elbows, gate, index_rows, model_label
 from jacrl.recipe.stages import STAGES, CellSpec, planned_cells
 
@@ -36,6 +37,17 @@ ARMS = ("sft_grpo", "sft_grpo_tuned", "raw_grpo")  # stage 3's conditions, in di
 def _fields(cfg) -> dict:
     d = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else dict(vars(cfg))
     return json.loads(json.dumps(d, sort_keys=True, default=str))  # tuples -> lists
+
+
+def _portable(fields: dict) -> dict:
+    """Folder fields relative to the project when inside it, so a committed record reads the
+    same on every checkout."""
+    try:
+        proj = project()
+    except ProjectNotFound:
+        return fields
+    return {k: proj.rel(v) if v and (k.endswith("_dir") or k == "notebook") else v
+            for k, v in fields.items()}
 
 
 def plan_key(cfg, rcfg: RecipeConfig = RecipeConfig()) -> str:
@@ -106,7 +118,7 @@ def build_record(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig
                 c["key"] = keys[c["cell"]]
     return {
         "recipe": RECIPE, "plan_key": plan_key(cfg, rcfg),
-        "config": {"ladder": _fields(cfg), "recipe": dataclasses.asdict(rcfg)},
+        "config": {"ladder": _portable(_fields(cfg)), "recipe": dataclasses.asdict(rcfg)},
         "gate": g.as_dict(),
         "curve": {m: e.figures for m, e in el.items()},
         "elbow": {m: {k: v for k, v in e.as_dict().items() if k != "figures"}
