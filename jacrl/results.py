@@ -13,11 +13,22 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from jacrl.models import read_registry
+
 KINDS = ("gen", "mem")  # a ladder cell's rows: the holdout sample, the rung's own tasks
+
+
+def model_label(model: str) -> str:
+    """How rows, tags and cell names call a model: its registry name, or its directory's name;
+    characters outside [A-Za-z0-9_.-] become '-' (safe in tags and file names)."""
+    model = str(model)
+    name = model if model in read_registry() and not Path(model).is_dir() else Path(model).name
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name) or "model"
 
 
 def append_row(path: str | os.PathLike, row: dict) -> None:

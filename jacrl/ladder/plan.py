@@ -21,10 +21,11 @@ from jacrl import splits
 from jacrl.config import EvalConfig, GRPOConfig, SFTConfig, _f, configure
 from jacrl.evaluate import check_k
 from jacrl.ladder.taskset import FORMATS, cell_tasks, pool_size, task_format
-from jacrl.models import ModelError, read_registry, resolve
+from jacrl.models import ModelError, resolve
 from jacrl.project import path_or, project
 from jacrl.provenance import code_version, data_hash, dir_hash
 from jacrl.recipe import RECIPE
+from jacrl.results import model_label
 from jacrl.reward import check_formula, default_formula
 
 NOTEBOOK = "30_training.ipynb"  # in the project's notebooks/
@@ -234,12 +235,6 @@ class Cell:
                 "format": self.format, "paired": self.paired,
                 "data_dir": self.data_dir, "results": self.results, "artifacts": self.artifacts,
                 "cell_key": self.key}
-
-
-def model_label(model: str) -> str:
-    """The registry name, or the model directory's name; safe in tags and file names."""
-    name = model if model in read_registry() and not Path(model).is_dir() else Path(model).name
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name) or "model"
 
 
 def model_fingerprint(model: str) -> str:

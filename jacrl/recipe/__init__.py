@@ -46,7 +46,6 @@ from jacrl.recipe.decide import (
     first_rung,
     gate,
     index_rows,
-    model_label,
     ordered_rungs,
     parse_elbow,
     rows_for,
@@ -76,7 +75,7 @@ from jacrl.recipe.stages import (
 __all__ = [
     "DEMO_GATE_THRESHOLD", "DEMO_RECIPE", "GATE_THRESHOLD", "RECIPE", "RULE", "RULE_TEXT", "STAGES",
     "CellSpec", "Elbow", "Gate", "RecipeConfig", "Stage", "build_record", "curve", "elbow",
-    "elbows", "first_rung", "gate", "index_rows", "model_label", "ordered_rungs", "parse_elbow",
+    "elbows", "first_rung", "gate", "index_rows", "ordered_rungs", "parse_elbow",
     "plan_key", "plan_text", "planned_cells", "read_record", "read_records", "record_path",
     "record_text", "rows_for",
     "stage_cells", "stages", "stop_reason", "tuned_overrides", "write_record",

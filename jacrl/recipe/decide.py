@@ -29,12 +29,11 @@ Rows are matched to cells by (model label, rung, condition, kind), the last one 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from jacrl.config import _f
+from jacrl.results import model_label
 from jacrl.stats import wilson
 
 GATE_THRESHOLD = 0.9  # mem pass rate a real model's SFT must reach on the first rung
@@ -67,12 +66,6 @@ class RecipeConfig:
 
 
 DEMO_RECIPE = RecipeConfig(gate_threshold=DEMO_GATE_THRESHOLD)
-
-
-def model_label(model: str) -> str:
-    """A model's name in rows and tags as the ladder writes it: the registry name or the model
-    directory's name, characters outside [A-Za-z0-9_.-] replaced by '-'."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(str(model)).name) or "model"
 
 
 def rung_size(rung: str) -> float:

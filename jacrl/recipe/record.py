@@ -22,9 +22,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from jacrl.project import ProjectNotFound, project
-from jacrl.recipe.decide import RecipeConfig, elbows, gate, index_rows, model_label
+from jacrl.models import display_path
+from jacrl.recipe.decide import RecipeConfig, elbows, gate, index_rows
 from jacrl.recipe.stages import STAGES, CellSpec, planned_cells
+from jacrl.results import model_label
 
 RECIPE = "smart"
 # LadderConfig fields that do not change what the recipe's cells compute
@@ -40,13 +41,8 @@ def _fields(cfg) -> dict:
 
 
 def _portable(fields: dict) -> dict:
-    """Folder fields relative to the project when inside it, so a committed record reads the
-    same on every checkout."""
-    try:
-        proj = project()
-    except ProjectNotFound:
-        return fields
-    return {k: proj.rel(v) if v and (k.endswith("_dir") or k == "notebook") else v
+    """Folder fields project-relative, so a committed record reads the same on every checkout."""
+    return {k: display_path(v) if v and (k.endswith("_dir") or k == "notebook") else v
             for k, v in fields.items()}
 
 

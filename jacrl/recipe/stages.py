@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from jacrl.config import GRPOConfig, configure
-from jacrl.recipe.decide import RecipeConfig, elbows, first_rung, gate, model_label, ordered_rungs
+from jacrl.recipe.decide import RecipeConfig, elbows, first_rung, gate, ordered_rungs
+from jacrl.results import model_label
 
 
 @dataclass(frozen=True)
