@@ -7,7 +7,9 @@ generation; any of these inside `<answer>...</answer>` after a `<think>...</thin
 mlx-lm-lora's default GRPO system prompt asks for; thinking is never taken as the answer). The
 hole's unit (kind, name, enclosing archetypes, the body lines around a partial hole) comes from the
 driver at build time, and the unit is located by it in code only: braces and unit keywords inside
-strings, f-strings and comments are ignored.
+strings, f-strings and comments are ignored. Text is `clean`ed first (line endings, BOM,
+zero-width and odd space characters, surrogates, NUL), and fences follow CommonMark: ``` or ~~~,
+three or more, any indentation, closed only by the same character at least as long.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 from jacrl import jacsyntax
 from jacrl.drivers import HOLE_TOKEN, TODO_LINE, Unit
 
-FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+.#-]*)[ \t]*$", re.M)
+FENCE = re.compile(r"([ \t]*)(`{3,}|~{3,})[ \t]*(.*)")  # one whole line: indent, fence, info
 MARKER_LINE = re.compile(r"^[ \t]*#\s*(>>>HOLE|<<<HOLE)\b.*$\n?", re.M)
 THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.S | re.I)  # unclosed: runs to the end
 ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.S | re.I)  # unclosed: truncated
@@ -25,11 +27,33 @@ UNIT_START = re.compile(r"^\s*(?:@[^\n]*\n\s*)*(?:(?:async|static|override)\s+)*
                         r"(def|can|impl)\b")
 
 
+# Removed: BOM, zero-width space/non-joiner/joiner, word joiner, NUL. Made an ASCII space: every
+# Unicode space separator (Zs) but the space itself (NBSP, U+1680, U+2000-U+200A, U+202F, U+205F,
+# U+3000), which a model or a chat UI puts where indentation goes.
+_CLEAN = {c: None for c in (0x00, 0xFEFF, 0x200B, 0x200C, 0x200D, 0x2060)} | {
+    c: " " for c in (0xA0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000)}
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean(text: str) -> str:
+    """The completion as text every consumer can key, splice and encode: `_CLEAN`'s characters
+    dropped or made spaces, CRLF and lone CR made LF, surrogates paired into their character or,
+    lone, made U+FFFD (a str holding one cannot be UTF-8 encoded). Idempotent.
+
+    The replacement is global, inside string literals too: telling code from strings needs the
+    text cleaned first, no gold body or driver holds any of these characters (a test checks), and
+    a model that means an NBSP or a joiner inside a string is vanishingly rare next to one whose
+    indentation or fence they break."""
+    if SURROGATE.search(text):
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text.translate(_CLEAN).replace("\r\n", "\n").replace("\r", "\n")
+
+
 def answer_text(completion: str) -> str:
-    """The completion without its thinking: every `<think>...</think>` (an unclosed one runs to the
-    end) and everything up to a `</think>` whose `<think>` was in the prompt are dropped; then the
-    content of the last `<answer>` (to `</answer>` or the end), if there is one."""
-    text = THINK.sub("", completion)
+    """The `clean`ed completion without its thinking: every `<think>...</think>` (an unclosed one
+    runs to the end) and everything up to a `</think>` whose `<think>` was in the prompt are
+    dropped; then the content of the last `<answer>` (to `</answer>` or the end), if any."""
+    text = THINK.sub("", clean(completion))
     close = text.lower().rfind("</think>")
     if close >= 0:
         text = text[close + len("</think>"):]
@@ -39,22 +63,33 @@ def answer_text(completion: str) -> str:
 
 def code_blocks(completion: str) -> list[str]:
     """The fenced blocks of a completion's answer (`answer_text`), ```jac-tagged ones first, then
-    in order (an unclosed last fence runs to the end); the whole answer when it has no fence."""
-    completion = answer_text(completion)
-    fences = list(FENCE.finditer(completion))
-    if not fences:
-        return [completion]
-    tagged, k = [], 0
-    while k < len(fences):
-        opening = fences[k]
-        if k + 1 < len(fences):
-            text = completion[opening.end() + 1:fences[k + 1].start()]
-            k += 2
-        else:  # unclosed: a truncated generation
-            text = completion[opening.end() + 1:]
-            k += 1
-        tagged.append((opening.group(1).lower() != "jac", text))
-    return [text for _, text in sorted(tagged, key=lambda t: t[0])]
+    in order (an unclosed last fence runs to the end); the whole answer when it has no fence.
+
+    CommonMark's rules: a fence is 3+ backticks or tildes (a backtick fence's info string has no
+    backtick, else it is inline code); only a bare fence of the same character, at least as long,
+    closes it, so a ```` block keeps its ``` lines; each content line loses up to the opening
+    fence's indentation (a fence in a list item), so multi-line strings survive."""
+    lines = answer_text(completion).split("\n")
+    blocks: list[tuple[bool, str]] = []
+    opening = None  # (indent width, fence, is jac, first content line)
+    for i, line in enumerate(lines + [None]):  # None: the end, closing an open fence
+        m = FENCE.fullmatch(line) if line is not None else None
+        if opening is None:
+            if m and not (m[2][0] == "`" and "`" in m[3]):
+                tag = (m[3].split() or [""])[0].lower()
+                opening = (len(m[1]), m[2], tag == "jac", i + 1)
+            continue
+        width, fence, is_jac, start = opening
+        closes = m and m[2][0] == fence[0] and len(m[2]) >= len(fence) and not m[3].strip()
+        if closes or line is None:
+            body = [ln[min(width, len(ln) - len(ln.lstrip(" \t"))):] for ln in lines[start:i]]
+            # a closed block keeps the newline before its fence; an unclosed one ends as written
+            blocks.append((not is_jac, "".join(ln + "\n" for ln in body) if closes
+                           else "\n".join(body)))
+            opening = None
+    if not blocks:
+        return ["\n".join(lines)]
+    return [text for _, text in sorted(blocks, key=lambda b: b[0])]
 
 
 def _normalize(body: str) -> str:

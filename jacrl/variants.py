@@ -3,6 +3,9 @@
 - `driver_shapes(d)`: the shapes a model writes a *correct* answer in (bare, fenced with any tag,
   prose around it, the whole driver echoed, a truncated echo, <think>/<answer>, the whole unit);
   each must score exactly 1.0 (tests/test_extract.py, tests/test_reward.py).
+- `formatting_variants(completion)` / `formatted_shapes(d)`: the same answers as a model or a chat
+  UI mangles them (CRLF or CR line endings, a BOM, a zero-width space, ~~~ or ```` fences, NBSP
+  indentation, an indented fence); each must score exactly 1.0 too.
 - `MUTATIONS` / `mutants(body)`: small edits that turn a gold body into a plausible wrong one
   (a flipped operator, a dropped brace, a misspelled method); bench/reward_throughput.py's set.
 - `inspection_answers(meta, other_gold)`: notebook 20's labelled mix of right and wrong answers
@@ -90,6 +93,42 @@ def driver_shapes(d: Driver) -> dict[str, str]:
         out["whole_unit"] = f"```jac\n{unit}\n```"
         out["whole_unit_bare"] = unit
     return out
+
+
+def _indent_fences(text: str) -> str:
+    """Every ``` line and what lies between two of them indented by two spaces (a list item)."""
+    out, inside = [], False
+    for line in text.split("\n"):
+        fence = line.startswith("```")
+        out.append("  " + line if fence or inside else line)
+        inside ^= fence
+    return "\n".join(out)
+
+
+def formatting_variants(completion: str) -> dict[str, str]:
+    """`completion` reformatted the ways models and chat UIs do, one per name; variants that leave
+    it unchanged (a fence variant of an answer without a fence) are left out."""
+    nbsp = re.sub(r"(?m)^ +", lambda m: "\u00a0" * len(m[0]), completion)
+    out = {
+        "crlf": completion.replace("\n", "\r\n"),
+        "cr": completion.replace("\n", "\r"),
+        "bom": "\ufeff" + completion,
+        "zwsp_before_fence": (completion.replace("```", "\u200b```") if "```" in completion
+                              else "\u200b" + completion),
+        "tilde_fence": completion.replace("```", "~~~"),
+        "four_backticks": completion.replace("```", "````"),
+        "nbsp_indent": nbsp,
+        "fence_indented": _indent_fences(completion),
+        "all_at_once": "\ufeff" + _indent_fences(nbsp).replace("```", "\u200b~~~~")
+                       .replace("\n", "\r\n"),
+    }
+    return {name: text for name, text in out.items() if text != completion}
+
+
+def formatted_shapes(d: Driver) -> dict[str, str]:
+    """Every `formatting_variants` of every `driver_shapes` answer, named "shape/variant"."""
+    return {f"{shape}/{name}": text for shape, completion in driver_shapes(d).items()
+            for name, text in formatting_variants(completion).items()}
 
 
 def inspection_answers(meta: dict, other_gold: str) -> dict[str, str]:

@@ -236,6 +236,119 @@ def run_attacks(ctx: dict, names=None, executor=None) -> dict:
     return out
 
 
+# ---- memory: what a job could read of other jobs -------------------------------------------------
+
+SPY = "import time;\nwith entry { time.sleep(@SECONDS@); print(\"spy\"); }"
+
+
+def _server_processes(root_pid: int) -> list[int]:
+    """The fork server's processes under root_pid (bubblewrap's pid), shallowest first: the
+    collector, then the zygote and every job process forked from it."""
+    found, todo = [], [(root_pid, 0)]
+    while todo:
+        pid, depth = todo.pop()
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"bwrap" not in argv[0] and any(a.endswith(b"executor/server.py") for a in argv):
+                found.append((depth, pid))
+            kids = [int(c) for t in os.listdir(f"/proc/{pid}/task")
+                    for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+        except OSError:
+            continue
+        todo += [(k, depth + 1) for k in kids]
+    return [pid for _, pid in sorted(found)]
+
+
+def readable_memory(pid: int) -> bytes:
+    """Every writable or anonymous mapping of the process, read through /proc/PID/mem (read-only
+    file mappings are the files' own bytes and cannot hold what a job printed)."""
+    chunks = []
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+        for line in maps:
+            parts = line.split()
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            perms, path = parts[1], (parts[5] if len(parts) > 5 else "")
+            if "r" not in perms or path in ("[vvar]", "[vsyscall]"):
+                continue
+            if "w" not in perms and path and not path.startswith("["):
+                continue
+            try:
+                mem.seek(lo)
+                chunks.append(mem.read(hi - lo))
+            except (OSError, OverflowError, ValueError):
+                pass
+    return b"\x00".join(chunks)
+
+
+def _memory_or_none(pid: int) -> bytes | None:
+    """None for a process this user may not read: as a normal user, the non-dumpable ones (the
+    collector, the zygote, init); the shim and the job, what a program can read, always are."""
+    try:
+        return readable_memory(pid)
+    except PermissionError:
+        return None
+
+
+def memory_probe(executor=None) -> dict:
+    """Jobs that print a marker (one in the previous batch, one earlier in the same batch) and
+    jobs whose source holds a marker (in each batch); then, while a spy job of the second batch sleeps, every
+    process forked from the zygote (the zygote itself, the spy's shim, init and job) is read
+    whole from outside. Returns what was found where; all lists empty = nothing leaks."""
+    from jacrl.executor import Executor
+
+    tag = os.urandom(6).hex()
+    printed_before, printed_same, source_mark, source_same = (f"LEAKMARK{k}{tag}" for k in "PSCD")
+
+    def printer(mark: str) -> str:  # the marker exists only in the output, never in a source
+        half = len(mark) // 2
+        return f'with entry {{ print("{mark[:half]}" + "{mark[half:]}"); }}'
+
+    own = executor is None
+    ex = executor or Executor(concurrency=1)
+    found: dict[str, list[str]] = {}
+    try:
+        ex.concurrency = 1  # the spy forks after the same-batch printer's output was read
+        first = ex.run_many([printer(printed_before),
+                             f'with entry {{ print("c"); }}\n# {source_mark}'], timeout=10)
+        assert first[0].stdout.strip() == printed_before, first[0]
+        spy = fill(SPY, {"SECONDS": 3}) + f"\n# spy {tag}"
+        box: dict = {}
+        import threading
+
+        worker = threading.Thread(target=lambda: box.update(
+            out=ex.run_many([printer(printed_same) + f"\n# {source_same}", spy], timeout=10)))
+        worker.start()
+        deadline = time.time() + 8
+        procs: list[int] = []
+        while time.time() < deadline and len(procs) < 3:  # the spy's processes have started
+            time.sleep(0.05)
+            procs = _server_processes(ex.server_pid)
+        time.sleep(0.5)  # the printer is long done, the spy sleeps
+        collector, *procs = _server_processes(ex.server_pid)
+        # the control: the collector (which reads every output and never forks) holds them
+        control = _memory_or_none(collector)
+        collector_holds = None if control is None else printed_same.encode() in control
+        unreadable = 0
+        for pid in procs:
+            memory = _memory_or_none(pid)
+            if memory is None:
+                unreadable += 1
+                continue
+            for name, mark in (("printed in the previous batch", printed_before),
+                               ("printed earlier in this batch", printed_same),
+                               ("a source of the previous batch", source_mark),
+                               ("a source of this batch", source_same)):
+                if mark.encode() in memory:
+                    found.setdefault(name, []).append(str(pid))
+        worker.join()
+        assert box["out"][0].stdout.strip() == printed_same and box["out"][1].ran, box
+        return {"scanned": len(procs) - unreadable, "unreadable": unreadable, "found": found,
+                "collector_holds": collector_holds}
+    finally:
+        if own:
+            ex.close()
+
+
 def listener() -> socket.socket:
     """A loopback port an attack would have to reach."""
     s = socket.socket()
@@ -311,4 +424,4 @@ if __name__ == "__main__":
         _as_user(sys.argv[1], [sys.executable, "-s", os.path.abspath(__file__)])
     ctx = json.loads(os.environ["JACRL_REDTEAM_CTX"])
     ctx["HOME"] = os.path.expanduser("~")
-    print(json.dumps({"uid": os.getuid(), "results": run_attacks(ctx)}))
+    print(json.dumps({"uid": os.getuid(), "results": run_attacks(ctx), "memory": memory_probe()}))

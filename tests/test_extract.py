@@ -7,8 +7,9 @@ from conftest import HARNESS
 from variants import variants
 
 from jacrl.drivers import parse_driver
-from jacrl.extract import answer_text, code_blocks, dedent, extract_body, splice
+from jacrl.extract import answer_text, clean, code_blocks, dedent, extract_body, splice
 from jacrl.jacsyntax import code_mask, has_code, headers, match_brace
+from jacrl.variants import driver_shapes, formatted_shapes, formatting_variants
 
 DRIVERS = [parse_driver(p) for p in HARNESS]
 
@@ -27,6 +28,93 @@ def test_every_variant_extracts_the_gold_body(d):
     want = dedent(d.gold).strip("\n")
     for name, completion in variants(d).items():
         assert extract_body(completion, d.unit) == want, name
+
+
+FORMATTING = {"crlf", "cr", "bom", "zwsp_before_fence", "tilde_fence", "four_backticks",
+              "nbsp_indent", "fence_indented", "all_at_once"}
+
+
+@pytest.mark.parametrize("d", DRIVERS, ids=lambda d: d.id)
+def test_every_formatting_variant_of_every_shape_extracts_the_gold_body(d):
+    want = dedent(d.gold).strip("\n")
+    shapes = formatted_shapes(d)
+    assert {name.split("/")[1] for name in shapes} == FORMATTING
+    assert len(shapes) >= len(driver_shapes(d)) * 7
+    for name, completion in shapes.items():
+        assert extract_body(completion, d.unit) == want, name
+
+
+def test_formatting_variants_of_every_corpus_echo_extract_the_gold():
+    from conftest import ROOT
+
+    from jacrl.tasks import load_all
+
+    checked = 0
+    for d in load_all(ROOT / "drivers")[0]:  # every unit kind, string and match the corpus has
+        want = dedent(d.gold).strip("\n")
+        shapes = driver_shapes(d)
+        for shape in ("whole_driver", "prose", "answer_bare"):
+            for name, completion in formatting_variants(shapes[shape]).items():
+                assert extract_body(completion, d.unit) == want, (d.id, shape, name)
+                checked += 1
+    assert checked > 5000
+
+
+# what clean() replaces or drops: nothing here may occur in a gold body or a driver
+SPECIAL = ("\r\x00\ufeff\u200b\u200c\u200d\u2060\u00a0\u1680\u202f\u205f\u3000"
+           + "".join(map(chr, range(0x2000, 0x200B))))
+
+
+def test_clean_normalises_what_a_model_writes():
+    assert clean("a\r\nb\rc\r\n\r\n") == "a\nb\nc\n\n"
+    assert clean("\ufeffx\u200by\u200cz\u200d\u2060w\x00!") == "xyzw!"
+    assert clean(SPECIAL[3:]) == " " * (len(SPECIAL) - 7)  # every space separator, one space each
+    assert clean("\r\x00\n") == "\n"  # a NUL between CR and LF leaves one line break
+    assert clean("a\ud800b\udfff") == "a\ufffdb\ufffd"  # lone surrogates
+    assert clean("\ud83d\ude00") == "\U0001f600"  # a split pair is joined
+    kept = 'tab\tand ünïcødé λ → 😀 "quoted" ``` ~~~\n'
+    assert clean(kept) == kept
+    rng = __import__("random").Random(18)
+    alphabet = SPECIAL + "\ud800\udbff\udc00\udfff\n\t a{"
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(12)))
+        once = clean(text)
+        assert clean(once) == once, ascii(text)  # idempotent
+        once.encode("utf-8")  # and always encodable
+        assert not set(once) & set(SPECIAL), ascii(text)
+
+
+def test_clean_leaves_every_gold_body_and_driver_alone():
+    import json
+
+    from conftest import ROOT
+
+    from jacrl.tasks import load_all
+
+    rows = [json.loads(line) for line in (ROOT / "data" / "tasks.jsonl").open(encoding="utf-8")]
+    assert len(rows) >= 200
+    drivers = load_all(ROOT / "drivers")[0]
+    texts = [json.loads(r["answer"])["gold"] for r in rows] + [d.text for d in drivers]
+    for text in texts + [json.loads(r["answer"])["template"] for r in rows]:
+        assert not set(text) & set(SPECIAL), text[:80]
+        assert clean(text) == text, text[:80]
+
+
+def test_fences_follow_commonmark():
+    # a longer fence keeps the shorter ones inside it; a ~~~ block keeps its ``` lines
+    assert code_blocks("````jac\nx;\n```\ninner\n```\n````\n") == ["x;\n```\ninner\n```\n"]
+    assert code_blocks("~~~jac\na;\n```\nb;\n~~~") == ["a;\n```\nb;\n"]
+    assert code_blocks("```jac\na;\n~~~\nb;\n`````") == ["a;\n~~~\nb;\n"]  # a longer closer
+    assert code_blocks("````\na;\n```") == ["a;\n```"]  # too short: unclosed, runs to the end
+    assert code_blocks("```jac\na;\n```python\nb;\n```") == ["a;\n```python\nb;\n"]  # no info
+    assert code_blocks("```python\np\n```\n~~~  Jac  \nj\n~~~") == ["j\n", "p\n"]  # jac first
+    assert code_blocks("Run ```x``` first.\n```jac\nr;\n```") == ["r;\n"]  # inline, not a fence
+    # an indented fence (a list item, a tab, NBSP): its lines lose the fence's indentation only
+    assert code_blocks('1. Here:\n   ```jac\n   s = """a\n   b""";\n       return s;\n   ```') \
+        == ['s = """a\nb""";\n    return s;\n']
+    assert code_blocks("\t~~~jac\n\tx;\n\t~~~") == ["x;\n"]
+    assert code_blocks("\u00a0\u00a0```jac\n\u00a0\u00a0x;\n\u00a0\u00a0```") == ["x;\n"]
+    assert code_blocks("\u200b```jac\r\nx;\r\n```\r\n") == ["x;\n"]
 
 
 @pytest.mark.parametrize("d", DRIVERS, ids=lambda d: d.id)

@@ -11,6 +11,7 @@ from jacrl.executor import run_subprocess
 from jacrl.extract import extract_body, splice
 from jacrl.jacsyntax import idiom_score
 from jacrl.reward import Hole, jac_behavioral, score, score_completions
+from jacrl.variants import formatted_shapes
 
 # A body that compiles and runs but prints the wrong thing, per harness driver.
 WRONG = {
@@ -37,6 +38,35 @@ def test_every_answer_shape_of_the_gold_scores_one(harness, executor):
     bad = [(n, s.score, s.tier) for n, s in zip(names, scored) if s.score != 1.0]
     assert not bad
     assert len(scored) >= 7 * 11
+
+
+def test_every_formatting_variant_of_every_shape_scores_one(harness, executor):
+    completions, answers, names = [], [], []
+    for tid, (d, answer) in harness.items():
+        for name, completion in formatted_shapes(d).items():  # CRLF, BOM, ~~~, NBSP, ...
+            completions.append(completion)
+            answers.append(answer)
+            names.append(f"{tid}/{name}")
+    scored = score_completions(completions, answers, executor=executor)
+    bad = [(n, s.score, s.tier) for n, s in zip(names, scored) if s.score != 1.0]
+    assert not bad
+    assert len(scored) >= 7 * 11 * 8
+
+
+def test_surrogates_and_nul_never_raise(harness, executor):
+    for tid, (d, answer) in harness.items():
+        fenced = f"```jac\n{d.gold}\n```"
+        exact = [f"\ud800 Here:\n{fenced}\n\udfff", fenced.replace("\n", "\n\x00"),
+                 "\x00" + fenced, f"<think>\ud83d\ude00 \ud800</think>{fenced}"]
+        broken = [f"```jac\n{d.gold}\nx\ud800 = 1;\n```", f"```jac\n\x00\udc00{d.gold}",
+                  "\ud800", "\x00", "\x00\ud800\x00"]
+        scored = score_completions(exact + broken, [answer], executor=executor)
+        for c, s in zip(exact + broken, scored):
+            s.body.encode("utf-8")  # what was keyed and spliced is plain text
+            assert (s.score == 1.0) if c in exact else (0.0 <= s.score < 1.0), (tid, ascii(c), s)
+        assert scored[-2].tier == "empty"  # a lone NUL is no code
+    d, answer = harness["syn_harness_collatz_steps"]
+    assert jac_behavioral(["p"], [f"\ud800\n```jac\n{d.gold}\n```\x00"], [answer]) == [1.0]
 
 
 def test_failures_land_in_their_tiers(harness, executor):

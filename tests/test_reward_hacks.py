@@ -41,6 +41,8 @@ def _check(name: str, res: dict) -> None:
     assert res["seconds"] < redteam.ATTACK_TIMEOUT + 1.0, (name, res["seconds"])
     assert not res["next_job_sees"], f"{name}: the next job saw what it left"
     assert res["host_traces"] == [], f"{name} left {res['host_traces']}"
+    # what an attack prints when its way is open (its exit path no longer earns "ran" by itself)
+    assert not res["stdout"].startswith(("LEAK", "NET", "FORGED")), (name, res["stdout"][:200])
     if name in redteam.NO_CODE:
         assert res["score"] == 0.0 and res["tier"] == "empty", (name, res)
     else:
@@ -89,7 +91,61 @@ def test_attacks_fail_as_an_unprivileged_user(attack_env):
     assert set(out["results"]) == {*redteam.ATTACKS, *redteam.NO_CODE}
     for name, res in out["results"].items():
         _check(name, res)
+    _check_memory(out["memory"], privileged=False)
     assert _no_connection(port), "a job reached the loopback port"
+
+
+def _check_memory(res: dict, privileged: bool = True) -> None:
+    """privileged (root): every process read, the collector too (the control: it reads every
+    output, so it must hold them); a normal user reads the spy's shim and job, whose memory is the
+    zygote's at fork plus their own."""
+    if privileged:
+        assert res["scanned"] >= 4 and res["unreadable"] == 0, res  # zygote, shim, init, job
+        assert res["collector_holds"], "the control failed: the collector should hold the outputs"
+    else:
+        assert res["scanned"] >= 2, res
+    assert res["found"] == {}, f"job-side processes hold other jobs' data: {res['found']}"
+
+
+def test_no_job_process_holds_another_jobs_output_or_source():
+    """Every process forked from the zygote, read whole from outside while a job runs, holds no
+    output of an earlier job (same batch, previous batch) and no other job's source. (Failed on
+    the single-process fork server: the spy's own memory held the output printed before it.)"""
+    _check_memory(redteam.memory_probe(), privileged=os.geteuid() == 0)
+
+
+EXIT_FORGERIES = {  # a body that fails, and a way to make the failure look like a clean exit
+    "patched_os_exit": '_os = __import__("os");\n_real = _os._exit;\n'
+                       '_os._exit = lambda code: _real(0);\nraise RuntimeError("wrong");',
+    "sys_exit_0": '__import__("sys").exit(0);',
+    "system_exit": "raise SystemExit(0);",
+    "exit_none": '__import__("sys").exit();',
+    "atexit_exit": '_os = __import__("os");\n__import__("atexit").register(lambda: _os._exit(0));\n'
+                   'raise RuntimeError("wrong");',
+}
+
+
+def test_a_clean_exit_is_not_claimed_by_the_program(executor):
+    """"Ran" needs the driver's entry code to finish: on every holdout task, bodies that exit 0
+    early or patch the exit path never reach the runs tier. (Today's code before the completion
+    token: 42/42 in the runs tier.)"""
+    tasks = redteam.holdout_tasks()
+    for name, body in EXIT_FORGERIES.items():
+        scored = score_completions([redteam.fenced(body)] * len(tasks),
+                                   [t["answer"] for t in tasks], executor=executor)
+        ran = [s.task_id for s in scored if s.verdict is not None and s.verdict.ran]
+        assert ran == [], f"{name}: counted as ran on {len(ran)} of {len(tasks)} tasks"
+        assert {s.tier for s in scored} <= {"compiles", "none"}, name
+
+
+def test_a_signal_to_itself_acts_as_under_jac_run(executor):
+    """The job is not pid 1 of its namespace (a tiny init is): kill(getpid(), SIGKILL) kills it,
+    as it kills `jac run`."""
+    from jacrl.executor import run_subprocess
+
+    src = 'import os;\nwith entry { print("k", flush=True); os.kill(os.getpid(), 9); print("no"); }'
+    ours, plain = executor.run(src, timeout=5), run_subprocess(src, timeout=20)
+    assert (ours.status, ours.stdout) == (plain.status, plain.stdout) == ("killed:SIGKILL", "k\n")
 
 
 def test_the_answer_reader_passes_no_holdout_task(executor):
@@ -113,9 +169,12 @@ def test_without_the_sandbox_the_attacks_work(attack_env):
         with Executor(isolation="rlimits-only", allow_unsandboxed=True) as plain:
             res = redteam.run_attacks(ctx, names, plain)
     try:
-        assert res["read_answers"]["score"] == 1.0
+        # it printed the answer; only the missing completion token (its os._exit) keeps it from 1.0
+        expected = json.loads(redteam.attack_task()["answer"])["expected_output"]
+        assert res["read_answers"]["stdout"].strip() == expected.strip()
+        assert res["read_answers"]["status"] == "early_exit"
         for name in ("read_project_files", "read_environ", "network"):
-            assert res[name]["score"] >= redteam.RUNS_TIER, (name, res[name])
+            assert res[name]["stdout"].startswith(("LEAK", "NET")), (name, res[name])
         assert len(res["leave_files"]["host_traces"]) >= 3
         # file descriptors are closed in every mode: verdicts cannot be forged even here
         assert res["forge_verdicts"]["score"] < redteam.RUNS_TIER
@@ -140,11 +199,12 @@ def test_unsandboxed_needs_an_explicit_opt_in(monkeypatch):
 
 
 def test_a_hung_server_is_an_error_within_the_deadline(executor):
-    """Client-side deadline: the server stops answering (SIGSTOP) mid-batch; the batch raises
-    ExecutorError within its timeout + SLACK, and the next call gets a fresh server."""
+    """Client-side deadline: the server stops answering (SIGSTOP) mid-batch; without retries the
+    batch raises ExecutorError within its timeout + SLACK, and the next call gets a fresh server.
+    (With retries, the default, the batch completes on a fresh server: test_executor_faults.py.)"""
     from jacrl.executor import SLACK, ExecutorError
 
-    with Executor() as ex:
+    with Executor(retries=0) as ex:
         ex.run(redteam.PROBE)
         server = _descendant(ex.server_pid, "executor/server.py")
         os.kill(server, 19)  # SIGSTOP

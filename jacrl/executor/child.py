@@ -6,17 +6,23 @@ and nothing else of the project, and the server loads this one from its own dire
 imported inside the functions, never at import time: the server first moves its own stdout off the
 protocol pipe, so that jaclang's chatter cannot reach the client.
 
-    server ──fork──▶ shim ──unshare(user, mount, pid, ipc), fork──▶ job (pid 1 of its own ns)
+    zygote ──fork──▶ shim ──unshare(user, mount, pid, ipc), fork──▶ init (pid 1) ──fork──▶ job
+
+The job's own process reads its program (and its completion secret) from the job directory the
+collector wrote: the zygote it is forked from never holds a program or an output (see server.py).
 
 The shim gives the job namespaces of its own: it cannot see or signal the server, the client or
 other jobs (own pid namespace; /proc is covered), it has no network (the sandbox's net namespace
 is empty; a namespace per job would cost ~3 ms a job for no gain), no SysV IPC left by others,
 its /tmp, /var/tmp and /dev/shm are fresh tmpfs that vanish with it, and when it exits every
-process it left behind dies with its pid namespace. The job keeps no capability and no file
-descriptor but 0/1/2 once its own code runs.
+process it left behind dies with its pid namespace. A tiny init is pid 1 there, so the job is an
+ordinary process (a signal it sends itself acts as under `jac run`; pid 1 would ignore it). The job
+keeps no capability and no file descriptor but 0/1/2 and its completion file once its code runs.
 
 Before any of the program's code runs, the job writes one byte (COMPILED or PARSED, or nothing)
-to the seal pipe and closes it: code from the model can never write to the server.
+to the seal pipe and closes it: code from the model can never write to the server. After the
+driver's entry code returned normally, the runner writes the job's secret to its completion file;
+an exit by any other path (a raise, `sys.exit`, a patched `os._exit`, a signal) leaves it empty.
 """
 
 from __future__ import annotations
@@ -45,15 +51,31 @@ EXIT_JOB_FAILED, EXIT_SHIM_FAILED = 70, 71  # the job's or the shim's own setup 
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-class Job(NamedTuple):
-    """One program and where its results go: the captured stdout and stderr files and the write
-    end of the seal pipe (file descriptors)."""
+PROGRAM, SECRET = "program.jac", "secret"  # in the job dir, written by the collector
 
-    source: str
+
+class Job(NamedTuple):
+    """One job: its directory (program and secret in it) and where its results go: the captured
+    stdout and stderr files, the write end of the seal pipe, the completion file (descriptors)."""
+
+    jobdir: str
     timeout: float
     out: int
     err: int
     seal: int
+    done: int
+
+
+def load_program(jobdir: str) -> tuple[str, str]:
+    """(source, secret) of the job, read by the job's own process; the secret file is removed at
+    once, so the program cannot find it on disk where there are no namespaces."""
+    with open(os.path.join(jobdir, PROGRAM), encoding="utf-8", errors="surrogateescape") as fh:
+        source = fh.read()
+    path = os.path.join(jobdir, SECRET)
+    with open(path) as fh:
+        secret = fh.read()
+    os.unlink(path)
+    return source, secret
 
 
 # ---- system calls ---------------------------------------------------------------------------
@@ -226,41 +248,78 @@ def run_like_cli(path: str, seal) -> int:
 # ---- the shim and the job (forked; never return) --------------------------------------------
 
 def run_shim(job: Job, keep: list, rlimits: dict[int, int]) -> NoReturn:
-    """Enters the job's namespaces, forks the job (pid 1 there) and mirrors its end: exit code
-    or the signal that killed it. Runs no code of the program's."""
+    """Enters the job's namespaces, forks their init (pid 1 there, which forks the job) and
+    mirrors the job's end: exit code or the signal that killed it. Runs no code of the program's."""
     try:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the server
-        prctl(PR_SET_DUMPABLE, 1)  # off in the server: needed to write its own id maps
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the zygote
+        prctl(PR_SET_DUMPABLE, 1)  # off in the zygote: needed to write its own id maps
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        program = load_program(job.jobdir)
         enter_job_namespaces(os.getuid(), os.getgid(), keep)
+        status_r, status_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            run_job(job, JOB_CWD, rlimits)
-        for fd in (job.out, job.err, job.seal):
+            os.close(status_r)
+            _run_init(job, program, rlimits, status_w)
+        for fd in (job.out, job.err, job.seal, job.done, status_w):
             os.close(fd)
-        _, status = os.waitpid(pid, 0)
+        os.waitpid(pid, 0)
+        reported = os.read(status_r, 32)
+        if not reported:
+            raise RuntimeError("the job's init reported no status")
+        status = int(reported)
     except BaseException as e:  # noqa: BLE001  (an infrastructure failure: say what it was)
         os.write(job.err, f"jacrl job shim failed: {e!r}\n".encode())
         os._exit(EXIT_SHIM_FAILED)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-        os._exit(128 + sig)
+        try:
+            if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those have no handler to reset
+                signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        finally:
+            os._exit(128 + sig)
     os._exit(os.WEXITSTATUS(status))
 
 
-def run_job(job: Job, work: str, rlimits: dict[int, int]) -> NoReturn:
+def _run_init(job: Job, program: tuple[str, str], rlimits: dict[int, int],
+              status_w: int) -> NoReturn:
+    """pid 1 of the job's namespace: forks the job, reaps whatever is reparented to it until the
+    job ends, and writes the job's wait status to the shim. Not dumpable: the job cannot ptrace it."""
+    try:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the shim
+        pid = os.fork()
+        if pid == 0:
+            os.close(status_w)
+            run_job(job, JOB_CWD, rlimits, program)
+        prctl(PR_SET_DUMPABLE, 0)  # after the fork: the job stays an ordinary, dumpable process
+        for fd in (job.out, job.err, job.seal, job.done):
+            os.close(fd)
+        while True:
+            done, status = os.wait()
+            if done == pid:
+                break
+        os.write(status_w, str(status).encode())
+    except BaseException:  # noqa: BLE001  (the shim reports the missing status)
+        os._exit(EXIT_SHIM_FAILED)
+    os._exit(0)
+
+
+def run_job(job: Job, work: str, rlimits: dict[int, int],
+            program: tuple[str, str] | None = None) -> NoReturn:
     """The job: its own session, resource limits, stdio on the capture files, a minimal
     environment, then the program in `work`. Exits with the program's exit code (70 when the job's
-    own setup failed)."""
+    own setup failed). program: (source, secret), when the shim already read them."""
     code = EXIT_JOB_FAILED
     try:
+        source, secret = program or load_program(job.jobdir)
+        del program
         _detach()
         _limit(rlimits, job.timeout)
         _redirect(work, job)
-        path = _write_program(job.source, work)
-        code = _run_program(path, job.seal)
+        path = _write_program(source, work)
+        del source
+        code = _run_program(path, job.seal, job.done, secret)
     except BaseException:  # noqa: BLE001
         code = EXIT_JOB_FAILED
     finally:
@@ -284,13 +343,15 @@ def _limit(rlimits: dict[int, int], timeout: float) -> None:
 
 def _redirect(work: str, job: Job) -> None:
     """cwd `work`; stdin /dev/null, stdout and stderr the capture files; every other file
-    descriptor closed but the seal pipe (the server's protocol pipe above all)."""
+    descriptor closed but the seal pipe and the completion file."""
     os.chdir(work)
     null = os.open(os.devnull, os.O_RDONLY)
     for fd, target in ((null, 0), (job.out, 1), (job.err, 2)):
         os.dup2(fd, target)
-    os.closerange(3, job.seal)
-    os.closerange(job.seal + 1, 1 << 20)
+    low, high = sorted((job.seal, job.done))
+    os.closerange(3, low)
+    os.closerange(low + 1, high)
+    os.closerange(high + 1, 1 << 20)
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
                                   errors="backslashreplace", line_buffering=True)
@@ -306,7 +367,7 @@ def _write_program(source: str, work: str) -> str:
     from jaclang.jac0core.runtime import JacRuntime as Jac
 
     path = os.path.join(work, "snippet.jac")
-    with open(path, "w") as fh:
+    with open(path, "w", errors="surrogateescape") as fh:
         fh.write(source)
     sys.modules["__main__"] = fresh_main()
     # jaclang seeds the graph store's location from the cwd at import time (in the server),
@@ -320,16 +381,19 @@ def _write_program(source: str, work: str) -> str:
     return path
 
 
-def _run_program(path: str, seal_w: int) -> int:
-    """Runs the program; its exit code as `jac run` would give it."""
+def _run_program(path: str, seal_w: int, done: int, secret: str) -> int:
+    """Runs the program; its exit code as `jac run` would give it. The secret goes to `done` only
+    when the driver's entry code returned normally with nothing left to report as an error."""
 
     def seal(byte: bytes) -> None:
         if byte:
             os.write(seal_w, byte)
         os.close(seal_w)  # from here on nothing the job runs can reach the server
 
+    completed = False
     try:
         code = run_like_cli(path, seal)
+        completed = code == 0
     except SystemExit as e:  # the program called exit(): `jac run` exits with that code
         if e.code is None or isinstance(e.code, int):
             code = e.code or 0
@@ -341,4 +405,6 @@ def _run_program(path: str, seal_w: int) -> int:
             stream.flush()
         except BaseException:  # noqa: BLE001  (e.g. the file-size limit)
             pass
+    if completed:
+        os.write(done, secret.encode())
     return code

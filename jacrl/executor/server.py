@@ -2,13 +2,26 @@
 
 Standalone on purpose (stdlib + jaclang only, never `jacrl`): `jacrl.executor` starts it inside a
 bubblewrap sandbox in which the project tree is not visible, only this file and its sibling
-`child.py` (what runs in the forked processes), the interpreter, its stdlib and site-packages. It
-imports and warms jaclang once, then forks a shim and a job per program (see `child.py`).
+`child.py` (what runs in the forked processes), the interpreter, its stdlib and site-packages.
 
-The server never sees an expected output: it receives programs and reports what it observed. A
-verdict comes only from the wait status, the captured stdout/stderr and the server's clock, plus
-one byte the job writes *before* any of its code runs (compiled or parsed) on a pipe it closes
-before running the program — code from the model can never write to the server.
+Two processes, so that no job inherits another job's data:
+
+    client ──JSON lines──▶ collector ──(job dir, timeout)──▶ zygote ──fork──▶ shim ──▶ init ──▶ job
+
+- The *collector* (this script's first process) speaks the protocol, writes each program into a
+  job directory of its own, reads back what the job left and judges it. It never forks a job, so
+  the sources and outputs it holds in its heap reach no program.
+- The *zygote* is forked by the collector before any request arrives; it imports and warms jaclang
+  and then only ever receives job *directories* and timeouts. The job's own process reads its
+  program from its directory (see `child.py`). Every job is therefore forked from a process that
+  never held a program or an output: freed buffers, frames and caches hold none to scan.
+
+The server never sees an expected output: it reports what it observed. A verdict comes from the
+wait status, the captured stdout/stderr, the zygote's clock, one byte the job writes *before* any
+of its code runs (compiled or parsed) on a pipe it closes before running the program, and the job's
+completion token: a per-job secret the job's runner writes to a file after the driver's entry code
+returned normally — `os._exit` patches, `sys.exit(0)` or a signal to itself do not produce it, so
+"ran" is not the program's to claim.
 
 Protocol (JSON lines): request {"jobs": [[source, timeout], ...], "concurrency": c}; one line
 {"i": index, "result": {...}} per job as it finishes, then {"done": n}.
@@ -86,7 +99,7 @@ with entry {
 
 
 def _vm_size() -> int:
-    """The server's address-space size (Linux); 0 where /proc is absent (no RLIMIT_AS then)."""
+    """This process's address-space size (Linux); 0 where /proc is absent (no RLIMIT_AS then)."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
@@ -113,8 +126,8 @@ def _read(path: str, cap: int) -> str:
 
 
 def _kill(pid: int) -> None:
-    """SIGKILL to the process and its group (the shim dies, its job with it by pdeathsig, then
-    the job's pid namespace)."""
+    """SIGKILL to the process and its group (the shim dies, its init and job with it by
+    pdeathsig, then the job's pid namespace)."""
     for kill in (os.kill, os.killpg):
         try:
             kill(pid, signal.SIGKILL)
@@ -173,11 +186,12 @@ def _restore_state(saved: dict) -> None:
     Jac.loaded_modules.update(saved["loaded"])
 
 
-# ---- verdicts -------------------------------------------------------------------------------
+# ---- verdicts (the collector) ---------------------------------------------------------------
 
-def verdict(sealed: bytes, wstatus: int, timed_out: bool, stdout: str, stderr: str,
-            seconds: float, stderr_lines: int) -> dict:
-    """What the server observed of one job, as the client's `Verdict` fields."""
+def verdict(sealed: bytes, wstatus: int, timed_out: bool, completed: bool, stdout: str,
+            stderr: str, seconds: float, stderr_lines: int) -> dict:
+    """What the server observed of one job, as the client's `Verdict` fields. `completed`: the
+    job's completion token was right (its entry code returned normally)."""
     compiled = sealed == child.COMPILED  # produced runnable code; PARSED: passed the parse check
     exit_code = None
     if timed_out:
@@ -186,18 +200,27 @@ def verdict(sealed: bytes, wstatus: int, timed_out: bool, stdout: str, stderr: s
         status = f"killed:{signal.Signals(os.WTERMSIG(wstatus)).name}"
     else:
         exit_code = os.WEXITSTATUS(wstatus)
-        status = ("compile_error" if not compiled else "ok" if exit_code == 0
-                  else "runtime_error")
+        status = ("compile_error" if not compiled else "runtime_error" if exit_code
+                  else "ok" if completed else "early_exit")
     lines = stderr.splitlines(keepends=True)[:stderr_lines]
-    return dict(compiled=compiled or sealed == child.PARSED, ran=compiled and exit_code == 0,
+    return dict(compiled=compiled or sealed == child.PARSED, ran=status == "ok",
                 exit_code=exit_code, stdout=stdout, stderr="".join(lines),
                 timed_out=timed_out, seconds=round(seconds, 6), status=status)
 
 
-# ---- the server -----------------------------------------------------------------------------
+def _token(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(64).decode("ascii", "replace")
+    except OSError:
+        return ""
 
-class ForkServer:
-    """Single-threaded: imports and warms jaclang, then forks a shim (and its job) per job."""
+
+# ---- the zygote -----------------------------------------------------------------------------
+
+class Zygote:
+    """Single-threaded: imports and warms jaclang, then forks a shim (and its job) per job
+    directory. Holds no program and no output: it sees paths, timeouts and wait statuses."""
 
     def __init__(self, limits: dict, scratch: str, namespaces: bool = True, keep=()):
         self.keep = list(keep)  # [kept path, real path] of Python dirs under /tmp (see sandbox)
@@ -227,7 +250,8 @@ class ForkServer:
 
     def run_many(self, jobs: list[tuple[str, float]], concurrency: int,
                  emit: Callable[[int, dict], None]) -> None:
-        """Runs the jobs, `concurrency` at a time; `emit(index, result)` as each one ends."""
+        """Runs the jobs (job dir, timeout), `concurrency` at a time; `emit(index, event)` as each
+        one ends."""
         running: dict[int, dict] = {}  # by pid
         nxt = 0
         with selectors.DefaultSelector() as sel:
@@ -269,14 +293,12 @@ class ForkServer:
                 del running[pid]
                 yield job, wstatus, timed_out
 
-    def _spawn(self, source: str, timeout: float) -> dict:
+    def _spawn(self, jobdir: str, timeout: float) -> dict:
         """Forks the job's process (the shim, or the job itself without namespaces)."""
         if threading.active_count() != 1:
             raise RuntimeError("the fork server must be single-threaded")
-        jobdir = tempfile.mkdtemp(prefix="job_", dir=self.scratch)
-        os.mkdir(os.path.join(jobdir, "work"), 0o700)  # the cwd where there are no namespaces
-        out = os.open(os.path.join(jobdir, "stdout"), os.O_RDWR | os.O_CREAT, 0o600)
-        err = os.open(os.path.join(jobdir, "stderr"), os.O_RDWR | os.O_CREAT, 0o600)
+        fds = [os.open(os.path.join(jobdir, name), os.O_RDWR | os.O_CREAT, 0o600)
+               for name in ("stdout", "stderr", "done")]
         seal_r, seal_w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -284,21 +306,24 @@ class ForkServer:
         pid = os.fork()
         if pid == 0:
             os.close(seal_r)
-            self._child(child.Job(source, timeout, out, err, seal_w), jobdir)
-        for fd in (out, err, seal_w):
+            self._child(child.Job(jobdir, timeout, fds[0], fds[1], seal_w, fds[2]))
+        for fd in (*fds, seal_w):
             os.close(fd)
         os.set_blocking(seal_r, False)
         # Wait on process exit (pidfd), not pipe EOF: a job can close its pipe and keep running.
         return dict(pid=pid, seal=seal_r, pfd=os.pidfd_open(pid) if HAVE_PIDFD else None,
-                    jobdir=jobdir, t0=t0, deadline=t0 + timeout)
+                    t0=t0, deadline=t0 + timeout)
 
-    def _child(self, job: child.Job, jobdir: str) -> NoReturn:
-        if self.namespaces:
-            child.run_shim(job, self.keep, self.rlimits)
-        child.run_job(job, os.path.join(jobdir, "work"), self.rlimits)
+    def _child(self, job: child.Job) -> NoReturn:
+        try:
+            if self.namespaces:
+                child.run_shim(job, self.keep, self.rlimits)
+            child.run_job(job, os.path.join(job.jobdir, "work"), self.rlimits)
+        finally:  # never back into the zygote's loop, whatever went wrong
+            os._exit(child.EXIT_SHIM_FAILED)
 
     def _finish(self, job: dict, wstatus: int, timed_out: bool) -> dict:
-        """Collects what the job left (seal byte, stdout, stderr), cleans up, and judges."""
+        """The seal byte and the end of the job; closes what it held of it."""
         seconds = time.perf_counter() - job["t0"]
         try:
             sealed = os.read(job["seal"], 2)
@@ -312,11 +337,93 @@ class ForkServer:
                 os.killpg(job["pid"], signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        stdout = _read(os.path.join(job["jobdir"], "stdout"), self.limits["max_output"])
-        stderr = _read(os.path.join(job["jobdir"], "stderr"), STDERR_READ)
-        shutil.rmtree(job["jobdir"], ignore_errors=True)
-        return verdict(sealed, wstatus, timed_out, stdout, stderr, seconds,
-                       self.limits["stderr_lines"])
+        return dict(sealed=sealed.decode("latin-1"), wstatus=wstatus, timed_out=timed_out,
+                    seconds=seconds)
+
+
+def zygote_main(args: argparse.Namespace, scratch: str, commands: int, events: int) -> NoReturn:
+    """The zygote's life: warm up, say ready, run the job directories it is sent."""
+    code = 0
+    try:
+        out = os.fdopen(events, "w")
+        send = (lambda obj: (out.write(json.dumps(obj) + "\n"), out.flush()))
+        child.prctl(child.PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the collector
+        zygote = Zygote(json.loads(args.limits), scratch, not args.no_namespaces,
+                        json.loads(args.keep))
+        send({"ready": True, "namespaces": zygote.namespaces, "uid": os.getuid(),
+              "limits": zygote.limits})
+        for line in os.fdopen(commands):
+            req = json.loads(line)
+            zygote.run_many([(str(d), float(t)) for d, t in req["jobs"]], int(req["concurrency"]),
+                            lambda i, ev: send({"i": i, **ev}))
+            send({"done": len(req["jobs"])})
+    except BaseException as e:  # noqa: BLE001  (say why on stderr; the collector reports it)
+        print(f"jacrl zygote failed: {e!r}", file=sys.stderr, flush=True)
+        code = 1
+    os._exit(code)
+
+
+# ---- the collector --------------------------------------------------------------------------
+
+class Collector:
+    """Talks to the client and to its zygote; writes programs into job dirs and judges what the
+    jobs left there. Never forks a job."""
+
+    def __init__(self, args: argparse.Namespace, scratch: str):
+        self.scratch = scratch
+        cmd_r, self._cmd_w = os.pipe()
+        self._ev_r, ev_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.close(self._cmd_w)
+            os.close(self._ev_r)
+            zygote_main(args, scratch, cmd_r, ev_w)
+        os.close(cmd_r)
+        os.close(ev_w)
+        self.zygote_pid = pid
+        self._cmds = os.fdopen(self._cmd_w, "w")
+        self._events = os.fdopen(self._ev_r)
+        child.prctl(child.PR_SET_DUMPABLE, 0)
+        self.hello = self._event()
+        self.limits = self.hello["limits"]
+
+    def _event(self) -> dict:
+        line = self._events.readline()
+        if not line:
+            raise RuntimeError("the zygote exited")
+        return json.loads(line)
+
+    def run_many(self, jobs: list[tuple[str, float]], concurrency: int,
+                 emit: Callable[[int, dict], None]) -> None:
+        made = [self._job_dir(source) for source, _ in jobs]  # (dir, secret)
+        self._cmds.write(json.dumps({"jobs": [[d, t] for (d, _), (_, t) in zip(made, jobs)],
+                                     "concurrency": concurrency}) + "\n")
+        self._cmds.flush()
+        while "done" not in (ev := self._event()):
+            i = int(ev["i"])
+            emit(i, self._judge(*made[i], ev))
+
+    def _job_dir(self, source: str) -> tuple[str, str]:
+        """A fresh dir with the program and its completion secret (the job reads and removes it);
+        (the dir, the secret)."""
+        jobdir = tempfile.mkdtemp(prefix="job_", dir=self.scratch)
+        os.mkdir(os.path.join(jobdir, "work"), 0o700)  # the cwd where there are no namespaces
+        secret = os.urandom(16).hex()
+        for name, text in ((child.PROGRAM, source), (child.SECRET, secret)):
+            fd = os.open(os.path.join(jobdir, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as fh:
+                fh.write(text)
+        return jobdir, secret
+
+    def _judge(self, jobdir: str, secret: str, ev: dict) -> dict:
+        completed = _token(os.path.join(jobdir, "done")) == secret
+        stdout = _read(os.path.join(jobdir, "stdout"), self.limits["max_output"])
+        stderr = _read(os.path.join(jobdir, "stderr"), STDERR_READ)
+        shutil.rmtree(jobdir, ignore_errors=True)
+        return verdict(ev["sealed"].encode("latin-1"), ev["wstatus"], ev["timed_out"], completed,
+                       stdout, stderr, ev["seconds"], self.limits["stderr_lines"])
 
 
 def serve(argv: list[str] | None = None) -> None:
@@ -340,15 +447,14 @@ def serve(argv: list[str] | None = None) -> None:
         proto.flush()
 
     try:
-        server = ForkServer(json.loads(args.limits), scratch, not args.no_namespaces,
-                            json.loads(args.keep))
-        send({"ready": True, "pid": os.getpid(), "namespaces": server.namespaces,
-              "uid": os.getuid()})
+        collector = Collector(args, scratch)
+        send({"ready": True, "pid": os.getpid(), "zygote": collector.zygote_pid,
+              "namespaces": collector.hello["namespaces"], "uid": collector.hello["uid"]})
         for line in sys.stdin:
             req = json.loads(line)
             jobs = [(str(s), float(t)) for s, t in req["jobs"]]
-            server.run_many(jobs, int(req["concurrency"]),
-                            lambda i, r: send({"i": i, "result": r}))
+            collector.run_many(jobs, int(req["concurrency"]),
+                               lambda i, r: send({"i": i, "result": r}))
             send({"done": len(jobs)})
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
