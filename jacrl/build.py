@@ -25,14 +25,16 @@ CHUNK = 16  # drivers validated per batch: a progress step, while the fork serve
 
 def build_tasks(drivers_dir: str | Path | None = None, out_dir: str | Path | None = None, *,
                 progress: bool = False, keep_going: bool = False,
-                family_map: dict[str, str] | None = None, policy: str = "auto") -> BuildReport:
+                family_map: dict[str, str] | None = None, policy: str = "auto",
+                fixed_timeout: bool = False) -> BuildReport:
     """Validate every driver and write tasks.jsonl and templates/ atomically.
 
     Defaults: the project's drivers/ and data/. A missing or empty drivers folder is an error.
     keep_going: write the drivers that pass even when others fail (without it, any failure means
     nothing is written). family_map: id prefix -> family (e.g. {"sg": "osp"}). policy: our corpus
     policy, `jacrl.corpus.policy_mode` (auto: errors on the project's drivers/, else warnings);
-    a corpus-wide policy error blocks the write even with keep_going. progress: a bar on stderr."""
+    a corpus-wide policy error blocks the write even with keep_going. progress: a bar on stderr.
+    fixed_timeout: every task gets the earlier harness's 20 s instead of `tasks.task_timeout`."""
     drivers_dir, out_dir = path_or(drivers_dir, "drivers"), path_or(out_dir, "data")
     if not drivers_dir.is_dir():
         raise FileNotFoundError(f"{drivers_dir}: no such drivers folder")
@@ -53,7 +55,7 @@ def build_tasks(drivers_dir: str | Path | None = None, out_dir: str | Path | Non
     bar = tqdm(total=len(drivers), desc="build-tasks", unit="driver", disable=not progress)
     with Executor(hash_seed=1) as a, Executor(hash_seed=2) as b, bar:
         for i in range(0, len(drivers), CHUNK):
-            part = validate(drivers[i:i + CHUNK], (a, b))
+            part = validate(drivers[i:i + CHUNK], (a, b), fixed_timeout=fixed_timeout)
             report.built += part.built
             report.failures += part.failures
             bar.update(len(drivers[i:i + CHUNK]))

@@ -13,7 +13,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from jacrl.reward import FORMULAS, check_formula, default_formula
+from jacrl.reward import DEFAULT_FORMULA, FORMULAS, check_formula, default_formula
 
 MAX_TOKENS = 512  # the completion budget of every eval; GRPO rollouts and RFT samples use the same
 
@@ -27,7 +27,7 @@ def _formula(what: str):
     """The reward formula knob, resolved when the config is created (so the key holds it)."""
     return field(default_factory=default_formula, metadata={
         "help": f"reward formula grading {what} ({' | '.join(FORMULAS)}); default: "
-                "JACRL_REWARD_FORMULA when the config is created, else tiered"})
+                f"JACRL_REWARD_FORMULA when the config is created, else {DEFAULT_FORMULA}"})
 
 
 # -------------------------------------------------------------------------------------------

@@ -1,15 +1,24 @@
 """The reward: extract a completion's body, splice it into the task's template, run it with the
 real Jac toolchain in isolation, and score it.
 
-Tiered and monotone (the earlier harness's v3 formula): exact stdout 1.0 > runs with wrong
-output [0.40, 0.80] > compiles only [0.20, 0.35] > neither [0, 0.15]; no code 0.0.
+Formulas are a small registry (`FORMULAS`: name -> function of the `Evidence` of one graded body;
+adding one is one decorated function). The default, `dependent`, pays for what the hole changes:
+    exact stdout 1.0; ran (the entry code completed) 0.25·sim + 0.55·changed;
+    compiles only 0.20·sim; neither 0.10·sim; no code 0.0
+where `changed` is the share of the expected output lines that depend on the hole (those that
+differ from the output of the template run with an empty body, measured at build time and stored
+as the task's `baseline_output`) matched position by position, and `sim` the body's similarity to
+the gold body. Exiting 0 earns nothing by itself: a constant body (`return [];`, `exit(0)`) scores
+~0.01-0.05, below an honest attempt that crashes (its similarity is high), and for one body the
+score never falls as it gets further (runs >= compiles >= neither). `tiered` is the earlier
+harness's v3 formula (runs [0.40, 0.80] whatever the output, compiles [0.20, 0.35], neither
+[0, 0.15]) and `additive` the seed README's v2, both for comparison.
 No credit without code: a body with nothing left once comments (`#`, `#* *#`), blank lines and
 placeholders (`pass`, `...`, empty braces `{}`, `;`) are removed (the prompt's own `# TODO` line,
-`pass`, `# ...`) is tier "empty", scores 0.0 and is never run; run, a comment-only body would earn
-the "runs" tier, as much as an honest wrong attempt. The check is lexical and string-aware
-(`return "# x";` is code): any statement counts.
+`pass`, `# ...`) is tier "empty", scores 0.0 and is never run. The check is lexical and
+string-aware (`return "# x";` is code): any statement counts. A body longer than MAX_BODY is tier
+"none" with score 0.0 and is never run (a 300 KB body took 14 s to compile).
 Body similarity appears in every tier so a GRPO group whose rollouts all fail still has variance.
-`formula="additive"` gives the seed README's v2 score, for comparison only.
 
 `jac_behavioral` has mlx-lm-lora's reward signature and is registered in its registry on import:
     --reward-functions-file <path to jacrl/reward.py> --reward-functions jac_behavioral
@@ -31,7 +40,8 @@ from jacrl.executor import Executor, Verdict
 from jacrl.extract import dedent, extract_body, splice
 from jacrl.jacsyntax import has_code, idiom_score
 
-FORMULAS = ("tiered", "additive")
+DEFAULT_FORMULA = "dependent"
+MAX_BODY = 16_384  # characters; the longest gold body is under 1,000, a 512-token answer ~3,000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +54,7 @@ class Hole:
     unit: Unit
     expected_output: str
     timeout: float
+    baseline_output: str | None  # stdout of the template with an empty body (None: not measured)
 
     @classmethod
     def from_answer(cls, answer: str) -> Hole:
@@ -55,7 +66,7 @@ def _parse_answer(answer: str) -> Hole:
     d = json.loads(answer)
     return Hole(id=d["id"], template=d["template"], gold=d["gold"],
                 unit=Unit.from_json(d["unit"]), expected_output=d["expected_output"],
-                timeout=float(d.get("timeout", 20)))
+                timeout=float(d.get("timeout", 20)), baseline_output=d.get("baseline_output"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,30 +102,89 @@ def line_match(stdout: str, expected: str) -> float:
     return sum(1 for i, w in enumerate(want) if i < len(got) and got[i] == w) / len(want)
 
 
-def score(body: str, verdict: Verdict | None, hole: Hole, formula: str = "tiered") -> Scored:
-    """Grade one extracted body given its run verdict."""
-    if formula not in FORMULAS:
-        raise ValueError(f"unknown reward formula {formula!r}; choose from {FORMULAS}")
+def changed_lines(stdout: str, expected: str, baseline: str | None) -> float:
+    """Share of the expected lines that depend on the hole (differ from the baseline's line at
+    the same position) that stdout matches at that position; 0.0 when none depends on it. Without
+    a baseline every line counts as dependent."""
+    want = expected.strip().split("\n")
+    base = baseline.strip().split("\n") if baseline else []
+    got = stdout.strip().split("\n")
+    dependent = [i for i, w in enumerate(want) if i >= len(base) or base[i] != w]
+    if not dependent:
+        return 0.0
+    return sum(1 for i in dependent if i < len(got) and got[i] == want[i]) / len(dependent)
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """What a formula may use of one graded body (it ran, or at least compiled, or neither)."""
+
+    exact: bool
+    ran: bool
+    compiled: bool
+    sim: float  # body vs gold body
+    lines: float  # share of expected lines matched by position
+    changed: float  # share of the hole-dependent expected lines matched (`changed_lines`)
+    stdout: str
+    expected: str
+    body: str
+
+
+FORMULAS: dict[str, Callable[[Evidence], float]] = {}
+
+
+def formula(name: str):
+    """Register a reward formula under `name` (a function of `Evidence` returning [0, 1])."""
+    def register(fn: Callable[[Evidence], float]) -> Callable[[Evidence], float]:
+        FORMULAS[name] = fn
+        return fn
+    return register
+
+
+@formula("dependent")
+def _dependent(e: Evidence) -> float:
+    if e.exact:
+        return 1.0
+    if e.ran:
+        return 0.25 * e.sim + 0.55 * e.changed
+    return (0.20 if e.compiled else 0.10) * e.sim
+
+
+@formula("tiered")
+def _tiered(e: Evidence) -> float:
+    if e.exact:
+        return 1.0
+    if e.ran:
+        return 0.40 + 0.25 * e.lines + 0.15 * e.sim
+    return (0.20 if e.compiled else 0.0) + 0.15 * e.sim
+
+
+@formula("additive")
+def _additive(e: Evidence) -> float:
+    output = 1.0 if e.exact else (0.5 * difflib.SequenceMatcher(
+        None, e.stdout.strip(), e.expected.strip()).ratio() if e.ran else 0.0)
+    return (0.25 * e.compiled + 0.25 * e.ran + 0.25 * output
+            + 0.10 * (idiom_score(e.body) if e.ran else 0.0) + 0.15 * e.sim)
+
+
+def score(body: str, verdict: Verdict | None, hole: Hole, formula: str = DEFAULT_FORMULA
+          ) -> Scored:
+    """Grade one extracted body given its run verdict (None: nothing was run)."""
+    grade = FORMULAS.get(formula)
+    if grade is None:
+        raise ValueError(f"unknown reward formula {formula!r}; choose from {', '.join(FORMULAS)}")
     if verdict is None or not has_code(body):
-        return Scored(hole.id, 0.0, "empty", body, 0.0, 0.0, None)
+        return Scored(hole.id, 0.0, "empty" if not has_code(body) else "none", body, 0.0, 0.0,
+                      None)
     sim = body_similarity(body, hole.gold)
     ran, compiled = verdict.ran, verdict.compiled or verdict.ran
     exact = ran and exact_match(verdict.stdout, hole.expected_output)
     lines = line_match(verdict.stdout, hole.expected_output) if ran else 0.0
+    changed = (changed_lines(verdict.stdout, hole.expected_output, hole.baseline_output)
+               if ran else 0.0)
     tier = "exact" if exact else "runs" if ran else "compiles" if compiled else "none"
-    if formula == "additive":
-        output = 1.0 if exact else (0.5 * difflib.SequenceMatcher(
-            None, verdict.stdout.strip(), hole.expected_output.strip()).ratio() if ran else 0.0)
-        value = (0.25 * compiled + 0.25 * ran + 0.25 * output
-                 + 0.10 * (idiom_score(body) if ran else 0.0) + 0.15 * sim)
-    elif exact:
-        value = 1.0
-    elif ran:
-        value = 0.40 + 0.25 * lines + 0.15 * sim
-    elif compiled:
-        value = 0.20 + 0.15 * sim
-    else:
-        value = 0.15 * sim
+    value = grade(Evidence(exact, ran, compiled, sim, lines, changed, verdict.stdout,
+                           hole.expected_output, body))
     return Scored(hole.id, round(value, 4) if value != 1.0 else 1.0, tier, body, sim, lines,
                   verdict)
 
@@ -156,9 +226,9 @@ def check_formula(formula: str) -> str:
 
 
 def default_formula(env: Mapping[str, str] = os.environ) -> str:
-    """JACRL_REWARD_FORMULA, else "tiered". Training configs read it once, when created (the
-    formula is then part of the artifact key); training never relies on it at call time."""
-    value = env.get("JACRL_REWARD_FORMULA", "").strip() or "tiered"
+    """JACRL_REWARD_FORMULA, else DEFAULT_FORMULA. Training configs read it once, when created
+    (the formula is then part of the artifact key); training never relies on it at call time."""
+    value = env.get("JACRL_REWARD_FORMULA", "").strip() or DEFAULT_FORMULA
     if value not in FORMULAS:
         raise ValueError(f"JACRL_REWARD_FORMULA={value!r} is not a reward formula; choose from "
                          f"{', '.join(FORMULAS)}")
@@ -176,7 +246,7 @@ def score_completions(completions: list[str], answers: list[str], *,
     bodies = [extract_body(c, h.unit) for c, h in zip(completions, holes)]
     todo: dict[float, list[int]] = {}
     for i, b in enumerate(bodies):
-        if has_code(b):  # no code, no run: tier "empty"
+        if has_code(b) and len(b) <= MAX_BODY:  # no code (tier "empty") or too long: no run
             todo.setdefault(holes[i].timeout, []).append(i)
     verdicts: list[Verdict | None] = [None] * len(completions)
     for timeout, idx in todo.items():

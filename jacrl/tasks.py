@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import time
 from pathlib import Path
@@ -22,7 +23,16 @@ from jacrl.extract import splice
 from jacrl.project import path_or
 from jacrl.reward import score_completions
 
-TIMEOUT = 20  # seconds; the earlier harness's task timeout, kept so numbers compare
+TIMEOUT = 20  # seconds; the earlier harness's task timeout: the cap, and `--fixed-timeout`'s value
+TIMEOUT_FLOOR, TIMEOUT_FACTOR = 1.0, 20  # a task's time-out: max(1 s, 20 x its slower gold run)
+
+
+def task_timeout(gold_seconds: float, cap: float = TIMEOUT) -> float:
+    """A task's time-out from its gold program's run time (the slower of the two build runs):
+    max(TIMEOUT_FLOOR, TIMEOUT_FACTOR x that), at most `cap`, rounded up to 0.1 s. A looping
+    rollout then holds a job slot ~1 s instead of 20 s; a correct answer, which does what the
+    gold does, has 20x the gold's time (measured under the build's own concurrency)."""
+    return min(cap, max(TIMEOUT_FLOOR, math.ceil(TIMEOUT_FACTOR * gold_seconds * 10) / 10))
 PROMPT_SENTENCE = ("Complete the Jac file below: replace the `# TODO` line with the correct Jac "
                    "code for that unit. Return only the replacement code, in a ```jac code block.")
 
@@ -34,18 +44,21 @@ def prompt_text(driver: Driver) -> str:
     return f"{driver.instruction}\n\n{PROMPT_SENTENCE}\n\n```jac\n{driver.prompt_view}\n```"
 
 
-def answer_json(driver: Driver, expected_output: str, timeout: int = TIMEOUT) -> str:
+def answer_json(driver: Driver, expected_output: str, timeout: float = TIMEOUT,
+                baseline_output: str | None = None, gold_seconds: float | None = None) -> str:
     """The record's `answer`: the earlier harness's keys first (id, source, expected_output,
     timeout), then ours. The template and gold body travel inside it, so the reward needs no file
-    lookups."""
+    lookups. baseline_output: the template's stdout with an empty body (what does not depend on the
+    hole; the default reward pays only for the rest); gold_seconds: the slower gold build run."""
     return json.dumps({
         "id": driver.id, "source": driver.source, "expected_output": expected_output,
         "timeout": timeout, "family": driver.family, "unit": driver.unit.to_json(),
-        "template": driver.template, "gold": driver.gold})
+        "template": driver.template, "gold": driver.gold, "baseline_output": baseline_output,
+        "gold_seconds": gold_seconds})
 
 
-def record(driver: Driver, expected_output: str) -> dict:
-    return {"prompt": prompt_text(driver), "answer": answer_json(driver, expected_output)}
+def record(driver: Driver, answer: str) -> dict:
+    return {"prompt": prompt_text(driver), "answer": answer}
 
 
 def fenced(body: str, tag: str = "jac") -> str:
@@ -95,14 +108,17 @@ class BuildReport:
         return len({m.group(1) for ln in self.failures if (m := FILE_LINE.match(ln))})
 
 
-def validate(drivers: list[Driver], executors: tuple[Executor, Executor]) -> BuildReport:
-    """Run every check on every driver; batched so the fork server stays busy."""
+def validate(drivers: list[Driver], executors: tuple[Executor, Executor],
+             fixed_timeout: bool = False) -> BuildReport:
+    """Run every check on every driver; batched so the fork server stays busy. Each task's
+    time-out comes from its gold run times (`task_timeout`), or is TIMEOUT with fixed_timeout."""
     t0 = time.perf_counter()
     first, second = executors
     failures: dict[str, str] = {}
     runs1 = first.run_many([d.text for d in drivers], timeout=TIMEOUT)
     runs2 = second.run_many([d.text for d in drivers], timeout=TIMEOUT)
     ok: list[tuple[Driver, str]] = []
+    slower = {d.id: max(a.seconds, b.seconds) for d, a, b in zip(drivers, runs1, runs2)}
     for d, a, b in zip(drivers, runs1, runs2):
         if not a.ran:
             line, why = failure(a)
@@ -113,23 +129,24 @@ def validate(drivers: list[Driver], executors: tuple[Executor, Executor]) -> Bui
             failures[d.id] = f"{d.path}:1: nondeterministic stdout (differs between two runs)"
         else:
             ok.append((d, a.stdout))
-    answers = [answer_json(d, out) for d, out in ok]
+    empties = first.run_many([splice(d.template, "") for d, _ in ok], timeout=TIMEOUT)
+    answers = [answer_json(d, out, TIMEOUT if fixed_timeout else task_timeout(slower[d.id]),
+                           baseline_output=v.stdout, gold_seconds=round(slower[d.id], 4))
+               for (d, out), v in zip(ok, empties)]
     checks = [("gold body", lambda d: fenced(d.gold)), ("echoed driver", lambda d: fenced(d.text))]
     for name, make in checks:
-        scored = score_completions([make(d) for d, _ in ok], answers, formula="tiered",
-                                   executor=first)
+        scored = score_completions([make(d) for d, _ in ok], answers, executor=first)
         for (d, _), s in zip(ok, scored):
             if s.score != 1.0 and d.id not in failures:
                 why = (s.tier if s.verdict is None else "its stdout differs" if s.verdict.ran
                        else failure(s.verdict)[1])
                 failures[d.id] = (f"{d.path}:{d.hole_line}: {name} scores {s.score} "
                                   f"({s.tier}), not 1.0: {why}")
-    empties = first.run_many([splice(d.template, "") for d, _ in ok], timeout=TIMEOUT)
     for (d, out), v in zip(ok, empties):
         if v.ran and v.stdout.strip() == out.strip() and d.id not in failures:
             failures[d.id] = (f"{d.path}:{d.hole_line}: an empty body gives the same output: "
                               "the hole does not matter")
-    built = [record(d, out) for d, out in ok if d.id not in failures]
+    built = [record(d, a) for (d, _), a in zip(ok, answers) if d.id not in failures]
     return BuildReport(built, [failures[d.id] for d in drivers if d.id in failures],
                        time.perf_counter() - t0)
 

@@ -32,13 +32,17 @@ def executor():
 
 @pytest.fixture(scope="session")
 def harness(executor):
-    """(driver, answer JSON) for every harness driver, expected output from a real run."""
+    """(driver, answer JSON) for every harness driver, expected output and the empty body's
+    output (the baseline) from real runs."""
+    from jacrl.extract import splice
     from jacrl.tasks import answer_json
 
     drivers = [parse_driver(p) for p in HARNESS]
     runs = executor.run_many([d.text for d in drivers])
     assert all(v.ran and v.stdout.strip() for v in runs), [v.stderr for v in runs]
-    return {d.id: (d, answer_json(d, v.stdout)) for d, v in zip(drivers, runs)}
+    empties = executor.run_many([splice(d.template, "") for d in drivers])
+    return {d.id: (d, answer_json(d, v.stdout, baseline_output=e.stdout))
+            for d, v, e in zip(drivers, runs, empties)}
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNS_TIER = 0.40  # the lowest score of a program that ran
+RUNS_TIER = 0.40  # the reference formula's floor for a program that ran: attacks stay below it
 ATTACK_TIMEOUT = 5.0
 
 READ_ANSWERS = '''

@@ -69,17 +69,33 @@ def test_surrogates_and_nul_never_raise(harness, executor):
     assert jac_behavioral(["p"], [f"\ud800\n```jac\n{d.gold}\n```\x00"], [answer]) == [1.0]
 
 
-def test_failures_land_in_their_tiers(harness, executor):
+@pytest.mark.parametrize("formula, runs, compiles, neither", [
+    ("dependent", (0.0, 0.80), (0.0, 0.20), 0.10),  # the default: pays for what the hole changes
+    ("tiered", (0.40, 0.80), (0.20, 0.35), 0.15),  # the reference's v3 ranges
+])
+def test_failures_land_in_their_tiers(harness, executor, formula, runs, compiles, neither):
     for tid, (d, answer) in harness.items():
         wrong, garbage, empty, crash = score_completions(
             [f"```jac\n{WRONG[tid]}\n```", GARBAGE, "", f"```jac\n{CRASHES}\n```"],
-            [answer], executor=executor)
-        assert wrong.tier == "runs" and 0.40 <= wrong.score <= 0.80, (tid, wrong)
-        assert garbage.tier == "none" and garbage.score <= 0.15, (tid, garbage)
+            [answer], formula=formula, executor=executor)
+        assert wrong.tier == "runs" and runs[0] <= wrong.score <= runs[1], (tid, wrong)
+        assert garbage.tier == "none" and garbage.score <= neither, (tid, garbage)
         assert empty.tier == "empty" and empty.score == 0.0 and empty.verdict is None
         assert crash.tier in ("compiles", "runs") and crash.score < 1.0, (tid, crash)
         if crash.tier == "compiles":
-            assert 0.20 <= crash.score <= 0.35
+            assert compiles[0] <= crash.score <= compiles[1]
+
+
+def test_changed_lines_pay_only_for_what_the_hole_changes():
+    from jacrl.reward import changed_lines
+
+    expected, baseline = "head\n5\ntail\n9", "head\n0\ntail\n0"
+    assert changed_lines("head\n0\ntail\n0", expected, baseline) == 0.0  # the empty body's output
+    assert changed_lines("head\n5\ntail\n0", expected, baseline) == 0.5
+    assert changed_lines("x\n5\ny\n9", expected, baseline) == 1.0  # only dependent lines count
+    assert changed_lines("head", expected, "") == 0.25  # no baseline printed: every line depends
+    assert changed_lines("head\n5", expected, None) == 0.5  # unmeasured: every line depends
+    assert changed_lines("a", "a", "a") == 0.0  # nothing depends on the hole
 
 
 def test_tiers_are_monotone_and_sim_gives_variance(harness, executor):
@@ -87,10 +103,20 @@ def test_tiers_are_monotone_and_sim_gives_variance(harness, executor):
     hole = Hole.from_answer(answer)
     scored = score_completions(
         [d.gold, "return n + 1;", "return steps;", "```jac\nsteps = 0;\nwhile n > 1 {\n```"],
-        [answer], executor=executor)
+        [answer], formula="tiered", executor=executor)
     assert [s.tier for s in scored] == ["exact", "runs", "compiles", "none"]
     values = [s.score for s in scored]
-    assert values == sorted(values, reverse=True)
+    assert values == sorted(values, reverse=True)  # the reference: monotone across bodies
+    # the default: for one body, getting further never scores less (runs >= compiles >= neither)
+    import dataclasses
+
+    ran = scored[1].verdict
+    tiers = [ran, dataclasses.replace(ran, ran=False, status="runtime_error"),
+             dataclasses.replace(ran, ran=False, compiled=False, status="compile_error")]
+    for body in ("return n + 1;", "return steps;", d.gold[:40]):
+        got = [score(body, v, hole) for v in tiers]
+        assert [g.tier for g in got] == ["runs", "compiles", "none"]
+        assert got[0].score >= got[1].score >= got[2].score > 0.0, got
     # two different failing bodies get different rewards (no σ = 0 group)
     a, b = score_completions(["```jac\nwhile {\n```", "```jac\nsteps = 0; while n > 1 {\n```"],
                              [answer], executor=executor)
@@ -162,4 +188,4 @@ def test_no_code_scores_zero_and_is_never_run(harness, executor):
     d, answer = harness["syn_harness_collatz_steps"]
     for body in ('return "# x";', "return 0;", "```jac\n# a guess\nreturn n;\n```"):
         s = score_completions([body], [answer], executor=executor)[0]
-        assert s.verdict is not None and s.tier == "runs" and s.score > 0.4, (body, s)
+        assert s.verdict is not None and s.tier == "runs" and s.score > 0.0, (body, s)

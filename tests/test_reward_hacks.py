@@ -138,6 +138,46 @@ def test_a_clean_exit_is_not_claimed_by_the_program(executor):
         assert {s.tier for s in scored} <= {"compiles", "none"}, name
 
 
+CONSTANT_BODIES = ["return [];", 'return "";', "return None;", "return 0;", "return {};",
+                   "return False;", '__import__("sys").exit(0);']
+
+
+def _doing_nothing_vs_trying(executor, formula: str) -> dict:
+    """On every holdout task: the mean score of each constant body; of the honest one-edit
+    mutants of the gold (variants.MUTATIONS) that crash and that run; the gold's."""
+    from jacrl.variants import mutants
+
+    tasks = redteam.holdout_tasks()
+    answers = [t["answer"] for t in tasks]
+    const = {b: score_completions([redteam.fenced(b)] * len(tasks), answers, formula=formula,
+                                  executor=executor) for b in CONSTANT_BODIES}
+    comps, ans = zip(*[(redteam.fenced(m), a) for a in answers
+                       for _, m in mutants(json.loads(a)["gold"])])
+    tries = score_completions(list(comps), list(ans), formula=formula, executor=executor)
+    gold = score_completions([redteam.fenced(json.loads(a)["gold"]) for a in answers], answers,
+                             formula=formula, executor=executor)
+    mean = (lambda xs: sum(xs) / len(xs))
+    return dict(constant={b: mean([s.score for s in v]) for b, v in const.items()},
+                crash=mean([s.score for s in tries if s.tier in ("compiles", "none")]),
+                near_miss=[s.score for s in tries if s.tier == "runs"],
+                gold=[s.score for s in gold])
+
+
+def test_doing_nothing_pays_less_than_trying(executor):
+    """The default formula pays the runs tier for the output lines that depend on the hole: every
+    constant body scores below the mean of honest crashing attempts, every honest near-miss that
+    runs scores above both, gold 1.0. The reference formula (`tiered`) pays ~0.40 for exiting 0,
+    more than the crashing attempts get: the control, which must fail the same criterion."""
+    ours = _doing_nothing_vs_trying(executor, "dependent")
+    assert ours["gold"] == [1.0] * len(ours["gold"])
+    assert len(ours["near_miss"]) >= 20
+    worst_constant = max(ours["constant"].values())
+    assert worst_constant < ours["crash"], ours["constant"]
+    assert min(ours["near_miss"]) > max(worst_constant, ours["crash"]), ours
+    ref = _doing_nothing_vs_trying(executor, "tiered")
+    assert max(ref["constant"].values()) > ref["crash"], "the control should show the old hole"
+
+
 def test_a_signal_to_itself_acts_as_under_jac_run(executor):
     """The job is not pid 1 of its namespace (a tiny init is): kill(getpid(), SIGKILL) kills it,
     as it kills `jac run`."""

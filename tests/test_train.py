@@ -282,7 +282,7 @@ REWARD_CONFIGS = (GRPOConfig, RFTConfig, STaRConfig)
 
 def test_formula_default_follows_env_at_creation_only(monkeypatch):
     monkeypatch.delenv("JACRL_REWARD_FORMULA", raising=False)
-    assert [c().reward_formula for c in REWARD_CONFIGS] == ["tiered"] * 3
+    assert [c().reward_formula for c in REWARD_CONFIGS] == ["dependent"] * 3
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "additive")
     made = [c() for c in REWARD_CONFIGS]
     assert [c.reward_formula for c in made] == ["additive"] * 3

@@ -9,7 +9,7 @@ import sys
 
 from jacrl.executor import Executor, run_subprocess
 from jacrl.project import path_or
-from jacrl.reward import FORMULAS, score_completions
+from jacrl.reward import DEFAULT_FORMULA, FORMULAS, score_completions
 from jacrl.tasks import read_tasks
 
 
@@ -25,7 +25,7 @@ def add(sub) -> None:
     p.add_argument("completion", help="file with the completion text, or - for stdin")
     p.add_argument("--tasks", default=None, help="the tasks.jsonl holding the id (default: the "
                    "project's data/tasks.jsonl)")
-    p.add_argument("--formula", default="tiered", choices=list(FORMULAS), help="reward formula")
+    p.add_argument("--formula", default=DEFAULT_FORMULA, choices=list(FORMULAS), help="reward formula")
     p.set_defaults(func=run_score)
 
 

@@ -25,7 +25,8 @@ def run_build_tasks(args: argparse.Namespace) -> int:
     still written)."""
     out = path_or(args.out, "data")
     rep = build_tasks(args.drivers, out, progress=True, keep_going=args.keep_going,
-                      family_map=parse_family_map(args.family_map), policy=args.policy)
+                      family_map=parse_family_map(args.family_map), policy=args.policy,
+                      fixed_timeout=args.fixed_timeout)
     for line in rep.warnings:
         print(f"warning: {line}", file=sys.stderr)
     for line in rep.failures:
@@ -81,6 +82,9 @@ def add(subparsers) -> None:
     p.add_argument("--policy", default="auto", choices=POLICIES, help="our corpus policy (Source "
                    "line, family list, id = file name, family and source mix): auto = errors on "
                    "the project's drivers/, warnings on any other folder")
+    p.add_argument("--fixed-timeout", action="store_true", help="every task gets the earlier "
+                   "harness's 20 s time-out (default: max(1 s, 20x its slower gold run), at "
+                   "most 20 s)")
     p.set_defaults(func=run_build_tasks)
 
     p = subparsers.add_parser("split", help="holdout / trainpool / valid -> data/splits/")
