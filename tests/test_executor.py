@@ -127,10 +127,11 @@ def test_timeouts_are_not_cached(executor):
 
 
 def test_server_death_is_an_error_then_recovers():
-    """The server dies mid-batch: that batch raises (never a score), the next call starts afresh."""
+    """Without retries, the server dying mid-batch makes that batch raise (never a score); the
+    next call starts afresh. (With retries, the default: test_executor_faults.py.)"""
     import threading
 
-    with Executor() as ex:
+    with Executor(retries=0) as ex:
         assert ex.run(PROBE).ran
         killer = threading.Timer(0.5, os.kill, (ex.server_pid, 9))
         killer.start()

@@ -4,8 +4,11 @@ A warm *fork server* (`server.py` and `child.py` in this package, see there) imp
 warms it, then forks one job per program. It runs inside a bubblewrap sandbox (`sandbox.py`) and
 gives every job namespaces of its own. The caller (a trainer with threads and an accelerator)
 never forks: it is a client (`Executor`) of the server over JSON lines, with a deadline of its own
-— a batch yields a result at least every (largest timeout + SLACK) seconds or raises
-`ExecutorError`, whatever the server or its jobs do.
+— a batch yields a result at least every (largest timeout + SLACK) seconds, whatever the server or
+its jobs do. A server fault (it died, went silent past that deadline, or broke the protocol) is
+not a verdict: the server is replaced and only the jobs still without a verdict are resubmitted, at
+most `retries` times (each one a `ExecutorRetryWarning` and `Executor.restarts` + 1); then the
+batch raises `ExecutorError`. A fault never becomes a score.
 
 The server receives programs only; expected outputs stay here. A verdict is what the server
 observed: wait status, captured stdout/stderr, its own clock, and whether jaclang compiled the
@@ -79,6 +82,11 @@ class ExecutorError(RuntimeError):
     """Infrastructure failure (the server died, hung or misbehaved). Never a score."""
 
 
+class ExecutorRetryWarning(RuntimeWarning):
+    """A server fault during a batch: the server was replaced and the jobs without a verdict were
+    resubmitted (`Executor.retries`)."""
+
+
 def minimal_env(home: str) -> dict[str, str]:
     """The only environment a `jac run` subprocess sees: no tokens or keys leak into model code."""
     return {"PATH": os.defpath + ":" + os.path.dirname(sys.executable), "LANG": "C.UTF-8",
@@ -117,6 +125,7 @@ class _Server:
                 [sys.executable, "-s", "-B", SERVER_FILES[0], *args], stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=self._err, env=env, cwd=tempfile.gettempdir(),
                 start_new_session=True)
+        os.set_blocking(self.proc.stdin.fileno(), False)  # `send` has a deadline too
         try:
             self.hello = self.read(START_TIMEOUT)
         except ExecutorError as e:
@@ -153,10 +162,21 @@ class _Server:
         except ValueError as e:
             raise ExecutorError("the fork server sent a malformed line") from e
 
-    def send(self, obj: dict) -> None:
+    def send(self, obj: dict, timeout: float) -> None:
+        """Write one JSON line, or ExecutorError after `timeout` seconds of a full pipe (a stopped
+        server does not read: a request larger than the pipe's buffer would block forever)."""
+        view = memoryview((json.dumps(obj) + "\n").encode())
+        fd = self.proc.stdin.fileno()
+        deadline = time.monotonic() + timeout
         try:
-            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
-            self.proc.stdin.flush()
+            while view:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([], [fd], [], left)[1]:
+                    raise ExecutorError(f"the fork server took no request within {timeout:.1f} s")
+                try:
+                    view = view[os.write(fd, view):]
+                except BlockingIOError:
+                    continue
         except OSError as e:
             raise ExecutorError(f"the fork server is gone ({type(e).__name__})") from e
 
@@ -186,15 +206,29 @@ class Executor:
     """Client of a fork server. Dedups identical programs (exact source + timeout) within a batch
     and across calls; timeouts and kills are not cached (they depend on load).
 
+    A server fault during a batch (the server died, said nothing for the batch's largest timeout
+    + SLACK, or broke the protocol) starts a fresh server and resubmits only the jobs that have no
+    verdict yet; the verdicts that arrived are kept. Up to `retries` times per batch (each with an
+    `ExecutorRetryWarning`; `restarts` counts them), then `ExecutorError` naming every attempt —
+    so a batch takes at most (retries + 1) x (server start + deadline) before it raises. A job's
+    own failure (timeout, crash, kill) is a verdict, never a retry; a job that kills the server
+    itself every time it runs ends as `ExecutorError` after the last attempt. `jobs_executed`
+    counts the verdicts received from servers (each job once; cached and deduplicated ones not).
+
     Refuses to start below the `sandbox` isolation level unless `allow_unsandboxed` (default: the
     JACRL_ALLOW_UNSANDBOXED environment variable), and then warns, naming the risk. `isolation`
     asks for a lower level on purpose (benchmarks, and tests that show what the sandbox stops)."""
 
     def __init__(self, limits: Limits = Limits(), concurrency: int | None = None,
                  cache_size: int = 100_000, hash_seed: int | None = None,
-                 allow_unsandboxed: bool | None = None, isolation: str | None = None):
+                 allow_unsandboxed: bool | None = None, isolation: str | None = None,
+                 retries: int = 2):
         if isolation not in (None, *sandbox.LEVELS):
             raise ValueError(f"unknown isolation {isolation!r}; choose from {sandbox.LEVELS}")
+        if not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"retries must be an int >= 0, not {retries!r}")
+        self.retries = retries
+        self.restarts = 0  # fresh servers started to finish a batch after a server fault
         self.want = None if isolation == "sandbox" else isolation
         self.limits = limits
         # Children inherit the server's string-hash seed, so set order is fixed per server (it
@@ -265,26 +299,64 @@ class Executor:
     def key(source: str, timeout: float) -> str:
         return hashlib.sha256(f"{timeout!r}\0{source}".encode()).hexdigest()
 
-    def _exchange(self, jobs: list[tuple[str, float]]) -> list[Verdict]:
+    def _attempt(self, jobs: list[tuple[str, float]], pending: list[int],
+                 results: list[Verdict | None]) -> None:
+        """Send jobs[pending] to the server (started when needed) and fill `results` from its
+        replies; ExecutorError, with the server dropped, on any fault. The deadline is the largest
+        timeout among them + SLACK between two messages."""
         server = self._ensure_server()
-        patience = max(t for _, t in jobs) + SLACK
-        results: list[Verdict | None] = [None] * len(jobs)
+        sub = [jobs[i] for i in pending]
+        patience = max(t for _, t in sub) + SLACK
         try:
-            server.send({"jobs": jobs, "concurrency": self.concurrency})
+            server.send({"jobs": sub, "concurrency": self.concurrency}, patience)
+            got = 0
             while True:
                 msg = server.read(patience)
                 if "done" in msg:
                     break
-                results[int(msg["i"])] = Verdict(**msg["result"])
-            if any(r is None for r in results):
-                raise ExecutorError("the fork server skipped jobs")
+                k = int(msg["i"])
+                if not 0 <= k < len(sub) or results[pending[k]] is not None:
+                    raise ExecutorError(f"the fork server sent a verdict for job {msg['i']!r} "
+                                        f"of {len(sub)} twice or out of range")
+                results[pending[k]] = Verdict(**msg["result"])
+                self.jobs_executed += 1
+                got += 1
+            if got < len(sub):
+                raise ExecutorError(f"the fork server skipped {len(sub) - got} jobs")
         except (ExecutorError, KeyError, TypeError, ValueError, IndexError) as e:
             why = server.stderr_tail()
-            self._drop_server()  # the next call starts a fresh server
-            raise ExecutorError(f"fork server failed during a batch of {len(jobs)} jobs: {e}"
-                                + (f" ({why})" if why else "")) from e
-        self.jobs_executed += len(jobs)
-        return results  # type: ignore[return-value]
+            self._drop_server()  # the next attempt (or call) starts a fresh server
+            what = e if isinstance(e, ExecutorError) else (
+                f"the fork server broke the protocol ({type(e).__name__}: {e})")
+            raise ExecutorError(f"{what}" + (f" ({why})" if why else "")) from e
+
+    def _exchange(self, jobs: list[tuple[str, float]],
+                  results: list[Verdict | None] | None = None) -> list[Verdict]:
+        """Every job's verdict, retrying server faults on fresh servers (see the class doc).
+        `results` (one None per job) is filled as verdicts arrive, also when this raises."""
+        results = [None] * len(jobs) if results is None else results
+        failures: list[str] = []
+        last: ExecutorError | None = None
+        for attempt in range(self.retries + 1):
+            pending = [i for i, r in enumerate(results) if r is None]
+            if attempt:
+                self.restarts += 1
+                warnings.warn(f"jacrl executor: {failures[-1]}; starting a fresh fork server and "
+                              f"resubmitting the {len(pending)} of {len(jobs)} jobs without a "
+                              f"verdict (retry {attempt} of {self.retries})",
+                              ExecutorRetryWarning, stacklevel=3)
+            try:
+                self._attempt(jobs, pending, results)
+                return results  # type: ignore[return-value]
+            except ExecutorError as e:
+                failures.append(str(e))
+                last = e
+        missing = sum(r is None for r in results)
+        raise ExecutorError(
+            f"fork server failed during a batch of {len(jobs)} jobs, {len(failures)} attempt"
+            f"{'s' if len(failures) > 1 else ''} (retries={self.retries}), {missing} jobs without "
+            "a verdict: " + "; ".join(f"attempt {n}: {why}" for n, why in enumerate(failures, 1))
+        ) from last
 
     def run_many(self, sources: list[str], timeout: float = 20.0) -> list[Verdict]:
         out: list[Verdict | None] = [None] * len(sources)
@@ -299,12 +371,19 @@ class Executor:
                 first[k] = i
                 todo.append(i)
         if todo:
-            for i, v in zip(todo, self._exchange([(sources[i], float(timeout)) for i in todo])):
-                out[i] = v
-                if self.cache is not None and not v.timed_out and not v.status.startswith("killed"):
-                    self.cache[self.key(sources[i], timeout)] = v
-                    if len(self.cache) > self.cache_size:
-                        self.cache.popitem(last=False)
+            got: list[Verdict | None] = [None] * len(todo)
+            try:
+                self._exchange([(sources[i], float(timeout)) for i in todo], got)
+            finally:  # what arrived is cached even when the batch finally raised
+                for i, v in zip(todo, got):
+                    if v is None:
+                        continue
+                    out[i] = v
+                    if (self.cache is not None and not v.timed_out
+                            and not v.status.startswith("killed")):
+                        self.cache[self.key(sources[i], timeout)] = v
+                        if len(self.cache) > self.cache_size:
+                            self.cache.popitem(last=False)
         for i, src in enumerate(sources):
             if out[i] is None:
                 out[i] = dataclasses.replace(out[first[self.key(src, timeout)]], cached=True)
