@@ -74,7 +74,17 @@ class GRPOConfig:
                                          "used 256 and ~70% of rollouts were truncated)")
     max_seq_length: int = _f(1280, "longest prompt in tokens; a longer one is an error (the "
                                    "trainer would cut off its end)")
-    temperature: float = _f(1.0, "rollout sampling temperature (GRPO_TEMP)")
+    temperature: float = _f(0.0, "rollout sampling temperature; 0 = calibrated on the starting "
+                                 "policy (the highest of temperature_grid whose rollouts keep "
+                                 "calibration_floor of its greedy reward; recorded in the artifact)")
+    temperature_grid: tuple[float, ...] = _f((1.0, 0.7, 0.5, 0.3), "temperatures calibration tries, "
+                                             "highest first")
+    calibration_floor: float = _f(0.5, "share of the greedy reward a temperature's rollouts must "
+                                       "keep to be chosen")
+    advantage: str = _f("centered", "centered (Dr. GRPO: r - group mean) | std (mlx-lm-lora's: "
+                                    "divided by the group's σ + 1e-4)")
+    min_group_span: float = _f(0.0, "a group whose rewards span less than this gets advantage 0 "
+                                    "(DAPO's dynamic-sampling filter); 0 = only equal rewards")
     top_p: float = _f(0.95, "rollout top-p (trainer default)")
     top_k: int = _f(20, "rollout top-k (trainer default)")
     min_p: float = _f(0.0, "rollout min-p")
@@ -97,6 +107,9 @@ class GRPOConfig:
 
     def __post_init__(self):
         check_formula(self.reward_formula)
+        if self.advantage not in ("centered", "std"):
+            raise ValueError(f"GRPOConfig.advantage must be centered or std, not "
+                             f"{self.advantage!r}")
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,11 @@ class Sample:
 def generate(model, tokenizer, prompts: Sequence[str], *, n: int = 1, temperature: float = 0.0,
              max_tokens: int = MAX_TOKENS, seed: int = EvalConfig.seed,
              batch_size: int = EvalConfig.batch_size, system: str = SYSTEM_PROMPT,
-             progress: str = "") -> list[list[Sample]]:
+             progress: str = "", top_p: float = 0.0, top_k: int = 0) -> list[list[Sample]]:
     """n completions per prompt, decoded in batches of `batch_size` sequences (continuous
     batching, mlx-lm's BatchGenerator). temperature 0 = greedy (argmax). Seeded: the same call
-    gives the same samples. progress: a label shows a progress bar over the sequences (stderr)."""
+    gives the same samples. progress: a label shows a progress bar over the sequences (stderr).
+    top_p / top_k (0 = off): as GRPO's rollouts sample, for measuring at their settings."""
     # mlx is heavy and absent where only the executor or the reward is used: imported on use
     import mlx.core as mx
     from mlx_lm.generate import BatchGenerator
@@ -45,7 +46,7 @@ def generate(model, tokenizer, prompts: Sequence[str], *, n: int = 1, temperatur
     if n < 1 or not prompts:
         return [[] for _ in prompts]
     mx.random.seed(seed)
-    sampler = make_sampler(temp=temperature)
+    sampler = make_sampler(temp=temperature, top_p=top_p, top_k=top_k)
     ids = [prompt_ids(tokenizer, p, system) for p in prompts]
     jobs = [(i, j) for i in range(len(prompts)) for j in range(n)]
     out: list[list[Sample | None]] = [[None] * n for _ in prompts]

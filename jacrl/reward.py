@@ -270,10 +270,13 @@ def reward_function(formula: str) -> Callable[..., list[float]]:
     check_formula(formula)
 
     def bound(prompts, completions, answer, types=None):
-        return jac_behavioral(prompts, completions, answer, types, formula=formula)
+        del prompts, types
+        bound.last = score_completions(completions, answer, formula=formula)
+        return [s.score for s in bound.last]
 
     bound.__name__ = "jac_behavioral"  # mlx-lm-lora names its reward metrics after it
     bound.formula = formula
+    bound.last = []  # the Scored of the latest call: what the rollout log records
     return bound
 
 

@@ -233,6 +233,23 @@ def test_grpo_updates_weights_and_logs_metrics(tiny, harness_tasks, out_root):
     s = art.manifest["summary"]
     assert s["reference_model"] == "base" and s["truncated_mean"] is not None
     assert art.manifest["hyperparameters"]["max_completion_length"] == 64
+    # every rollout kept, consistent with the step records and the trainer's own reward mean
+    rollouts = [json.loads(x) for x in (art.path / "rollouts.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if r["event"] == "step"]
+    assert [r["step"] for r in steps] == [1, 2] and len(rollouts) == 2 * cfg.group_size
+    for st, tr_row in zip(steps, train_rows):
+        mine = [r for r in rollouts if r["step"] == st["step"]]
+        mean = sum(r["reward"] for r in mine) / len(mine)
+        assert mean == pytest.approx(st["reward_mean"], abs=1e-5)
+        assert mean == pytest.approx(tr_row["reward_mean"], abs=1e-4)  # mlx-lm-lora's own
+        assert sum(r["advantage"] for r in mine) == pytest.approx(0.0, abs=1e-5)  # centred
+        assert all(st[k] >= 0 for k in ("generation_s", "reward_s", "update_s"))
+    for r in rollouts:
+        assert set(r) >= {"step", "task_id", "completion", "body", "tier", "reward",
+                          "advantage", "truncated", "tokens"}
+        assert r["truncated"] == (r["tokens"] >= 64 and r["tier"] is not None and r["truncated"])
+    assert s["advantage"] == "centered" and s["temperature"] == 1.0
+    assert set(s["seconds"]) == {"generation_s", "reward_s", "update_s"}
 
 
 def test_grpo_chains_from_sft(tiny, harness_tasks, memorized, one_task, out_root):
@@ -375,3 +392,48 @@ def test_training_refuses_without_a_sandbox(tiny, harness_tasks, tmp_path, monke
     with pytest.raises(SandboxUnavailable, match="JACRL_ALLOW_UNSANDBOXED"):
         tr.grpo(tiny, harness_tasks[:1], None, GRPOConfig(iters=1), tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_advantage_variants_on_hand_made_groups():
+    """centered = r - group mean; std = that / (σ + 1e-4), as mlx-lm-lora computes it; a group of
+    equal rewards gets 0 either way; a 0.0005 spread becomes ±0.71 under std (noise as an update)
+    but stays ±0.00025 centred, and min_group_span skips it (DAPO's filter)."""
+    import numpy as np
+
+    from jacrl.train.grpo_compat import group_advantages
+
+    rewards = [1.0, 0.0, 0.5, 0.5, 0.3, 0.3, 0.3, 0.3, 0.0100, 0.0105, 0.0100, 0.0105]
+    groups = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    centred, skipped = group_advantages(rewards, groups, "centered")
+    assert np.allclose(centred[:4], [0.5, -0.5, 0.0, 0.0]) and skipped == pytest.approx(1 / 3)
+    assert np.allclose(centred[4:8], 0.0)  # equal rewards: no signal, counted as skipped
+    assert np.allclose(centred[8:], [-0.00025, 0.00025, -0.00025, 0.00025])
+    std, _ = group_advantages(rewards, groups, "std")
+    g = np.array(rewards[:4])
+    assert np.allclose(std[:4], (g - g.mean()) / (g.std() + 1e-4))
+    assert np.allclose(std[8:], np.array([-1, 1, -1, 1]) * 0.00025 / (0.00025 + 1e-4))
+    assert min(abs(std[8:])) > 0.7  # the amplified noise: a 0.0005 spread, a ±0.71 advantage
+    filtered, skipped = group_advantages(rewards, groups, "centered", min_span=0.01)
+    assert np.allclose(filtered[8:], 0.0) and skipped == pytest.approx(2 / 3)
+    assert np.allclose(filtered[:4], centred[:4])
+    with pytest.raises(ValueError, match="unknown advantage"):
+        group_advantages(rewards, groups, "whitened")
+
+
+def test_grpo_from_a_memorized_adapter_keeps_greedy_mem(tiny, memorized, one_task, out_root):
+    """A demo-sized GRPO stage (the demo's settings: LR 1e-5, groups of 2, 4 steps; the rollout
+    temperature calibrated, centred advantages) from an adapter that reproduces its task greedily
+    still reproduces it: GRPO at these defaults does no harm to what SFT taught."""
+    from jacrl.generate import generate
+    from jacrl.ladder.demo import DEMO_GRPO
+    from jacrl.models import load
+    from jacrl.reward import score_completions
+
+    cfg = configure(GRPOConfig(), {**DEMO_GRPO, "iters": 4, "max_completion_length": 64})
+    art = tr.grpo(tiny, [one_task], None, cfg, out_root, parent=memorized, condition="keeps_mem")
+    s = art.manifest["summary"]
+    assert s["temperature"] in cfg.temperature_grid and s["temperature_calibration"]
+    for adapter in (memorized.adapter_path, art.adapter_path):
+        lm, tok = load(tiny, str(adapter))
+        text = generate(lm, tok, [one_task["prompt"]], max_tokens=64)[0][0].text
+        assert score_completions([text], [one_task["answer"]])[0].exact, (adapter, text)

@@ -13,7 +13,7 @@ from types import ModuleType
 from tqdm.auto import tqdm  # a widget in a notebook, text elsewhere
 
 from jacrl import train
-from jacrl.config import EvalConfig, GRPOConfig, SFTConfig, from_dict
+from jacrl.config import EvalConfig, GRPOConfig, SFTConfig, configure, from_dict
 from jacrl.evaluate import evaluate
 from jacrl.ladder.plan import Cell, make_cell
 from jacrl.ladder.taskset import cell_tasks
@@ -73,19 +73,43 @@ def adapter_of(arts: Mapping) -> Path | None:
     return Path(last.adapter_path) if last is not None else None
 
 
+def rollout_temperature(cell: Cell, arts: Mapping, tasks: list[dict]) -> float | None:
+    """The temperature mem is also sampled at: the GRPO stage's rollout temperature; for a cell
+    with an adapter but no GRPO stage (sft), the one GRPO calibrates on that adapter with the
+    cell's GRPO settings — so sft and sft_grpo compare at the temperature sft_grpo trained at;
+    None for the base model."""
+    if "grpo" in arts:
+        return float(arts["grpo"].manifest["summary"]["temperature"])
+    adapter = adapter_of(arts)
+    if adapter is None or not tasks:
+        return None
+    from jacrl.models import load
+    from jacrl.train.grpo import calibrate_temperature
+
+    cfg = configure(GRPOConfig(), {**cell.grpo_set, "seed": cell.seed})
+    if cfg.temperature > 0:
+        return cfg.temperature
+    lm, tok = load(cell.model, str(adapter))
+    return calibrate_temperature(lm, tok, tasks, cfg, log=lambda _: None)[0]
+
+
 def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None = None,
                   progress: bool = True) -> list[dict]:
-    """The gen rows (the holdout sample, greedy + n samples) and mem rows (the rung's tasks,
-    greedy only) of the cell, in its task format, filed under its key (not yet written)."""
+    """The gen rows (the holdout sample, greedy + n samples at the eval temperature) and mem rows
+    (the rung's tasks, greedy + n samples at the rollout temperature when the cell has an
+    adapter, see `rollout_temperature`) of the cell, in its task format, filed under its key (not
+    yet written)."""
     e = cell.eval
     tasks = cell_tasks(cell.rung, cell.data_dir, e["gen_limit"], e["mem_limit"], cell.format,
                        cell.paired)
     adapter = adapter_of(arts)
-    plans = [("gen", "holdout", tasks["gen"], e["n"]), ("mem", "rung", tasks["mem"], 0)]
+    mem_t = rollout_temperature(cell, arts, tasks["mem"]) if e["n"] else None
+    plans = [("gen", "holdout", tasks["gen"], e["n"], e["temperature"]),
+             ("mem", "rung", tasks["mem"], e["n"] if mem_t else 0, mem_t or e["temperature"])]
     rows = []
-    for kind, split, ts, n in tqdm(plans, desc=f"eval {cell.name}", unit="eval",
-                                   disable=not progress):
-        cfg = EvalConfig(n=n, k=tuple(e["k"]) if n else (1,), temperature=e["temperature"],
+    for kind, split, ts, n, temp in tqdm(plans, desc=f"eval {cell.name}", unit="eval",
+                                         disable=not progress):
+        cfg = EvalConfig(n=n, k=tuple(e["k"]) if n else (1,), temperature=temp,
                          seed=cell.seed, max_tokens=e["max_tokens"], batch_size=cell.batch_size)
         row = evaluate(cell.model, adapter, ts, cfg, tag=cell.tag(kind), split=split, kind=kind,
                        log=log)

@@ -1,7 +1,10 @@
 """GRPO with mlx-lm-lora, driven from Python with the `jac_behavioral` reward.
 
 The system prompt is set on every record, `end_answer_token=""` (a completion ends at the chat
-end token), and the adapter is never fused. When beta > 0 a frozen reference model is loaded
+end token), and the adapter is never fused. The rollout temperature is calibrated on the
+starting policy unless set (`calibrate_temperature`: at T = 1 a peaky SFT policy's rollouts are
+garbage), advantages are ours (`grpo_compat.group_advantages`: centred by default, not divided by
+a σ that turns noise into full updates), and every rollout is kept in rollouts.jsonl. When beta > 0 a frozen reference model is loaded
 separately, so the KL term compares against the starting policy instead of being 0. The
 completion budget equals the eval budget (`jacrl.config.MAX_TOKENS`): at 256 tokens ~70 % of
 rollouts were truncated. The share of truncated rollouts is logged. With `parent` (sft -> grpo)
@@ -30,14 +33,8 @@ from jacrl.train.artifacts import (
     resolve_base,
     write_jsonl,
 )
-from jacrl.train.mlx_compat import (
-    MetricsLog,
-    lora_model,
-    rollout_concurrency,
-    seed_all,
-    trainable,
-    warn_slow_blas,
-)
+from jacrl.train.grpo_compat import grpo_hooks, rollout_concurrency
+from jacrl.train.mlx_compat import MetricsLog, lora_model, seed_all, trainable, warn_slow_blas
 
 
 def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
@@ -68,6 +65,42 @@ def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
                 "parent_path": str(parent.path) if parent else None, "summary": summary}
 
     return build_artifact(condition, parts, base, out_root, build, log)
+
+
+def calibrate_temperature(policy, tok, records: list[dict], cfg: GRPOConfig,
+                          log: Callable[[str], None] = print) -> tuple[float, list[dict]]:
+    """The rollout temperature for this starting policy: the highest of cfg.temperature_grid at
+    which group_size rollouts per prompt (the first 8 prompts, GRPO's own top-p/top-k) keep at
+    least cfg.calibration_floor of the greedy policy's mean reward on the same prompts; the lowest
+    when none does. A policy that gets nothing greedily gets the highest (nothing to lose).
+    Returns (temperature, one row per temperature tried)."""
+    from jacrl.generate import generate
+    from jacrl.reward import score_completions
+
+    prompts, answers = [r["prompt"] for r in records[:8]], [r["answer"] for r in records[:8]]
+
+    def mean_reward(temp: float, n: int) -> float:
+        samples = generate(policy, tok, prompts, n=n, temperature=temp, seed=cfg.seed,
+                           max_tokens=cfg.max_completion_length, top_p=cfg.top_p if temp else 0.0,
+                           top_k=cfg.top_k if temp else 0)
+        texts = [s.text for row in samples for s in row]
+        scored = score_completions(texts, [a for a in answers for _ in range(n)],
+                                   formula=cfg.reward_formula)
+        return sum(s.score for s in scored) / len(scored)
+
+    greedy = mean_reward(0.0, 1)
+    rows = [{"temperature": 0.0, "reward_mean": round(greedy, 4)}]
+    grid = sorted(cfg.temperature_grid, reverse=True)
+    for temp in grid:
+        got = mean_reward(temp, cfg.group_size)
+        rows.append({"temperature": temp, "reward_mean": round(got, 4)})
+        if got >= cfg.calibration_floor * greedy:
+            log(f"grpo: rollout temperature {temp} (reward {got:.3f} >= "
+                f"{cfg.calibration_floor} x greedy {greedy:.3f})")
+            return temp, rows
+    log(f"grpo: no temperature keeps {cfg.calibration_floor} x greedy {greedy:.3f}: "
+        f"the lowest, {grid[-1]}")
+    return grid[-1], rows
 
 
 def _training_args(cfg: GRPOConfig, batch: int, out_dir: Path):
@@ -121,15 +154,22 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
     metrics = MetricsLog(out_dir / "metrics.jsonl", "grpo")
     rollout = cfg.rollout_batch or batch * cfg.group_size
     reward = reward_function(cfg.reward_formula)  # bound: the env var is not read mid-training
+    calibration = None
+    if cfg.temperature <= 0:
+        temp, calibration = calibrate_temperature(policy, tok, records, cfg)
+        seed_all(cfg.seed)  # training starts from the same random state either way
+        cfg = dataclasses.replace(cfg, temperature=temp)
     t0 = time.time()
-    with rollout_concurrency(rollout):
+    with rollout_concurrency(rollout), grpo_hooks(
+            reward, cfg.advantage, cfg.min_group_span, out_dir / "rollouts.jsonl", metrics,
+            cfg.max_completion_length, tok.eos_token_ids):
         _train_grpo(model=policy, ref_model=ref, tokenizer=tok,
                     optimizer=optim.Adam(learning_rate=cfg.learning_rate),
                     train_dataset=train_ds, val_dataset=val_ds, reward_funcs=[reward],
                     args=_training_args(cfg, batch, out_dir), training_callback=metrics,
                     end_answer_token="")
     wall = time.time() - t0
-    tr = metrics.train
+    tr, steps = metrics.train, metrics.steps
     return {
         "adapter": acfg, "adapter_inherited_from": parent.key if parent else None,
         "reward_formula": reward.formula,
@@ -143,4 +183,15 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
         "group_reward_std": _mean("group_reward_std", tr),
         "last_kl": tr[-1]["kl"] if tr else None, "truncated_mean": _mean("truncated", tr),
         "train_s": round(wall, 2), "s_per_iter": round(wall / max(1, cfg.iters), 3),
+        "temperature": cfg.temperature, "temperature_calibration": calibration,
+        "advantage": cfg.advantage, "min_group_span": cfg.min_group_span,
+        "groups_skipped_mean": _mean("groups_skipped", steps),
+        "exact_share_first": _share(steps[:1]), "exact_share_last": _share(steps[-1:]),
+        "seconds": {k: _mean(k, steps) for k in ("generation_s", "reward_s", "update_s")},
     }
+
+
+def _share(steps: list[dict]) -> float | None:
+    """Share of exact rollouts over the steps."""
+    n = sum(s["rollouts"] for s in steps)
+    return round(sum(s["exact"] for s in steps) / n, 4) if n else None

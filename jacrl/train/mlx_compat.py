@@ -6,8 +6,7 @@ widening of mlx-lm-lora's rollout decoding.
   sequence, and without computing the masked prompt's logits (`output_head`).
 * `iterate_all` is mlx-lm's batch iterator, except that the len % batch_size remainder is
   trained too (mlx-lm drops it).
-* `rollout_concurrency` monkeypatches mlx-lm-lora's `BatchGenerator` so that a GRPO step decodes
-  batch x group rollouts together instead of batch_size at a time.
+* GRPO's adaptations (rollout batching, advantages, the rollout log) are in `grpo_compat`.
 * `MetricsLog` writes metrics.jsonl: one JSON object per report, `{"event": "train"|"val",
   "stage", "time", ...}`. SFT train events: `train_loss`, `learning_rate`,
   `iterations_per_second`, `tokens_per_second`, `trained_tokens`, `peak_memory` (GB); val events:
@@ -15,7 +14,9 @@ widening of mlx-lm-lora's rollout decoding.
   all rollouts of the reported steps), `group_reward_std` (mean within-group σ: 0 means every
   rollout of a group scored the same, so there is no learning signal), `kl` (policy vs frozen
   reference, per token), `truncated` (share of rollouts that hit `max_completion_length`),
-  `loss`, `avg_tokens`, plus every raw `train_*` metric mlx-lm-lora reports.
+  `loss`, `avg_tokens`, plus every raw `train_*` metric mlx-lm-lora reports. GRPO `step` events
+  (one per step, `grpo_compat.grpo_hooks`): `generation_s`, `reward_s`, `update_s`,
+  `reward_mean`, `exact`, `rollouts`, `groups_skipped`, `truncated`, `advantage`.
 
 CPU: the mlx-cpu wheel's reference BLAS is ~10x slower than OpenBLAS, and LD_PRELOAD only works
 at process start. The `jacrl` CLI re-execs itself with `jacrl.blas.fast_blas_env()`; a notebook
@@ -69,12 +70,13 @@ class MetricsLog:
         self.path, self.stage = path, stage
         self.train: list[dict] = []
         self.val: list[dict] = []
+        self.steps: list[dict] = []
 
     def _write(self, event: str, info: dict) -> dict:
         rec = {"event": event, "stage": self.stage, "time": round(time.time(), 3)}
         for k, v in info.items():
             rec[k] = v.item() if hasattr(v, "item") else v
-        if self.stage == "grpo" and event == "train":
+        if self.stage == "grpo" and event == "train":  # (step events are already ours)
             rec = {**rec, **_grpo_canonical(rec)}
         with open(self.path, "a") as f:
             f.write(json.dumps(rec) + "\n")
@@ -85,6 +87,10 @@ class MetricsLog:
 
     def on_val_loss_report(self, info: dict) -> None:
         self.val.append(self._write("val", info))
+
+    def step(self, info: dict) -> None:
+        """One GRPO step's own record (timings, reward, skipped groups; see `grpo_hooks`)."""
+        self.steps.append(self._write("step", info))
 
 
 def _grpo_canonical(rec: dict) -> dict:
@@ -269,29 +275,3 @@ def sliced_head_ok(model, tokens: list[int]) -> bool:
         return bool(mx.allclose(head(model.model(x)), model(x), atol=1e-4, rtol=1e-4).item())
     except Exception:  # noqa: BLE001 (any other layout: fall back to the full logits)
         return False
-
-
-# -------------------------------------------------------------------------------------------
-# GRPO: rollout decoding
-# -------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def rollout_concurrency(n: int):
-    """mlx-lm-lora decodes only `batch_size` rollouts at once; let it decode n together (its
-    `BatchGenerator` is swapped for one with wider completion and prefill batches meanwhile)."""
-    from mlx_lm_lora.trainer import grpo_trainer
-
-    orig = grpo_trainer.BatchGenerator
-
-    def wider(model, **kw):
-        kw["completion_batch_size"] = max(n, kw.get("completion_batch_size", 1))
-        kw["prefill_batch_size"] = max(n, kw.get("prefill_batch_size", 1))
-        return orig(model, **kw)
-
-    grpo_trainer.BatchGenerator = wider
-    try:
-        yield
-    finally:
-        grpo_trainer.BatchGenerator = orig
-
