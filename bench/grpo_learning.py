@@ -4,10 +4,11 @@ The start: gold SFT on the rung's tasks (the demo's SFT settings, fewer iteratio
 memorising 90 per task), so that the policy solves its tasks greedily but its *sampled* rollouts
 often do not. The rollout temperature is GRPO's own calibration on that start
 (`jacrl.train.grpo.calibrate_temperature`), fixed for every arm so they compare. Then, from the
-same SFT adapter, three GRPO runs identical but for what the row names:
+same SFT adapter, GRPO runs identical but for what the row names:
 
-- `centered`: the defaults (advantages r - group mean, `GRPOConfig.advantage`);
+- `centered`: the defaults (advantages r - group mean, groups spanning < 0.1 skipped);
 - `std`: mlx-lm-lora's σ-normalised advantages, (r - mean) / (σ + 1e-4);
+- `no_filter`: `centered` without the min-span group filter (`min_group_span` 0);
 - `control`: `centered` with learning rate 0 (rollouts, rewards and KL are computed, nothing moves).
 
 Each arm's sampled pass@1 on its own training tasks is measured before and after, at the rollout
@@ -17,8 +18,9 @@ the first vs the last window of steps (mean and a 95 % normal interval over roll
 KL and the share of groups skipped. The goal (issue 19): the defaults raise sampled pass@1 with
 p < 0.05 while the control does not move.
 
-    .venv/bin/python bench/grpo_learning.py [--rung 3] [--sft-iters 240] [--iters 24] [--lr 2e-5]
-                                            [--samples 32] [--arms centered,std,control] [--json F]
+    .venv/bin/python bench/grpo_learning.py [--rung 3] [--sft-iters 210] [--iters 24] [--lr 5e-6]
+                                            [--samples 32] [--arms centered,std,no_filter,control]
+                                            [--span S] [--json F]
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ sys.path.insert(0, str(ROOT))
 
 from jacrl.blas import ensure_fast_blas  # noqa: E402
 
-ARMS = {"centered": {}, "std": {"advantage": "std"}, "control": {"learning_rate": 0.0}}
+ARMS = {"centered": {}, "std": {"advantage": "std"}, "no_filter": {"min_group_span": 0.0},
+        "control": {"learning_rate": 0.0}}
 
 
 def sampled_outcomes(model, adapter, tasks, cfg, temperature: float, n: int, seed: int):
@@ -104,14 +107,14 @@ def main(argv=None) -> int:
     ap.add_argument("--rung", default="3", help="the train-pool rung whose tasks GRPO trains on")
     ap.add_argument("--sft-iters", type=int, default=210, help="SFT iterations of the start")
     ap.add_argument("--iters", type=int, default=24, help="GRPO iterations per arm")
-    ap.add_argument("--lr", type=float, default=2e-5, help="GRPO learning rate (not the control)")
+    ap.add_argument("--lr", type=float, default=5e-6, help="GRPO learning rate (not the control)")
     ap.add_argument("--group", type=int, default=4, help="rollouts per prompt")
     ap.add_argument("--span", type=float, default=None,
                     help="min_group_span of every arm (default: GRPOConfig's)")
     ap.add_argument("--samples", type=int, default=32, help="samples per task before and after")
     ap.add_argument("--sample-seed", type=int, default=7, help="seed of those samples")
     ap.add_argument("--seed", type=int, default=0, help="GRPO seed (batch order, rollouts)")
-    ap.add_argument("--arms", default="centered,std,control", help="comma-separated arms")
+    ap.add_argument("--arms", default="centered,std,no_filter,control", help="comma-separated arms")
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args(argv)
     ensure_fast_blas()

@@ -83,8 +83,9 @@ class GRPOConfig:
                                        "keep to be chosen")
     advantage: str = _f("centered", "centered (Dr. GRPO: r - group mean) | std (mlx-lm-lora's: "
                                     "divided by the group's σ + 1e-4)")
-    min_group_span: float = _f(0.0, "a group whose rewards span less than this gets advantage 0 "
-                                    "(DAPO's dynamic-sampling filter); 0 = only equal rewards")
+    min_group_span: float = _f(0.1, "a group whose rewards span less than this gets advantage 0 "
+                                    "(DAPO's dynamic-sampling filter; 0.1 > the similarity "
+                                    "spread of a group that all fails); 0 = only equal rewards")
     top_p: float = _f(0.95, "rollout top-p (trainer default)")
     top_k: int = _f(20, "rollout top-k (trainer default)")
     min_p: float = _f(0.0, "rollout min-p")

@@ -1,6 +1,7 @@
 """What the notebooks (notebooks/*.ipynb) call besides the pipeline modules, so that they hold no
 logic and the tests reach it: the quick switch, notebook 10's task build and split writing,
 notebook 20's task pick, notebook 40's rows, and the SUMMARY line every notebook ends with.
+(Notebook 30's view of a GRPO run, per step, is `jacrl.report.grpo`.)
 
 Paths: a notebook parameter naming a path defaults to "" = the project's (`jacrl.project`), so a
 kernel started anywhere inside the project finds drivers/, data/, models/, results/, artifacts/
@@ -180,13 +181,15 @@ def pick_task(split: str = "holdout", task_id: str = "", data_dir: str = ""
 
 
 def ladder_rows(results: str = "", include_stale: bool = False,
-                log: Callable[[str], None] = print) -> tuple[list[dict], Path]:
-    """The ladder's rows (default: the project's results/rl_ladder.jsonl) and their file; an
-    error when there are none, so the analysis never draws empty figures. Stale rows (model,
-    adapter or tasks changed on disk since; `report.stale_reasons`) are left out, as `jacrl
-    ladder show` does, unless include_stale."""
+                log: Callable[[str], None] = print) -> tuple[list[dict], Path, dict]:
+    """The ladder's rows (default: the project's results/rl_ladder.jsonl), their file and its
+    provenance stamp (`report.source_stamp`, taken before the rows are read: what the figures
+    drawn from them record); an error when there are none, so the analysis never draws empty
+    figures. Stale rows (model, adapter or tasks changed on disk since; `report.stale_reasons`)
+    are left out, as `jacrl ladder show` does, unless include_stale."""
     from jacrl import report
     path = path_or(results, "rows").resolve()
+    source = report.source_stamp(path) if path.is_file() else None
     rows = report.load_rows(path)
     if not rows:
         raise FileNotFoundError(f"{path}: no ladder rows; run `jacrl ladder run` (or notebook "
@@ -198,4 +201,4 @@ def ladder_rows(results: str = "", include_stale: bool = False,
             log(f"left out {len(marked) - len(rows)} stale row(s) (include_stale=True shows them)")
         if not rows:
             raise ValueError(f"{path}: every row is stale (its model, adapter or tasks changed)")
-    return rows, path
+    return rows, path, source

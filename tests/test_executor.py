@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from jacrl.executor import Executor, ExecutorError, Limits, run_subprocess
+from jacrl.executor import Executor, ExecutorError, Limits
 
 HANG = "def f() {\n    has\n    x in y {\n"  # jaclang 0.16.7's parser loops and grows on this
 PROBE = 'with entry { print("probe", 6 * 7); }'

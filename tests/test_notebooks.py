@@ -241,9 +241,13 @@ def test_30_training_defaults(project, trained):
     assert [(r["cell_key"], r["kind"]) for r in rows] == [(s["key"], "gen"), (s["key"], "mem")]
     gen, mem = rows
     assert gen["tasks"] == 2 and gen["n"] == 2 and set(gen["pass_at_k"]) == {"1", "2"}
-    assert mem["tasks"] == 1 and mem["n"] == 0 and mem["tag"].endswith("/sft/mem")
+    assert mem["tasks"] == 1 and mem["tag"].endswith("/sft/mem")
+    # mem also sampled, at the temperature GRPO would calibrate on this adapter
+    assert mem["n"] == q["n"] and 0 < mem["temperature"] <= 1.0
     assert gen["artifact"] == json.loads((art / "manifest.json").read_text())["key"]
     assert gen["reward_formula"] is None  # no GRPO stage: trained without the reward
+    assert s["grpo_steps"] == 0 and "no GRPO stage" in "".join(  # its GRPO views say so
+        "".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
     assert images(nb) >= 1  # the training curves
 
 
@@ -271,6 +275,9 @@ def test_40_ladder_analysis_defaults(project, trained):
     assert s["rows"] == 4 and s["evaluations"] == 4 and s["mcnemar"] == 2
     assert s["figures"] == [str(figs / "ladder.png"), str(figs / "ladder_passk.png")]
     assert (figs / "ladder.png").stat().st_size > 1000 and (figs / "ladder_passk.png").is_file()
+    assert s["stale_figures"] == {}  # each records the rows file it was drawn from
+    source = report.read_stamp(figs / "ladder.png")["sources"][0]
+    assert source["path"] == "../results/rl_ladder.jsonl" and source["rows"] == 4
     assert not (project / "notebooks" / "figures").exists()
     assert images(nb) >= 1
 

@@ -20,7 +20,7 @@ for one that parses but cannot be turned into bytecode (e.g. `await` in a plain 
 of an unknown name): `jac run` rejects those before running, and the status is then
 `compile_error`. Both backends use this definition.
 
-`run_subprocess` is the plain `jac run` backend, used to check parity with the fork server.
+`jacrl.executor.plain.run_subprocess` is the plain `jac run` backend, for parity checks.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 import select
 import signal
 import subprocess
@@ -43,7 +42,8 @@ from pathlib import Path
 from jacrl.executor import sandbox
 
 # the server script, then the file it loads from its own folder (both shown in the sandbox)
-SERVER_FILES = tuple(str(Path(__file__).with_name(f)) for f in ("server.py", "child.py"))
+SERVER_FILES = tuple(str(Path(__file__).with_name(f))
+                     for f in ("server.py", "child.py", "warm.py"))
 SLACK = 3.0  # seconds past a job's timeout before the client declares the server hung
 START_TIMEOUT = 180.0  # importing and warming jaclang on a loaded 2-core machine
 
@@ -91,11 +91,6 @@ def minimal_env(home: str) -> dict[str, str]:
     """The only environment a `jac run` subprocess sees: no tokens or keys leak into model code."""
     return {"PATH": os.defpath + ":" + os.path.dirname(sys.executable), "LANG": "C.UTF-8",
             "HOME": home}
-
-
-def _first_lines(text: str, n: int) -> str:
-    lines = text.splitlines(keepends=True)
-    return "".join(lines[:n])
 
 
 class _Server:
@@ -297,7 +292,8 @@ class Executor:
     # -- running --
     @staticmethod
     def key(source: str, timeout: float) -> str:
-        return hashlib.sha256(f"{timeout!r}\0{source}".encode()).hexdigest()
+        text = f"{timeout!r}\0{source}"  # a lone surrogate must key, not raise
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
     def _attempt(self, jobs: list[tuple[str, float]], pending: list[int],
                  results: list[Verdict | None]) -> None:
@@ -391,63 +387,3 @@ class Executor:
 
     def run(self, source: str, timeout: float = 20.0) -> Verdict:
         return self.run_many([source], timeout)[0]
-
-
-# ----------------------------------------------------------------------------------------------
-# plain subprocess backend (parity checks only)
-# ----------------------------------------------------------------------------------------------
-
-def _jac_bin() -> str:
-    return os.path.join(os.path.dirname(sys.executable), "jac")
-
-
-def _run_cli(args: list[str], cwd: str, timeout: float,
-             env: dict[str, str] | None) -> tuple[int | None, str, str, bool]:
-    proc = subprocess.Popen([_jac_bin(), *args], cwd=cwd, env=env or minimal_env(cwd),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), False
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        return None, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), True
-
-
-def _compile_rejected(stderr: str) -> bool:
-    """`jac run` reports what its compiler rejected as `error[E<code>]` diagnostics."""
-    return re.search(r"^\S* ?Error: error\[E\d+\]", stderr, re.M) is not None
-
-
-def run_subprocess(source: str, timeout: float = 20.0, limits: Limits = Limits(),
-                   env: dict[str, str] | None = None) -> Verdict:
-    """`jac run snippet.jac` in a fresh temp dir; when it fails, `jac check -p` (a second process)
-    says whether it parses, which is what `compiled` means. The check has a budget of its own (the
-    timeout, at most 15 s), so a load that timed the run out does not also decide `compiled`. env:
-    the processes' environment (default: `minimal_env`; the benchmark passes the user's own, as a
-    plain `jac run` from a shell has it)."""
-    t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="jacrl-sub-") as work:
-        with open(os.path.join(work, "snippet.jac"), "w") as fh:
-            fh.write(source)
-        code, out, err, timed_out = _run_cli(["run", "snippet.jac"], work, timeout, env)
-        compiled = code == 0
-        if not compiled:
-            check_code, _, _, _ = _run_cli(["check", "-p", "snippet.jac"], work,
-                                           min(timeout, 15.0), env)
-            compiled = check_code == 0
-    if timed_out:
-        status = "timeout"
-    elif code == 0:
-        status = "ok"
-    elif code is not None and code < 0:
-        status = f"killed:{signal.Signals(-code).name}"
-    else:  # jac run prints "Error:" lines for what the compiler rejected, a traceback otherwise
-        status = "compile_error" if _compile_rejected(err) else "runtime_error"
-    return Verdict(compiled=compiled, ran=code == 0, exit_code=code,
-                   stdout=out.encode()[:limits.max_output].decode("utf-8", "replace"),
-                   stderr=_first_lines(err, limits.stderr_lines), timed_out=timed_out,
-                   seconds=round(time.perf_counter() - t0, 6), status=status)
-
-

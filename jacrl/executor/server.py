@@ -63,40 +63,7 @@ def _sibling(name: str) -> types.ModuleType:
 
 
 child = _sibling("child")
-
-WARM_PROGRAM = '''
-enum Mood { CALM, BUSY }
-obj Note { has text: str; has tags: list[str] = []; }
-node City { has name: str; has size: int = 0; }
-edge Road { has km: int = 1; }
-walker Tour {
-    has seen: list[str] = [];
-    has total: int = 0;
-    can start with Root entry { visit [-->]; }
-    can step with City entry {
-        self.seen.append(here.name);
-        for e in [edge here ->:Road:->] { self.total += e.km; }
-        visit [->:Road:->];
-    }
-    can done with Root exit { report sorted(self.seen); }
-}
-def describe(n: Note) -> str {
-    match len(n.tags) {
-        case 0: return f"{n.text}: {{}}";
-        case _: return n.text + "," + ",".join(n.tags);
-    }
-}
-with entry {
-    a = City(name="a", size=3);
-    b = City(name="b");
-    root ++> a;
-    a +>:Road(km=4):+> b;
-    r = root spawn Tour();
-    try { _ = int("x"); } except ValueError { print("caught"); }
-    print(r.total, len(r.reports), describe(Note(text="n")), Mood.BUSY.name);
-}
-'''
-
+warming = _sibling("warm")
 
 def _vm_size() -> int:
     """This process's address-space size (Linux); 0 where /proc is absent (no RLIMIT_AS then)."""
@@ -133,57 +100,6 @@ def _kill(pid: int) -> None:
             kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-
-
-# ---- warming --------------------------------------------------------------------------------
-
-def warm(scratch: str) -> None:
-    """Run a representative program here, then reset every piece of state it touched, so
-    children inherit compiled machinery but no program state."""
-    from jaclang.jac0core.runtime import JacRuntime as Jac
-
-    saved = _save_state()
-    work = tempfile.mkdtemp(prefix="warm_", dir=scratch)
-    try:
-        os.chdir(work)
-        Jac.set_base_path(work)
-        path = os.path.join(work, "snippet.jac")
-        with open(path, "w") as fh:
-            fh.write(WARM_PROGRAM)
-        sys.modules["__main__"] = child.fresh_main()
-        sys.stdout = sys.stderr = io.StringIO()
-        if child.run_like_cli(path, lambda _: None) != 0:
-            raise RuntimeError(f"warm-up program failed: {sys.stdout.getvalue()[-500:]}")
-    finally:
-        _restore_state(saved)
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def _save_state() -> dict:
-    from jaclang.jac0core.runtime import JacRuntime as Jac
-
-    return dict(main=sys.modules.get("__main__"), argv=list(sys.argv), cwd=os.getcwd(),
-                path=list(sys.path), stdout=sys.stdout, stderr=sys.stderr,
-                base=Jac.get_base_path_dir(), target=Jac.get_full_target_path(),
-                ctx=Jac.exec_ctx, loaded=dict(Jac.loaded_modules))
-
-
-def _restore_state(saved: dict) -> None:
-    from jaclang.jac0core.program import JacProgram
-    from jaclang.jac0core.runtime import JacRuntime as Jac
-
-    sys.stdout, sys.stderr = saved["stdout"], saved["stderr"]
-    os.chdir(saved["cwd"])
-    sys.modules["__main__"] = saved["main"]
-    sys.argv[:] = saved["argv"]
-    sys.path[:] = saved["path"]
-    sys.modules.pop("snippet", None)
-    Jac.set_base_path(saved["base"])
-    Jac.set_full_target_path(saved["target"])
-    Jac.exec_ctx = saved["ctx"]
-    Jac.program = JacProgram()
-    Jac.loaded_modules.clear()
-    Jac.loaded_modules.update(saved["loaded"])
 
 
 # ---- verdicts (the collector) ---------------------------------------------------------------
@@ -227,7 +143,7 @@ class Zygote:
         self.limits = {**DEFAULT_LIMITS, **limits}
         self.scratch = scratch
         child.import_compiler()
-        warm(scratch)
+        warming.warm(scratch, child)
         self.base_vm = _vm_size()
         self.namespaces = namespaces and child.namespaces_work(self.keep)
         # A job must not ptrace or read the memory of this process even if it could name it.

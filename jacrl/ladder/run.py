@@ -297,15 +297,19 @@ def plan_text(cfg: LadderConfig) -> str:
 
 
 def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.PathLike | None = "",
-         include_stale: bool = False) -> tuple[str, list[Path]]:
+         include_stale: bool = False, check_figures: bool = True) -> tuple[str, list[Path]]:
     """The printed table and the figures written (none when figures_dir is None; "" = the
     project's figures/). results_dir None: the project's results/. Stale rows (made with a model,
-    adapter or tasks no longer on disk) are left out of both unless include_stale."""
+    adapter or tasks no longer on disk) are left out of both unless include_stale. The figures
+    carry the rows file's provenance; with check_figures the text ends by listing each figure in
+    that folder (None: the project's) whose rows changed since it was drawn, or that has no
+    provenance (`report.figures_note`)."""
     from jacrl import report  # pandas and matplotlib: only for the table and figures
 
     path = path_or(results_dir, "results") / RESULTS_FILE
     if not path.is_file():  # a missing or empty rows file is an error, never blank figures
         raise FileNotFoundError(f"{path}: no rows file (`jacrl ladder run` writes it)")
+    source = report.source_stamp(path)  # before reading: a row appended after makes it stale
     rows = report.load_rows(path)
     if not any(report.cell_of(r) for r in rows):
         raise ValueError(f"{path}: no ladder rows in it")
@@ -315,6 +319,7 @@ def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.Pat
         text += f"\ninterrupted (killed mid-run, no rows; rerun `ladder run`): {', '.join(killed)}"
     if not include_stale:
         rows = [r for r in report.mark_stale(rows) if not r["stale"]]
-    figs = report.write_figures(rows, figures_dir or None) \
+    figs = report.write_figures(rows, figures_dir or None, source) \
         if figures_dir is not None and rows else []
-    return text, figs
+    note = report.figures_note(figures_dir or None) if check_figures else ""
+    return text + (f"\n\n{note}" if note else ""), figs

@@ -24,12 +24,20 @@ copied from a row.
 
 Provenance is enforced, not just recorded: `show_text` leaves stale rows out (and says how many)
 unless asked to include them; `stale_reasons` compares each row's recorded model, adapter and
-task-data hashes with the files on disk now.
+task-data hashes with the files on disk now. Figures are never older than their rows: every
+figure written (`write_figures`, `write_training_figure`, through `stamp.save_figure`) holds, in
+its own file, each source file's path, sha256, row count and the code versions its rows carry;
+`figure_stale_reasons` / `stale_figures` flag a figure whose source changed or is missing, or
+that has no such record (`ladder show` lists them).
 
     rows.py     a row's cell and task format (`cell_of`, `variant_of`), labels, orders
-    stale.py    `stale_reasons`, `mark_stale`
+    stamp.py    the provenance inside a figure file: `source_stamp`, `save_figure`, `read_stamp`
+    stale.py    `stale_reasons`, `mark_stale`; `figure_stale_reasons`, `stale_figures`,
+                `figures_note`
     tables.py   `frame`, `pivot`, `ladder_table`, `mcnemar_vs_base`, `format_comparison`,
                 `show_text`
+    grpo.py     what a GRPO run did per step, from its rollouts.jsonl and step events:
+                `tier_table`, `plot_tiers`, `last_groups`, `step_timings`, `plot_timings`
     figures.py  `plot_curves`, `plot_formats`, `write_figures`, the training curves (matplotlib)
 """
 
@@ -41,6 +49,15 @@ from jacrl.report.figures import (
     write_figures,
     write_training_figure,
 )
+from jacrl.report.grpo import (
+    last_groups,
+    plot_timings,
+    plot_tiers,
+    rollouts,
+    step_events,
+    step_timings,
+    tier_table,
+)
 from jacrl.report.rows import (
     COND_ORDER,
     FORMAT_ORDER,
@@ -50,7 +67,14 @@ from jacrl.report.rows import (
     load_rows,
     variant_of,
 )
-from jacrl.report.stale import mark_stale, stale_reasons
+from jacrl.report.stale import (
+    figure_stale_reasons,
+    figures_note,
+    mark_stale,
+    stale_figures,
+    stale_reasons,
+)
+from jacrl.report.stamp import read_stamp, save_figure, source_stamp
 from jacrl.report.tables import (
     COLUMNS,
     FORMAT_COLUMNS,
@@ -67,8 +91,10 @@ from jacrl.report.tables import (
 
 __all__ = [
     "COLUMNS", "COND_ORDER", "FORMAT_COLUMNS", "FORMAT_ORDER", "cell_of", "condition_label",
-    "fmt_cell", "format_comparison", "format_of", "format_table", "frame", "labels",
-    "ladder_table", "load_rows", "mark_stale", "mcnemar_vs_base", "pivot", "plot_curves",
-    "plot_formats", "plot_training", "plot_training_runs", "show_text", "stale_reasons",
-    "variant_of", "write_figures", "write_training_figure",
+    "figure_stale_reasons", "figures_note", "fmt_cell", "format_comparison", "format_of",
+    "format_table", "frame", "labels", "ladder_table", "last_groups", "load_rows", "mark_stale",
+    "mcnemar_vs_base", "pivot", "plot_curves", "plot_formats", "plot_timings", "plot_tiers",
+    "plot_training", "plot_training_runs", "read_stamp", "rollouts", "save_figure", "show_text",
+    "source_stamp", "stale_figures", "stale_reasons", "step_events", "step_timings",
+    "tier_table", "variant_of", "write_figures", "write_training_figure",
 ]

@@ -1,5 +1,7 @@
 """The report's figures: learning curves with Wilson bands, hole-fill vs conversion bars, and
-training curves from an artifact's metrics.jsonl. matplotlib is imported on first use."""
+training curves from an artifact's metrics.jsonl (with GRPO's per-step timings when it has step
+events). matplotlib is imported on first use. Every figure written to a file carries the
+provenance of the rows it was drawn from (`stamp.save_figure`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from jacrl.report.grpo import draw_timings
 from jacrl.report.rows import _order, cell_of
+from jacrl.report.stamp import rows_stamp, save_figure, source_stamp
 from jacrl.report.tables import format_comparison, frame, labels
 from jacrl.results import KINDS
 from jacrl.splits import RUNGS
@@ -82,13 +86,25 @@ def _training_series(stage: str) -> list[tuple[str, str]]:
     return [("train_loss", "train loss"), ("val_loss", "val loss")]
 
 
+def _stage(recs: list[dict]) -> str:
+    return recs[0].get("stage", "") if recs else ""
+
+
+def _panels(recs: list[dict]) -> int:
+    """Panels a metrics file fills: its stage's curves, + GRPO's per-step timings."""
+    steps = any(r.get("event") == "step" for r in recs)
+    return len(_training_series(_stage(recs))) + steps
+
+
 def _draw_training(axes, recs: list[dict], label: str = "") -> None:
-    """One metrics.jsonl's curves on a row of axes (per iteration; GRPO's reward mean with its
-    σ over the step's rollouts shaded)."""
-    df = pd.DataFrame(recs)
-    stage = recs[0].get("stage", "") if recs else ""
-    for ax, (col, title) in zip(axes, _training_series(stage)):
-        if not df.empty and col in df and df[col].notna().any():
+    """One metrics.jsonl's curves on a row of axes (per iteration, from its train and val
+    reports; GRPO's reward mean with its σ over the step's rollouts shaded), then, when it has
+    GRPO step events, the seconds per step (generation / reward / update, stacked)."""
+    steps = [r for r in recs if r.get("event") == "step"]
+    df = pd.DataFrame([r for r in recs if r.get("event") != "step"])
+    series = _training_series(_stage(recs))
+    for ax, (col, title) in zip(axes, series):
+        if not df.empty and col in df and "iteration" in df and df[col].notna().any():
             d = df[df[col].notna()]
             ax.plot(d["iteration"], d[col], marker=".")
             if col == "reward_mean" and "reward_std" in d and d["reward_std"].notna().all():
@@ -97,34 +113,35 @@ def _draw_training(axes, recs: list[dict], label: str = "") -> None:
         ax.set_title(f"{label}: {title}" if label else title, fontsize=9)
         ax.set_xlabel("iteration")
         ax.grid(alpha=0.3)
+    if steps and len(axes) > len(series):
+        draw_timings(axes[len(series)], steps, label)
 
 
 def plot_training(metrics: str | os.PathLike, title: str = ""):
     """Training curves from an artifact's metrics.jsonl (or its directory): SFT train/val loss;
-    GRPO reward mean (± σ), within-group σ, KL and truncated share. Returns the Figure."""
+    GRPO reward mean (± σ), within-group σ, KL, truncated share and, when the file has step
+    events, the seconds per step. Returns the Figure."""
     plt = _pyplot()
     recs, path = _training_records(metrics)
-    stage = recs[0].get("stage", "") if recs else ""
-    series = _training_series(stage)
-    fig, axes = plt.subplots(1, len(series), figsize=(3.6 * len(series), 2.8), squeeze=False)
+    n = _panels(recs)
+    fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 2.8), squeeze=False)
     _draw_training(axes[0], recs)
-    fig.suptitle(title or f"{stage or 'training'}: {path.parent.name}")
+    fig.suptitle(title or f"{_stage(recs) or 'training'}: {path.parent.name}")
     fig.tight_layout()
     return fig
 
 
 def plot_training_runs(runs: Sequence[tuple[str, str | os.PathLike]], title: str = ""):
     """Several training runs in one figure, one row per (label, metrics.jsonl or artifact dir):
-    SFT rows show the losses, GRPO rows reward mean ± σ, within-group σ, KL, truncated share.
-    Returns the Figure."""
+    SFT rows show the losses, GRPO rows reward mean ± σ, within-group σ, KL, truncated share and
+    (with step events) the seconds per step. Returns the Figure."""
     plt = _pyplot()
     loaded = [(label, _training_records(m)[0]) for label, m in runs]
-    cols = max([len(_training_series(r[0].get("stage", "") if r else "")) for _, r in loaded]
-               or [2])
+    cols = max([_panels(r) for _, r in loaded] or [2])
     fig, axes = plt.subplots(max(1, len(loaded)), cols, figsize=(3.6 * cols, 2.6 * len(loaded)),
                              squeeze=False)
     for row, (label, recs) in zip(axes, loaded):
-        n = len(_training_series(recs[0].get("stage", "") if recs else ""))
+        n = _panels(recs)
         _draw_training(row[:n], recs, label)
         for ax in row[n:]:
             ax.axis("off")
@@ -136,7 +153,8 @@ def plot_training_runs(runs: Sequence[tuple[str, str | os.PathLike]], title: str
 def write_training_figure(runs: Sequence[tuple[str, str | os.PathLike]],
                           out_dir: str | os.PathLike | None = None,
                           name: str = "training.png", title: str = "") -> Path:
-    """`plot_training_runs(runs)` saved as figures/<name> (the project's figures/ by default)."""
+    """`plot_training_runs(runs)` saved as figures/<name> (the project's figures/ by default),
+    with each run's metrics file as a source of its provenance."""
     from jacrl.project import path_or
 
     if not runs:
@@ -144,9 +162,10 @@ def write_training_figure(runs: Sequence[tuple[str, str | os.PathLike]],
     plt = _pyplot()
     out = path_or(out_dir, "figures")
     out.mkdir(parents=True, exist_ok=True)
+    files = [_training_records(m)[1] for _, m in runs]
+    sources = [source_stamp(f) for f in files if f.is_file()]  # before drawing what they hold
     fig = plot_training_runs(runs, title)
-    p = out / name
-    fig.savefig(p, dpi=110)
+    p = save_figure(fig, out / name, sources, drawn_rows=sum(s["rows"] for s in sources))
     plt.close(fig)
     return p
 
@@ -186,27 +205,30 @@ def plot_formats(rows: list[dict]):
     return fig
 
 
-def write_figures(rows: list[dict], out_dir: str | os.PathLike | None = None) -> list[Path]:
+def write_figures(rows: list[dict], out_dir: str | os.PathLike | None = None,
+                  source: str | os.PathLike | dict | None = None) -> list[Path]:
     """figures/ladder.png (pass@1 curves with Wilson bands) and figures/ladder_passk.png, in the
     project's figures/ by default, and figures/formats.png (`plot_formats`) when the rows hold a
-    hole-fill vs conversion comparison. No ladder rows is an error (never blank figures)."""
+    hole-fill vs conversion comparison. No ladder rows is an error (never blank figures). Each
+    carries the provenance of `source`, the rows file they come from (a path, stamped now, or
+    `stamp.source_stamp` taken before the rows were read); without one, of the rows themselves
+    (which no later check can compare with a file)."""
     from jacrl.project import path_or
 
     if not any(cell_of(r) for r in rows):
         raise ValueError("no ladder rows to plot")
+    src = source if isinstance(source, dict) else \
+        source_stamp(source) if source is not None else rows_stamp(rows)
     plt = _pyplot()
     out = path_or(out_dir, "figures")
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, value in (("ladder.png", "pass1_pct"), ("ladder_passk.png", "passk_pct")):
-        fig = plot_curves(rows, value)
-        p = out / name
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
+    figs = [("ladder.png", lambda: plot_curves(rows, "pass1_pct")),
+            ("ladder_passk.png", lambda: plot_curves(rows, "passk_pct"))]
     if not format_comparison(rows).empty:
-        fig = plot_formats(rows)
-        paths.append(out / "formats.png")
-        fig.savefig(paths[-1], dpi=110)
+        figs.append(("formats.png", lambda: plot_formats(rows)))
+    paths = []
+    for name, draw in figs:
+        fig = draw()
+        paths.append(save_figure(fig, out / name, [src], drawn_rows=len(rows)))
         plt.close(fig)
     return paths

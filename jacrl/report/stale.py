@@ -1,12 +1,15 @@
 """Provenance enforced: whether a row still describes what is on disk (its model's files, its
-adapter's, the tasks it was graded on, in its task format)."""
+adapter's, the tasks it was graded on, in its task format), and whether a figure still shows what
+its rows hold (the sources recorded in it by `stamp.save_figure`: unchanged, present)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from jacrl.provenance import data_hash, dir_hash
 from jacrl.report.rows import format_of
+from jacrl.report.stamp import FIGURE_SUFFIXES, located, read_stamp, source_stamp
 
 
 class _Disk:
@@ -89,3 +92,58 @@ def mark_stale(rows: list[dict]) -> list[dict]:
     """The rows, each with `stale` set to its reasons joined ("" when fresh)."""
     disk = _Disk()
     return [{**r, "stale": ", ".join(stale_reasons(r, disk))} for r in rows]
+
+
+# -------------------------------------------------------------------------------------------
+# figures: never older than their rows (the provenance `stamp.save_figure` writes into them)
+# -------------------------------------------------------------------------------------------
+
+
+def figure_stale_reasons(path: str | os.PathLike) -> list[str]:
+    """Why a figure no longer shows what its rows hold: it has no provenance (drawn by something
+    else, or before figures carried it), a source it was drawn from is missing, or a source's
+    bytes differ from those it was drawn from (a row appended, the file rewritten). [] when every
+    recorded source is unchanged. Rows drawn from memory cannot be checked and say so."""
+    rec = read_stamp(path)
+    if rec is None:
+        return ["no provenance"]
+    if not rec["sources"]:
+        return ["no rows recorded"]
+    out = []
+    for src in rec["sources"]:
+        if not src.get("path"):
+            out.append("drawn from rows in memory, not a file (cannot be checked)")
+            continue
+        p = located(src["path"], path)
+        if not p.is_file():
+            out.append(f"{src['path']} missing")
+        elif (now := source_stamp(p))["sha256"] != src.get("sha256"):
+            out.append(f"{src['path']} changed ({src.get('rows')} rows when drawn, "
+                       f"{now['rows']} now)")
+    return out
+
+
+def stale_figures(figures_dir: str | os.PathLike) -> dict[Path, str]:
+    """{figure: its reasons, joined} for each figure (.png, .svg, .pdf) in the folder that
+    `figure_stale_reasons` flags; {} for a missing folder or when every figure is fresh."""
+    d = Path(figures_dir)
+    figs = sorted(p for p in d.iterdir() if p.suffix.lower() in FIGURE_SUFFIXES) \
+        if d.is_dir() else []
+    return {p: ", ".join(why) for p in figs if (why := figure_stale_reasons(p))}
+
+
+def figures_note(figures_dir: str | os.PathLike | None) -> str:
+    """One line per stale figure in the folder (None: the project's figures/, when there is a
+    project), under a header; "" when none is stale."""
+    from jacrl.project import ProjectNotFound, path_or
+
+    try:
+        d = path_or(figures_dir, "figures")
+    except ProjectNotFound:
+        return ""
+    stale = stale_figures(d)
+    if not stale:
+        return ""
+    lines = [f"{len(stale)} figure(s) in {d} not drawn from the rows on disk now (redraw them: "
+             "`jacrl ladder show`, `jacrl demo`):"]
+    return "\n".join(lines + [f"  {p.name}: {why}" for p, why in stale.items()])

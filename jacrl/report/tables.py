@@ -23,7 +23,7 @@ from jacrl.stats import mcnemar_exact, wilson
 
 COLUMNS = ["model", "rung", "condition", "format", "paired", "kind", "tasks", "pass1", "pass1_pct",
            "ci_lo", "ci_hi", "k", "passk_pct", "run_pct", "near_pct", "avg_osim", "truncation_pct",
-           "cell_key", "stale"]
+           "cell_key", "stale", "sampled1_pct", "temperature"]
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
@@ -47,6 +47,8 @@ def frame(rows: list[dict]) -> pd.DataFrame:
             "passk_pct": passk, "run_pct": row.get("run_pct"), "near_pct": row.get("near_pct"),
             "avg_osim": row.get("avg_osim"), "truncation_pct": row.get("truncation_pct"),
             "cell_key": row.get("cell_key", ""), "stale": row.get("stale", ""),
+            "sampled1_pct": (row.get("pass_at_k") or {}).get("1", math.nan),
+            "temperature": row.get("temperature") if row.get("n") else math.nan,
         })
     df = pd.DataFrame(recs, columns=COLUMNS)
     if df.empty:
@@ -85,7 +87,8 @@ def pivot(df: pd.DataFrame, value: str = "pass1_pct", kind: str = "gen") -> pd.D
 
 
 def fmt_cell(gen: dict | None, mem: dict | None) -> str:
-    """`pass@1 [lo-hi] p@K pass@K m<mem>` from frame lines; `·` for what is missing."""
+    """`pass@1 [lo-hi] p@K pass@K m<mem>[/<sampled mem>@T<t>]` from frame lines; `·` for what is
+    missing."""
     if gen is None or not gen["tasks"]:
         head = "·"
     else:
@@ -94,6 +97,8 @@ def fmt_cell(gen: dict | None, mem: dict | None) -> str:
         if k is not None and not pd.isna(k) and not math.isnan(gen["passk_pct"]):
             head += f" p@{int(k)} {gen['passk_pct']:.1f}"
     tail = f"m{mem['pass1_pct']:.0f}" if mem is not None and mem["tasks"] else "m·"
+    if mem is not None and mem["tasks"] and not pd.isna(mem.get("sampled1_pct", math.nan)):
+        tail += f"/{mem['sampled1_pct']:.0f}@T{mem['temperature']:g}"  # sampled at rollout T
     return f"{head} {tail}"
 
 
@@ -243,7 +248,8 @@ def show_text(rows: list[dict], include_stale: bool = False) -> str:
     with pd.option_context("display.width", 200, "display.max_columns", 20,
                            "display.max_colwidth", 40):
         parts = [
-            ("gen pass@1 % [95% Wilson CI]  p@K unbiased pass@K %  m<mem recall %>"
+            ("gen pass@1 % [95% Wilson CI]  p@K unbiased pass@K %  m<mem recall %, greedy"
+             "[/sampled pass@1 at the rollout temperature T]>"
              f"  (holdout n = {', '.join(map(str, n)) or '·'})"),
             table.to_string(),
             "",

@@ -28,7 +28,6 @@ importing `jacrl.train` (for `Artifact`, the CLI's help, ...) must not load them
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
