@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 import time
 from pathlib import Path
@@ -24,15 +23,20 @@ from jacrl.project import path_or
 from jacrl.reward import score_completions
 
 TIMEOUT = 20  # seconds; the earlier harness's task timeout: the cap, and `--fixed-timeout`'s value
-TIMEOUT_FLOOR, TIMEOUT_FACTOR = 1.0, 20  # a task's time-out: max(1 s, 20 x its slower gold run)
+TIMEOUT_STEPS = (5.0, TIMEOUT)  # a task's time-out: the first step >= 20x its slower gold run
+TIMEOUT_FACTOR = 20
 
 
-def task_timeout(gold_seconds: float, cap: float = TIMEOUT) -> float:
-    """A task's time-out from its gold program's run time (the slower of the two build runs):
-    max(TIMEOUT_FLOOR, TIMEOUT_FACTOR x that), at most `cap`, rounded up to 0.1 s. A looping
-    rollout then holds a job slot ~1 s instead of 20 s; a correct answer, which does what the
-    gold does, has 20x the gold's time (measured under the build's own concurrency)."""
-    return min(cap, max(TIMEOUT_FLOOR, math.ceil(TIMEOUT_FACTOR * gold_seconds * 10) / 10))
+def task_timeout(gold_seconds: float) -> float:
+    """A task's time-out from its gold program's run time (the slower of the two build runs): the
+    first of TIMEOUT_STEPS that is at least TIMEOUT_FACTOR x that. Steps, not the measured value
+    itself, so a rebuild stays byte-identical (every gold here runs in 0.03-0.13 s, far from the
+    0.25 s step). A looping rollout holds a job slot 5 s instead of 20; a correct answer, which
+    does what the gold does, has >= 20x the gold's time."""
+    need = TIMEOUT_FACTOR * gold_seconds
+    return next((t for t in TIMEOUT_STEPS if t >= need), TIMEOUT_STEPS[-1])
+
+
 PROMPT_SENTENCE = ("Complete the Jac file below: replace the `# TODO` line with the correct Jac "
                    "code for that unit. Return only the replacement code, in a ```jac code block.")
 
@@ -45,16 +49,15 @@ def prompt_text(driver: Driver) -> str:
 
 
 def answer_json(driver: Driver, expected_output: str, timeout: float = TIMEOUT,
-                baseline_output: str | None = None, gold_seconds: float | None = None) -> str:
+                baseline_output: str | None = None) -> str:
     """The record's `answer`: the earlier harness's keys first (id, source, expected_output,
     timeout), then ours. The template and gold body travel inside it, so the reward needs no file
     lookups. baseline_output: the template's stdout with an empty body (what does not depend on the
-    hole; the default reward pays only for the rest); gold_seconds: the slower gold build run."""
+    hole; the default reward pays only for the rest)."""
     return json.dumps({
         "id": driver.id, "source": driver.source, "expected_output": expected_output,
         "timeout": timeout, "family": driver.family, "unit": driver.unit.to_json(),
-        "template": driver.template, "gold": driver.gold, "baseline_output": baseline_output,
-        "gold_seconds": gold_seconds})
+        "template": driver.template, "gold": driver.gold, "baseline_output": baseline_output})
 
 
 def record(driver: Driver, answer: str) -> dict:
@@ -131,7 +134,7 @@ def validate(drivers: list[Driver], executors: tuple[Executor, Executor],
             ok.append((d, a.stdout))
     empties = first.run_many([splice(d.template, "") for d, _ in ok], timeout=TIMEOUT)
     answers = [answer_json(d, out, TIMEOUT if fixed_timeout else task_timeout(slower[d.id]),
-                           baseline_output=v.stdout, gold_seconds=round(slower[d.id], 4))
+                           baseline_output=v.stdout)
                for (d, out), v in zip(ok, empties)]
     checks = [("gold body", lambda d: fenced(d.gold)), ("echoed driver", lambda d: fenced(d.text))]
     for name, make in checks:

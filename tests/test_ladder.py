@@ -214,7 +214,7 @@ def test_unknown_reward_formula_is_a_one_line_error(data_dir, monkeypatch, capsy
     one = {"rung": "1", "model": "jac-tiny", "condition": "raw_grpo", "data_dir": data_dir}
     for bad in ({"reward_formula": "v3"}, {"env": {"JACRL_REWARD_FORMULA": "v3"}},
                 {"grpo_set": {"reward_formula": "v3"}}):
-        with pytest.raises(ValueError, match="v3.*choose from tiered, additive") as e:
+        with pytest.raises(ValueError, match="v3.*choose from dependent, tiered, additive") as e:
             ladder.make_cell(**one, **bad)
         assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="unknown reward formula 'v3'"):

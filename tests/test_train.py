@@ -213,7 +213,7 @@ def test_grpo_updates_weights_and_logs_metrics(tiny, harness_tasks, out_root):
 
     cfg = GRPOConfig(iters=2, learning_rate=1e-3, beta=0.04, group_size=4, batch_size=1,
                      max_completion_length=64, lora_layers=2, grad_checkpoint=False,
-                     steps_per_report=1, temperature=1.0)
+                     steps_per_report=1, temperature=1.0, min_group_span=0.0)
     t0 = time.time()
     art = tr.grpo(tiny, harness_tasks[:2], None, cfg, out_root)
     wall = time.time() - t0
@@ -329,13 +329,13 @@ def test_unknown_formula_is_a_one_line_error(monkeypatch, capsys):
                  lambda: configure(RFTConfig(), {"reward_formula": "v3"}),
                  lambda: STaRConfig(reward_formula=""),
                  lambda: reward_function("v3")):
-        with pytest.raises(ValueError, match="choose from tiered, additive") as e:
+        with pytest.raises(ValueError, match="choose from dependent, tiered, additive") as e:
             make()
         assert "\n" not in str(e.value)
     capsys.readouterr()
     assert main(["train", "grpo", "--set", "reward_formula=v3"]) == 2
     assert capsys.readouterr().err == ("jacrl: train: unknown reward formula 'v3'; choose from "
-                                       "tiered, additive\n")
+                                       "dependent, tiered, additive\n")
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")
     with pytest.raises(ValueError, match=r"^JACRL_REWARD_FORMULA='v3' is not a reward formula"):
         GRPOConfig()

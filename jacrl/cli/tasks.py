@@ -83,8 +83,8 @@ def add(subparsers) -> None:
                    "line, family list, id = file name, family and source mix): auto = errors on "
                    "the project's drivers/, warnings on any other folder")
     p.add_argument("--fixed-timeout", action="store_true", help="every task gets the earlier "
-                   "harness's 20 s time-out (default: max(1 s, 20x its slower gold run), at "
-                   "most 20 s)")
+                   "harness's 20 s time-out (default: 5 s, or 20 s for a task whose gold run "
+                   "takes over 0.25 s)")
     p.set_defaults(func=run_build_tasks)
 
     p = subparsers.add_parser("split", help="holdout / trainpool / valid -> data/splits/")

@@ -131,7 +131,6 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
     records; writes adapters + adapter_config.json + metrics.jsonl into out_dir; returns a
     summary for the manifest."""
     import mlx.optimizers as optim  # heavy: loaded only when training
-    from mlx_lm_lora.trainer.datasets import CacheDataset, GRPODataset
     from mlx_lm_lora.trainer.grpo_trainer import train_grpo as _train_grpo
 
     warn_slow_blas()
@@ -142,14 +141,7 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
     if cfg.beta > 0:  # a separate frozen copy: the KL term is against the starting policy
         ref, _ = load(base, adapter_path=str(adapter_in) if adapter_in else None, fresh=True)
         ref.freeze()
-    train_ds = CacheDataset(GRPODataset(records, tok))
-    prompt_tokens = [len(train_ds[i][0]) for i in range(len(train_ds))]
-    if max(prompt_tokens) > cfg.max_seq_length:
-        # mlx-lm-lora keeps only the first max_seq_length prompt tokens: the end of the prompt
-        # (the task's code and the assistant header) would be cut off.
-        raise ValueError(f"a GRPO prompt has {max(prompt_tokens)} tokens > max_seq_length="
-                         f"{cfg.max_seq_length}; raise max_seq_length")
-    val_ds = CacheDataset(GRPODataset(val, tok)) if val and cfg.steps_per_eval > 0 else None
+    train_ds, val_ds, prompt_tokens = _datasets(records, val, tok, cfg)
     batch = max(1, min(cfg.batch_size, len(records)))
     metrics = MetricsLog(out_dir / "metrics.jsonl", "grpo")
     rollout = cfg.rollout_batch or batch * cfg.group_size
@@ -189,6 +181,21 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
         "exact_share_first": _share(steps[:1]), "exact_share_last": _share(steps[-1:]),
         "seconds": {k: _mean(k, steps) for k in ("generation_s", "reward_s", "update_s")},
     }
+
+
+def _datasets(records: list[dict], val: list[dict], tok, cfg: GRPOConfig):
+    """mlx-lm-lora's train and validation datasets and the prompts' token counts."""
+    from mlx_lm_lora.trainer.datasets import CacheDataset, GRPODataset
+
+    train_ds = CacheDataset(GRPODataset(records, tok))
+    prompt_tokens = [len(train_ds[i][0]) for i in range(len(train_ds))]
+    if max(prompt_tokens) > cfg.max_seq_length:
+        # mlx-lm-lora keeps only the first max_seq_length prompt tokens: the end of the prompt
+        # (the task's code and the assistant header) would be cut off.
+        raise ValueError(f"a GRPO prompt has {max(prompt_tokens)} tokens > max_seq_length="
+                         f"{cfg.max_seq_length}; raise max_seq_length")
+    val_ds = CacheDataset(GRPODataset(val, tok)) if val and cfg.steps_per_eval > 0 else None
+    return train_ds, val_ds, prompt_tokens
 
 
 def _share(steps: list[dict]) -> float | None:
