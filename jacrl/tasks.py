@@ -23,16 +23,17 @@ from jacrl.project import path_or
 from jacrl.reward import score_completions
 
 TIMEOUT = 20  # seconds; the earlier harness's task timeout: the cap, and `--fixed-timeout`'s value
-TIMEOUT_STEPS = (5.0, TIMEOUT)  # a task's time-out: the first step >= 20x its slower gold run
-TIMEOUT_FACTOR = 20
+TIMEOUT_STEPS = (5.0, TIMEOUT)  # a task's time-out: the first step >= 5x its slower gold run
+TIMEOUT_FACTOR = 5
 
 
 def task_timeout(gold_seconds: float) -> float:
     """A task's time-out from its gold program's run time (the slower of the two build runs): the
-    first of TIMEOUT_STEPS that is at least TIMEOUT_FACTOR x that. Steps, not the measured value
-    itself, so a rebuild stays byte-identical (every gold here runs in 0.03-0.13 s, far from the
-    0.25 s step). A looping rollout holds a job slot 5 s instead of 20; a correct answer, which
-    does what the gold does, has >= 20x the gold's time."""
+    first of TIMEOUT_STEPS that is at least TIMEOUT_FACTOR x that. Steps, not the measured value,
+    so a rebuild stays byte-identical even on a busy machine: every gold here runs in 0.03-0.13 s
+    (0.3 s with both cores busy), far from the 1 s step, so each task gets 5 s — 38x its slowest
+    quiet gold run, so a correct answer is not cut off — and a looping rollout holds a job slot
+    5 s instead of 20."""
     need = TIMEOUT_FACTOR * gold_seconds
     return next((t for t in TIMEOUT_STEPS if t >= need), TIMEOUT_STEPS[-1])
 

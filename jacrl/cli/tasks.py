@@ -84,7 +84,7 @@ def add(subparsers) -> None:
                    "the project's drivers/, warnings on any other folder")
     p.add_argument("--fixed-timeout", action="store_true", help="every task gets the earlier "
                    "harness's 20 s time-out (default: 5 s, or 20 s for a task whose gold run "
-                   "takes over 0.25 s)")
+                   "takes over 1 s)")
     p.set_defaults(func=run_build_tasks)
 
     p = subparsers.add_parser("split", help="holdout / trainpool / valid -> data/splits/")
