@@ -76,9 +76,10 @@ class GRPOConfig:
                                    "trainer would cut off its end)")
     temperature: float = _f(0.0, "rollout sampling temperature; 0 = calibrated on the starting "
                                  "policy (the highest of temperature_grid whose rollouts keep "
-                                 "calibration_floor of its greedy reward; recorded in the artifact)")
-    temperature_grid: tuple[float, ...] = _f((1.0, 0.7, 0.5, 0.3), "temperatures calibration tries, "
-                                             "highest first")
+                                 "calibration_floor of its greedy reward; recorded in the "
+                                 "artifact)")
+    temperature_grid: tuple[float, ...] = _f((1.0, 0.7, 0.5, 0.3),
+                                             "temperatures calibration tries, highest first")
     calibration_floor: float = _f(0.5, "share of the greedy reward a temperature's rollouts must "
                                        "keep to be chosen")
     advantage: str = _f("centered", "centered (Dr. GRPO: r - group mean) | std (mlx-lm-lora's: "

@@ -170,12 +170,11 @@ def _additive(e: Evidence) -> float:
 def score(body: str, verdict: Verdict | None, hole: Hole, formula: str = DEFAULT_FORMULA
           ) -> Scored:
     """Grade one extracted body given its run verdict (None: nothing was run)."""
-    grade = FORMULAS.get(formula)
-    if grade is None:
-        raise ValueError(f"unknown reward formula {formula!r}; choose from {', '.join(FORMULAS)}")
-    if verdict is None or not has_code(body):
-        return Scored(hole.id, 0.0, "empty" if not has_code(body) else "none", body, 0.0, 0.0,
-                      None)
+    grade = FORMULAS[check_formula(formula)]
+    if not has_code(body):
+        return Scored(hole.id, 0.0, "empty", body, 0.0, 0.0, None)
+    if verdict is None:  # code, but too long to run (MAX_BODY)
+        return Scored(hole.id, 0.0, "none", body, 0.0, 0.0, None)
     sim = body_similarity(body, hole.gold)
     ran, compiled = verdict.ran, verdict.compiled or verdict.ran
     exact = ran and exact_match(verdict.stdout, hole.expected_output)

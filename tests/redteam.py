@@ -291,9 +291,9 @@ def _memory_or_none(pid: int) -> bytes | None:
 
 def memory_probe(executor=None) -> dict:
     """Jobs that print a marker (one in the previous batch, one earlier in the same batch) and
-    jobs whose source holds a marker (in each batch); then, while a spy job of the second batch sleeps, every
-    process forked from the zygote (the zygote itself, the spy's shim, init and job) is read
-    whole from outside. Returns what was found where; all lists empty = nothing leaks."""
+    jobs whose source holds a marker (in each batch); then, while a spy job of the second batch
+    sleeps, every process forked from the zygote (the zygote itself, the spy's shim, init and
+    job) is read whole from outside. Returns what was found where; all lists empty = nothing leaks."""
     from jacrl.executor import Executor
 
     tag = os.urandom(6).hex()

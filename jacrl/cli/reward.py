@@ -25,7 +25,8 @@ def add(sub) -> None:
     p.add_argument("completion", help="file with the completion text, or - for stdin")
     p.add_argument("--tasks", default=None, help="the tasks.jsonl holding the id (default: the "
                    "project's data/tasks.jsonl)")
-    p.add_argument("--formula", default=DEFAULT_FORMULA, choices=list(FORMULAS), help="reward formula")
+    p.add_argument("--formula", default=DEFAULT_FORMULA, choices=list(FORMULAS),
+                   help="reward formula")
     p.set_defaults(func=run_score)
 
 

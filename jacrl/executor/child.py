@@ -285,7 +285,7 @@ def run_shim(job: Job, keep: list, rlimits: dict[int, int]) -> NoReturn:
 def _run_init(job: Job, program: tuple[str, str], rlimits: dict[int, int],
               status_w: int) -> NoReturn:
     """pid 1 of the job's namespace: forks the job, reaps whatever is reparented to it until the
-    job ends, and writes the job's wait status to the shim. Not dumpable: the job cannot ptrace it."""
+    job ends, and writes its wait status to the shim. Not dumpable: the job cannot ptrace it."""
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the shim
         pid = os.fork()

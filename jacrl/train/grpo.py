@@ -1,15 +1,15 @@
 """GRPO with mlx-lm-lora, driven from Python with the `jac_behavioral` reward.
 
-The system prompt is set on every record, `end_answer_token=""` (a completion ends at the chat
-end token), and the adapter is never fused. The rollout temperature is calibrated on the
-starting policy unless set (`calibrate_temperature`: at T = 1 a peaky SFT policy's rollouts are
-garbage), advantages are ours (`grpo_compat.group_advantages`: centred by default, not divided by
-a σ that turns noise into full updates), and every rollout is kept in rollouts.jsonl. When beta > 0 a frozen reference model is loaded
-separately, so the KL term compares against the starting policy instead of being 0. The
-completion budget equals the eval budget (`jacrl.config.MAX_TOKENS`): at 256 tokens ~70 % of
+The system prompt is set on every record, `end_answer_token=""` (a completion ends at the chat end
+token), and the adapter is never fused. The rollout temperature is calibrated on the starting policy
+unless set (`calibrate_temperature`: at T = 1 a peaky SFT policy's rollouts are garbage), advantages
+are ours (`grpo_compat.group_advantages`: centred by default, not divided by a σ that turns noise
+into full updates), and every rollout is kept in rollouts.jsonl. When beta > 0 a frozen reference
+model is loaded separately, so the KL term compares against the starting policy instead of being 0.
+The completion budget equals the eval budget (`jacrl.config.MAX_TOKENS`): at 256 tokens ~70 % of
 rollouts were truncated. The share of truncated rollouts is logged. With `parent` (sft -> grpo)
-training continues the parent's adapter, so every artifact is "base + one adapter" and the
-reference model is base + parent adapter.
+training continues the parent's adapter, so every artifact is "base + one adapter" and the reference
+model is base + parent adapter.
 """
 
 from __future__ import annotations

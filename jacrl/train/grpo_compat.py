@@ -43,19 +43,19 @@ def rollout_concurrency(n: int):
         grpo_trainer.BatchGenerator = orig
 
 
-
 # -------------------------------------------------------------------------------------------
 # GRPO: advantages, the rollout log, per-step timings
 # -------------------------------------------------------------------------------------------
 
-ADVANTAGES = ("centered", "std")  # Dr. GRPO's r - mean(group); mlx-lm-lora's (r - mean) / (σ + 1e-4)
+# Dr. GRPO's r - mean(group); mlx-lm-lora's (r - mean) / (σ + 1e-4)
+ADVANTAGES = ("centered", "std")
 
 
 def group_advantages(rewards, groups: list[list[int]], kind: str, min_span: float = 0.0):
     """(advantage per rollout, share of groups skipped). A group whose rewards span less than
     `min_span` (max - min; DAPO's dynamic-sampling filter) gets advantage 0: no policy-gradient
     push from reward differences that small. kind "centered": r - mean; "std": divided by σ + 1e-4
-    as mlx-lm-lora does, which turns a 0.0005 spread into ±1."""
+    as mlx-lm-lora does, which turns a 0.0005 spread into ±0.71."""
     import numpy as np
 
     if kind not in ADVANTAGES:
