@@ -181,7 +181,8 @@ def build(drivers_dir: str | Path, built: list[dict], executor: Executor) -> Con
                 runnable.append(s)
         elif not Path(drivers_dir, f"{s.id}.jac").is_file():
             failures.append(f"{s.path}:1: no driver {s.id}.jac beside the {SIDECARS}/ folder")
-    verdicts = executor.run_many([s.program() for s in runnable], timeout=tasks.TIMEOUT)
+    verdicts = executor.run_many([s.program() for s in runnable],  # each task's own time-out
+                                 timeout=[tasks.meta(by_id[s.id])["timeout"] for s in runnable])
     ok = set()
     for s, v in zip(runnable, verdicts):
         why = mismatch(s, v, tasks.meta(by_id[s.id])["expected_output"])

@@ -243,15 +243,13 @@ def score_completions(completions: list[str], answers: list[str], *,
     executor = executor or default_executor()
     holes = [Hole.from_answer(a) for a in _pair(completions, answers)]
     bodies = [extract_body(c, h.unit) for c, h in zip(completions, holes)]
-    todo: dict[float, list[int]] = {}
-    for i, b in enumerate(bodies):
-        if has_code(b) and len(b) <= MAX_BODY:  # no code (tier "empty") or too long: no run
-            todo.setdefault(holes[i].timeout, []).append(i)
+    # no code (tier "empty") or too long: no run
+    idx = [i for i, b in enumerate(bodies) if has_code(b) and len(b) <= MAX_BODY]
     verdicts: list[Verdict | None] = [None] * len(completions)
-    for timeout, idx in todo.items():
-        programs = [splice(holes[i].template, bodies[i]) for i in idx]
-        for i, v in zip(idx, executor.run_many(programs, timeout=timeout)):
-            verdicts[i] = v
+    ran = executor.run_many([splice(holes[i].template, bodies[i]) for i in idx],
+                            timeout=[holes[i].timeout for i in idx])  # each task's own
+    for i, v in zip(idx, ran):
+        verdicts[i] = v
     return [score(b, v, h, formula) for b, v, h in zip(bodies, verdicts, holes)]
 
 

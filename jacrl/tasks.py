@@ -23,18 +23,18 @@ from jacrl.project import path_or
 from jacrl.reward import score_completions
 
 TIMEOUT = 20  # seconds; the earlier harness's task timeout: the cap, and `--fixed-timeout`'s value
-TIMEOUT_STEPS = (5.0, TIMEOUT)  # a task's time-out: the first step >= 5x its slower gold run
-TIMEOUT_FACTOR = 5
+TIMEOUT_STEPS = (1.0, 5.0, TIMEOUT)  # a task's time-out: the first step >= 8x its gold's CPU time
+TIMEOUT_FACTOR = 8
 
 
-def task_timeout(gold_seconds: float) -> float:
-    """A task's time-out from its gold program's run time (the slower of the two build runs): the
-    first of TIMEOUT_STEPS that is at least TIMEOUT_FACTOR x that. Steps, not the measured value,
-    so a rebuild stays byte-identical even on a busy machine: every gold here runs in 0.03-0.13 s
-    (0.3 s with both cores busy), far from the 1 s step, so each task gets 5 s — 38x its slowest
-    quiet gold run, so a correct answer is not cut off — and a looping rollout holds a job slot
-    5 s instead of 20."""
-    need = TIMEOUT_FACTOR * gold_seconds
+def task_timeout(gold_cpu_seconds: float) -> float:
+    """A task's time-out from its gold program's CPU time (the larger of the two build runs): the
+    first of TIMEOUT_STEPS that is at least TIMEOUT_FACTOR x that. The executor's time-out is CPU
+    time (a wall-clock backstop 1 s later), and CPU time is not stretched by a busy machine: every
+    gold here uses 0.03-0.08 s (0.09 s with both cores spinning), far from the 0.125 s boundary, so
+    a rebuild stays byte-identical and every task gets 1 s, 11x its gold's CPU time: a correct
+    answer is not cut off, and a looping rollout holds a job slot 1 s instead of 20."""
+    need = TIMEOUT_FACTOR * gold_cpu_seconds
     return next((t for t in TIMEOUT_STEPS if t >= need), TIMEOUT_STEPS[-1])
 
 
@@ -115,14 +115,15 @@ class BuildReport:
 def validate(drivers: list[Driver], executors: tuple[Executor, Executor],
              fixed_timeout: bool = False) -> BuildReport:
     """Run every check on every driver; batched so the fork server stays busy. Each task's
-    time-out comes from its gold run times (`task_timeout`), or is TIMEOUT with fixed_timeout."""
+    time-out comes from its gold runs' CPU times (`task_timeout`), or is TIMEOUT with
+    fixed_timeout."""
     t0 = time.perf_counter()
     first, second = executors
     failures: dict[str, str] = {}
     runs1 = first.run_many([d.text for d in drivers], timeout=TIMEOUT)
     runs2 = second.run_many([d.text for d in drivers], timeout=TIMEOUT)
     ok: list[tuple[Driver, str]] = []
-    slower = {d.id: max(a.seconds, b.seconds) for d, a, b in zip(drivers, runs1, runs2)}
+    slower = {d.id: max(a.cpu_seconds, b.cpu_seconds) for d, a, b in zip(drivers, runs1, runs2)}
     for d, a, b in zip(drivers, runs1, runs2):
         if not a.ran:
             line, why = failure(a)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from jacrl.executor import Executor, ExecutorError, Limits
+from jacrl.executor.child import wall_limit
 
 HANG = "def f() {\n    has\n    x in y {\n"  # jaclang 0.16.7's parser loops and grows on this
 PROBE = 'with entry { print("probe", 6 * 7); }'
@@ -48,7 +49,7 @@ def test_hostile_job_is_contained(executor, name):
     t0 = time.perf_counter()
     v = executor.run(HOSTILE[name], timeout=TIMEOUT)
     elapsed = time.perf_counter() - t0
-    assert elapsed < TIMEOUT + 1.0, (name, elapsed)
+    assert elapsed < wall_limit(TIMEOUT) + 1.0, (name, elapsed)
     assert executor.server_pid == pid, f"{name} killed the server"
     probe = executor.run(PROBE + f"\n# {name} {time.time_ns()}")  # a fresh job after the hostile one
     assert probe.ran and probe.stdout == "probe 42\n"
@@ -197,3 +198,35 @@ def test_every_module_jac_run_imports_imports_in_a_job_even_from_a_venv_under_tm
         assert res["isolation"] == "sandbox"
         assert res["prefix"] == (str(venv_tmp) if wrap else sys.prefix)
         assert res["stdout"].startswith("0 []"), (py, res["stdout"][:2000], res["stderr"])
+
+
+def test_the_timeout_is_cpu_time_with_a_wall_backstop(executor):
+    """A loop is stopped by its CPU limit (RLIMIT_CPU: at least its time-out in CPU seconds, so
+    at least that long on the wall), or by the wall backstop on a machine too busy to give it that
+    CPU; a sleeper (no CPU) by the backstop; ignoring SIGXCPU does not help; a finished job
+    reports its CPU time. (rusage's CPU seconds run below RLIMIT_CPU's on a VM: steal time.)"""
+    tag = f"\n# cpu {time.time_ns()}"
+    busy, sleeper, stubborn, quick = executor.run_many([
+        "with entry { while True { } }" + tag,
+        "import time;\nwith entry { time.sleep(60); }" + tag,
+        "import signal;\nwith entry {\n    signal.signal(signal.SIGXCPU, signal.SIG_IGN);\n"
+        "    while True { }\n}" + tag,
+        PROBE + tag], timeout=1.0)
+    for v in (busy, sleeper, stubborn):
+        assert v.status == "timeout" and v.timed_out and not v.ran, v
+        assert 1.0 <= v.seconds < wall_limit(1.0) + 0.5, v
+    assert sleeper.cpu_seconds < 0.5 and sleeper.seconds >= wall_limit(1.0) - 0.05, sleeper
+    assert quick.ran and 0 < quick.cpu_seconds < quick.seconds + 0.05, quick
+
+
+def test_one_timeout_per_program(executor):
+    """run_many takes a time-out per program; the same source under two time-outs is two jobs,
+    and the longer one runs longer."""
+    loop = "with entry { while True { } }" + f"\n# per-job {time.time_ns()}"
+    before = executor.jobs_executed
+    short, long_, again = executor.run_many([loop, loop, loop], timeout=[1.0, 2.0, 1.0])
+    assert executor.jobs_executed - before == 2 and again.cached
+    assert short.timed_out and long_.timed_out
+    assert 1.0 <= short.seconds < wall_limit(1.0) + 0.5 and long_.seconds >= 2.0, (short, long_)
+    with pytest.raises(ValueError, match="2 timeouts for 3 programs"):
+        executor.run_many([loop] * 3, timeout=[1.0, 2.0])

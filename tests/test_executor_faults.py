@@ -23,6 +23,7 @@ import time
 import pytest
 
 from jacrl.executor import SLACK, Executor, ExecutorError, ExecutorRetryWarning
+from jacrl.executor.child import wall_limit
 from jacrl.executor import client as executor_client
 
 PROBE = 'with entry { print("probe", 6 * 7); }'
@@ -173,14 +174,14 @@ def test_sigstop_mid_batch_is_retried_after_the_deadline(monkeypatch, which):
         elapsed = time.perf_counter() - t0
         stopper.join()
         print(f"\nSIGSTOP of the {which} server process: batch {elapsed:.2f} s (deadline "
-              f"{timeout + SLACK:.1f} s, a server start {start_s:.2f} s)")
+              f"{wall_limit(timeout) + SLACK:.1f} s, a server start {start_s:.2f} s)")
         check_verdicts(verdicts, tag)
         assert ex.restarts == 1 and ex.server_pid != old
         assert ex.jobs_executed - before == len(sources)
         check_resubmitted_only_the_unfinished(spy, sources, start=1)
         # the stop came after the first verdict (~0.1 s in), then silence for the deadline; then
         # a fresh server and the slow job again (1.5 s): a little more than one deadline
-        assert elapsed < timeout + SLACK + 2 * start_s + 1.5 + 2.0
+        assert elapsed < wall_limit(timeout) + SLACK + 2 * start_s + 1.5 + 2.0
     try:  # the stopped server went with its sandbox
         os.kill(pid, 0)
         gone = open(f"/proc/{pid}/stat").read().split()[2] == "Z"
@@ -294,19 +295,20 @@ def test_a_stopped_server_cannot_block_a_large_request(monkeypatch):
         for pid in server_processes(ex.server_pid):
             os.kill(pid, signal.SIGSTOP)
         t0 = time.perf_counter()
-        with pytest.warns(ExecutorRetryWarning, match="took no request within 4.0 s"):
+        within = f"took no request within {wall_limit(1.0) + SLACK:.1f} s"
+        with pytest.warns(ExecutorRetryWarning, match=within):
             v = ex.run(big, timeout=1.0)
         elapsed = time.perf_counter() - t0
         print(f"\nlarge request to a stopped server: {elapsed:.2f} s")
         assert v.stdout == "probe 42\n" and ex.restarts == 1
-        assert elapsed < 1.0 + SLACK + 15
+        assert elapsed < wall_limit(1.0) + SLACK + 15
 
 
 # -------------------------------------------------------------------------------------------
 # a real GRPO run on jac-tiny survives one fault of the reward's fork server
 # -------------------------------------------------------------------------------------------
 
-GRPO_TIMEOUT = 2.0  # the tasks' run timeout: a stopped server is noticed after 2 + SLACK s
+GRPO_TIMEOUT = 2.0  # the tasks' run timeout: a stopped server is noticed after 2 + 1 + SLACK s
 GRPO = dict(iters=3, learning_rate=1e-4, beta=0.0, group_size=4, batch_size=1,
             max_completion_length=24, lora_layers=1, lora_rank=4, grad_checkpoint=False,
             steps_per_report=1, temperature=1.0, seed=0)

@@ -16,6 +16,7 @@ import pytest
 import redteam
 
 from jacrl.executor import Executor
+from jacrl.executor.child import wall_limit
 from jacrl.reward import score_completions
 
 USER = "jacrl-redteam"
@@ -38,7 +39,7 @@ def _check(name: str, res: dict) -> None:
     assert res["isolation"] == "sandbox", res
     assert res["error"] is None, f"{name}: the executor failed: {res['error']}"
     assert res["same_server"] and res["probe_ok"], f"{name}: the server did not survive"
-    assert res["seconds"] < redteam.ATTACK_TIMEOUT + 1.0, (name, res["seconds"])
+    assert res["seconds"] < wall_limit(redteam.ATTACK_TIMEOUT) + 1.0, (name, res["seconds"])
     assert not res["next_job_sees"], f"{name}: the next job saw what it left"
     assert res["host_traces"] == [], f"{name} left {res['host_traces']}"
     # what an attack prints when its way is open (its exit path no longer earns "ran" by itself)
@@ -240,7 +241,8 @@ def test_unsandboxed_needs_an_explicit_opt_in(monkeypatch):
 
 def test_a_hung_server_is_an_error_within_the_deadline(executor):
     """Client-side deadline: the server stops answering (SIGSTOP) mid-batch; without retries the
-    batch raises ExecutorError within its timeout + SLACK, and the next call gets a fresh server.
+    batch raises ExecutorError within its wall backstop + SLACK, and the next call gets a fresh
+    server.
     (With retries, the default, the batch completes on a fresh server: test_executor_faults.py.)"""
     from jacrl.executor import SLACK, ExecutorError
 
@@ -251,7 +253,7 @@ def test_a_hung_server_is_an_error_within_the_deadline(executor):
         t0 = time.perf_counter()
         with pytest.raises(ExecutorError, match="no answer"):
             ex.run(redteam.PROBE + "\n# hung", timeout=2.0)
-        assert time.perf_counter() - t0 < 2.0 + SLACK + 1.0
+        assert time.perf_counter() - t0 < wall_limit(2.0) + SLACK + 1.0
         assert ex.run(redteam.PROBE + "\n# fresh").stdout == "probe 42\n"
 
 

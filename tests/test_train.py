@@ -232,6 +232,7 @@ def test_grpo_updates_weights_and_logs_metrics(tiny, harness_tasks, out_root):
         assert 0.0 <= r["truncated"] <= 1.0 and r["kl"] >= 0.0
     s = art.manifest["summary"]
     assert s["reference_model"] == "base" and s["truncated_mean"] is not None
+    assert s["reference_weights"] == "shared"  # a view over the policy, no second copy
     assert art.manifest["hyperparameters"]["max_completion_length"] == 64
     # every rollout kept, consistent with the step records and the trainer's own reward mean
     rollouts = [json.loads(x) for x in (art.path / "rollouts.jsonl").read_text().splitlines()]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import io
+import math
 import os
 import re
 import resource
@@ -274,6 +275,7 @@ def run_shim(job: Job, keep: list, rlimits: dict[int, int]) -> NoReturn:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU's default dumps core
             if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those have no handler to reset
                 signal.signal(sig, signal.SIG_DFL)
             os.kill(os.getpid(), sig)
@@ -333,9 +335,26 @@ def _detach() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
+def cpu_limit(timeout: float) -> int:
+    """A job's time-out proper: CPU seconds (RLIMIT_CPU's whole seconds, at least 1). A busy
+    machine stretches a job's wall time, not its CPU time, so a correct answer is not cut off by
+    load and a looping one is stopped after the same work wherever it runs."""
+    return max(1, math.ceil(timeout))
+
+
+WALL_SLACK = 1.0  # s: a job that needs a tenth of its CPU limit survives a >= 10x slower machine
+
+
+def wall_limit(timeout: float) -> float:
+    """The wall-clock backstop, for a job that does not use its CPU (it sleeps or blocks): the CPU
+    limit + WALL_SLACK."""
+    return cpu_limit(timeout) + WALL_SLACK
+
+
 def _limit(rlimits: dict[int, int], timeout: float) -> None:
-    """The server's limits for every job, and CPU seconds from this job's timeout."""
-    cpu = int(timeout) + 2
+    """The server's limits for every job, and its CPU time (SIGXCPU at the limit, SIGKILL a
+    second later if the job ignores that)."""
+    cpu = cpu_limit(timeout)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     for which, value in rlimits.items():
         resource.setrlimit(which, (value, value))

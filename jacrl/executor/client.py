@@ -4,8 +4,9 @@ A warm *fork server* (`server.py` and `child.py` in this package, see there) imp
 warms it, then forks one job per program. It runs inside a bubblewrap sandbox (`sandbox.py`) and
 gives every job namespaces of its own. The caller (a trainer with threads and an accelerator)
 never forks: it is a client (`Executor`) of the server over JSON lines, with a deadline of its own
-— a batch yields a result at least every (largest timeout + SLACK) seconds, whatever the server or
-its jobs do. A server fault (it died, went silent past that deadline, or broke the protocol) is
+— a batch yields a result at least every (largest wall backstop + SLACK) seconds, whatever the
+server or its jobs do. A job's timeout is CPU time, with a wall-clock backstop (server.py). A
+server fault (it died, went silent past that deadline, or broke the protocol) is
 not a verdict: the server is replaced and only the jobs still without a verdict are resubmitted, at
 most `retries` times (each one a `ExecutorRetryWarning` and `Executor.restarts` + 1); then the
 batch raises `ExecutorError`. A fault never becomes a score.
@@ -37,14 +38,16 @@ import tempfile
 import time
 import warnings
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 
 from jacrl.executor import sandbox
+from jacrl.executor.child import wall_limit
 
 # the server script, then the file it loads from its own folder (both shown in the sandbox)
 SERVER_FILES = tuple(str(Path(__file__).with_name(f))
                      for f in ("server.py", "child.py", "warm.py"))
-SLACK = 3.0  # seconds past a job's timeout before the client declares the server hung
+SLACK = 3.0  # seconds past a job's wall backstop before the client declares the server hung
 START_TIMEOUT = 180.0  # importing and warming jaclang on a loaded 2-core machine
 
 
@@ -72,6 +75,8 @@ class Verdict:
     timed_out: bool
     seconds: float
     status: str  # ok | compile_error | runtime_error | timeout | killed:<SIG>
+    cpu_seconds: float = 0.0  # the job's CPU time (its processes, reaped): unlike `seconds`, not
+    # inflated by a busy machine; 0.0 where unmeasured (the plain `jac run` backend)
     cached: bool = False
 
     def to_json(self) -> dict:
@@ -299,10 +304,10 @@ class Executor:
                  results: list[Verdict | None]) -> None:
         """Send jobs[pending] to the server (started when needed) and fill `results` from its
         replies; ExecutorError, with the server dropped, on any fault. The deadline is the largest
-        timeout among them + SLACK between two messages."""
+        wall backstop among them (`child.wall_limit`) + SLACK between two messages."""
         server = self._ensure_server()
         sub = [jobs[i] for i in pending]
-        patience = max(t for _, t in sub) + SLACK
+        patience = max(wall_limit(t) for _, t in sub) + SLACK
         try:
             server.send({"jobs": sub, "concurrency": self.concurrency}, patience)
             got = 0
@@ -354,12 +359,19 @@ class Executor:
             "a verdict: " + "; ".join(f"attempt {n}: {why}" for n, why in enumerate(failures, 1))
         ) from last
 
-    def run_many(self, sources: list[str], timeout: float = 20.0) -> list[Verdict]:
+    def run_many(self, sources: list[str],
+                 timeout: float | Sequence[float] = 20.0) -> list[Verdict]:
+        """A verdict per source, in order. timeout: one for all, or one per source (CPU seconds,
+        see server.py); identical (source, timeout) pairs run once."""
+        timeouts = ([float(timeout)] * len(sources) if isinstance(timeout, (int, float))
+                    else [float(t) for t in timeout])
+        if len(timeouts) != len(sources):
+            raise ValueError(f"{len(timeouts)} timeouts for {len(sources)} programs")
+        keys = [self.key(src, t) for src, t in zip(sources, timeouts)]
         out: list[Verdict | None] = [None] * len(sources)
         first: dict[str, int] = {}
         todo: list[int] = []
-        for i, src in enumerate(sources):
-            k = self.key(src, timeout)
+        for i, k in enumerate(keys):
             if self.cache is not None and k in self.cache:
                 self.cache.move_to_end(k)
                 out[i] = dataclasses.replace(self.cache[k], cached=True, seconds=0.0)
@@ -369,7 +381,7 @@ class Executor:
         if todo:
             got: list[Verdict | None] = [None] * len(todo)
             try:
-                self._exchange([(sources[i], float(timeout)) for i in todo], got)
+                self._exchange([(sources[i], timeouts[i]) for i in todo], got)
             finally:  # what arrived is cached even when the batch finally raised
                 for i, v in zip(todo, got):
                     if v is None:
@@ -377,12 +389,12 @@ class Executor:
                     out[i] = v
                     if (self.cache is not None and not v.timed_out
                             and not v.status.startswith("killed")):
-                        self.cache[self.key(sources[i], timeout)] = v
+                        self.cache[keys[i]] = v
                         if len(self.cache) > self.cache_size:
                             self.cache.popitem(last=False)
-        for i, src in enumerate(sources):
+        for i, k in enumerate(keys):
             if out[i] is None:
-                out[i] = dataclasses.replace(out[first[self.key(src, timeout)]], cached=True)
+                out[i] = dataclasses.replace(out[first[k]], cached=True)
         return out  # type: ignore[return-value]
 
     def run(self, source: str, timeout: float = 20.0) -> Verdict:

@@ -23,6 +23,10 @@ completion token: a per-job secret the job's runner writes to a file after the d
 returned normally — `os._exit` patches, `sys.exit(0)` or a signal to itself do not produce it, so
 "ran" is not the program's to claim.
 
+A job's timeout is CPU time (`child.cpu_limit`: RLIMIT_CPU, whole seconds), with a wall-clock
+backstop (`child.wall_limit`) for a job that sleeps or blocks; both are "timeout" verdicts. The
+verdict reports the job's CPU seconds (its processes' rusage) beside its wall seconds.
+
 Protocol (JSON lines): request {"jobs": [[source, timeout], ...], "concurrency": c}; one line
 {"i": index, "result": {...}} per job as it finishes, then {"done": n}.
 """
@@ -102,10 +106,19 @@ def _kill(pid: int) -> None:
             pass
 
 
+def _over_cpu(wstatus: int, job: dict) -> bool:
+    """Killed for its CPU time: SIGXCPU at the limit, or SIGKILL past it (SIGXCPU ignored)."""
+    if not os.WIFSIGNALED(wstatus):
+        return False
+    sig = os.WTERMSIG(wstatus)
+    return sig == signal.SIGXCPU or (
+        sig == signal.SIGKILL and job["cpu"] >= child.cpu_limit(job["timeout"]))
+
+
 # ---- verdicts (the collector) ---------------------------------------------------------------
 
 def verdict(sealed: bytes, wstatus: int, timed_out: bool, completed: bool, stdout: str,
-            stderr: str, seconds: float, stderr_lines: int) -> dict:
+            stderr: str, seconds: float, stderr_lines: int, cpu_seconds: float = 0.0) -> dict:
     """What the server observed of one job, as the client's `Verdict` fields. `completed`: the
     job's completion token was right (its entry code returned normally)."""
     compiled = sealed == child.COMPILED  # produced runnable code; PARSED: passed the parse check
@@ -121,7 +134,8 @@ def verdict(sealed: bytes, wstatus: int, timed_out: bool, completed: bool, stdou
     lines = stderr.splitlines(keepends=True)[:stderr_lines]
     return dict(compiled=compiled or sealed == child.PARSED, ran=status == "ok",
                 exit_code=exit_code, stdout=stdout, stderr="".join(lines),
-                timed_out=timed_out, seconds=round(seconds, 6), status=status)
+                timed_out=timed_out, seconds=round(seconds, 6), status=status,
+                cpu_seconds=round(cpu_seconds, 6))
 
 
 def _token(path: str) -> str:
@@ -197,17 +211,20 @@ class Zygote:
     @staticmethod
     def _ended(running: dict[int, dict]) -> Iterator[tuple[dict, int, bool]]:
         """(job, wait status, timed out) of each job that exited or ran past its deadline (then
-        killed), removed from `running`."""
+        killed), removed from `running`; job["cpu"]: the CPU seconds it used."""
         now = time.perf_counter()
         for pid, job in list(running.items()):
-            done, wstatus = os.waitpid(pid, os.WNOHANG)
-            timed_out = not done and now >= job["deadline"]
-            if timed_out:
+            done, wstatus, usage = os.wait4(pid, os.WNOHANG)
+            past_wall = not done and now >= job["deadline"]
+            if past_wall:
                 _kill(pid)
-                _, wstatus = os.waitpid(pid, 0)
-            if done or timed_out:
+                _, wstatus, usage = os.wait4(pid, 0)
+            if done or past_wall:
                 del running[pid]
-                yield job, wstatus, timed_out
+                # the shim's CPU time includes its init's and so the job's, each reaped by its
+                # parent: the job's own cost, which a busy machine does not inflate
+                job["cpu"] = usage.ru_utime + usage.ru_stime
+                yield job, wstatus, past_wall or _over_cpu(wstatus, job)
 
     def _spawn(self, jobdir: str, timeout: float) -> dict:
         """Forks the job's process (the shim, or the job itself without namespaces)."""
@@ -228,7 +245,7 @@ class Zygote:
         os.set_blocking(seal_r, False)
         # Wait on process exit (pidfd), not pipe EOF: a job can close its pipe and keep running.
         return dict(pid=pid, seal=seal_r, pfd=os.pidfd_open(pid) if HAVE_PIDFD else None,
-                    t0=t0, deadline=t0 + timeout)
+                    t0=t0, deadline=t0 + child.wall_limit(timeout), timeout=timeout)
 
     def _child(self, job: child.Job) -> NoReturn:
         try:
@@ -254,7 +271,7 @@ class Zygote:
             except (ProcessLookupError, PermissionError):
                 pass
         return dict(sealed=sealed.decode("latin-1"), wstatus=wstatus, timed_out=timed_out,
-                    seconds=seconds)
+                    seconds=seconds, cpu=job["cpu"])
 
 
 def zygote_main(args: argparse.Namespace, scratch: str, commands: int, events: int) -> NoReturn:
@@ -339,7 +356,7 @@ class Collector:
         stderr = _read(os.path.join(jobdir, "stderr"), STDERR_READ)
         shutil.rmtree(jobdir, ignore_errors=True)
         return verdict(ev["sealed"].encode("latin-1"), ev["wstatus"], ev["timed_out"], completed,
-                       stdout, stderr, ev["seconds"], self.limits["stderr_lines"])
+                       stdout, stderr, ev["seconds"], self.limits["stderr_lines"], ev["cpu"])
 
 
 def serve(argv: list[str] | None = None) -> None:

@@ -4,8 +4,9 @@ The system prompt is set on every record, `end_answer_token=""` (a completion en
 token), and the adapter is never fused. The rollout temperature is calibrated on the starting policy
 unless set (`calibrate_temperature`: at T = 1 a peaky SFT policy's rollouts are garbage), advantages
 are ours (`grpo_compat.group_advantages`: centred by default, not divided by a σ that turns noise
-into full updates), and every rollout is kept in rollouts.jsonl. When beta > 0 a frozen reference
-model is loaded separately, so the KL term compares against the starting policy instead of being 0.
+into full updates), and every rollout is kept in rollouts.jsonl. When beta > 0 the KL reference is
+the starting policy as a frozen view over the policy's own arrays (`reference.frozen_view`: no
+second copy of the weights), so the KL term compares against the starting policy, not itself.
 The completion budget equals the eval budget (`jacrl.config.MAX_TOKENS`): at 256 tokens ~70 % of
 rollouts were truncated. The share of truncated rollouts is logged. With `parent` (sft -> grpo)
 training continues the parent's adapter, so every artifact is "base + one adapter" and the reference
@@ -35,6 +36,7 @@ from jacrl.train.artifacts import (
 )
 from jacrl.train.grpo_compat import grpo_hooks, rollout_concurrency
 from jacrl.train.mlx_compat import MetricsLog, lora_model, seed_all, trainable, warn_slow_blas
+from jacrl.train.reference import frozen_view
 
 
 def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
@@ -126,10 +128,12 @@ def _mean(key: str, rows: list[dict]) -> float | None:
 
 
 def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig, out_dir: Path,
-               parent: Artifact | None = None) -> dict:
+               parent: Artifact | None = None, reference: str = "shared") -> dict:
     """GRPO of `base` (+ the parent's adapter, trained further) on {prompt, answer, system}
     records; writes adapters + adapter_config.json + metrics.jsonl into out_dir; returns a
-    summary for the manifest."""
+    summary for the manifest. With beta > 0 the KL reference is the starting policy: `reference`
+    "shared" (a view over the policy's own arrays) or "copy" (a second load of the weights, the
+    way it was done before; kept for bench/grpo_step.py: same KL, twice the weight memory)."""
     import mlx.optimizers as optim  # heavy: loaded only when training
     from mlx_lm_lora.trainer.grpo_trainer import train_grpo as _train_grpo
 
@@ -138,9 +142,13 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
     adapter_in = parent.adapter_path if parent else None
     policy, tok, acfg = lora_model(base, cfg, out_dir, adapter_in)
     ref = None
-    if cfg.beta > 0:  # a separate frozen copy: the KL term is against the starting policy
+    if cfg.beta > 0 and reference == "shared":
+        ref = frozen_view(policy)
+    elif cfg.beta > 0 and reference == "copy":
         ref, _ = load(base, adapter_path=str(adapter_in) if adapter_in else None, fresh=True)
         ref.freeze()
+    elif reference not in ("shared", "copy"):
+        raise ValueError(f"reference must be 'shared' or 'copy', not {reference!r}")
     train_ds, val_ds, prompt_tokens = _datasets(records, val, tok, cfg)
     batch = max(1, min(cfg.batch_size, len(records)))
     metrics = MetricsLog(out_dir / "metrics.jsonl", "grpo")
@@ -169,6 +177,7 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
         "max_prompt_tokens": max(prompt_tokens),
         "reference_model": "base + parent adapter" if (ref is not None and parent) else
                            ("base" if ref is not None else "none (beta = 0)"),
+        "reference_weights": reference if ref is not None else None,
         "first_reward_mean": tr[0]["reward_mean"] if tr else None,
         "last_reward_mean": tr[-1]["reward_mean"] if tr else None,
         "reward_mean": _mean("reward_mean", tr), "reward_std": _mean("reward_std", tr),

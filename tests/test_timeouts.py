@@ -1,0 +1,99 @@
+"""Per-task time-outs (`jacrl.tasks.task_timeout`): stepped from the gold's CPU time and stored
+in every task, used by the reward and the conversion checks, and never failing a correct answer on
+a busy machine."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+
+from conftest import HARNESS, ROOT
+from variants import variants
+
+from jacrl import conversion
+from jacrl.build import build_tasks
+from jacrl.executor import Executor
+from jacrl.executor.child import wall_limit
+from jacrl.reward import score_completions
+from jacrl.tasks import TIMEOUT, TIMEOUT_STEPS, load_all, read_tasks, task_timeout
+
+
+def test_the_rule_and_the_stored_values():
+    assert [task_timeout(s) for s in (0.0, 0.03, 0.125, 0.13, 0.6, 3.0)] == \
+        [1.0, 1.0, 1.0, 5.0, 5.0, TIMEOUT]
+    tasks = read_tasks(ROOT / "data" / "tasks.jsonl")
+    assert {t["meta"]["timeout"] for t in tasks} <= set(TIMEOUT_STEPS)
+    by_id = {t["meta"]["id"]: t["answer"] for t in tasks}
+    for c in conversion.read():  # a conversion task carries its hole-fill task's answer
+        assert c["answer"] == by_id[c["meta"]["id"]]
+
+
+def test_fixed_timeout_builds_the_earlier_20_s(tmp_path):
+    drivers = tmp_path / "drivers"
+    drivers.mkdir()
+    (drivers / HARNESS[0].name).write_text(HARNESS[0].read_text())
+    assert not build_tasks(drivers, tmp_path / "data", fixed_timeout=True).failures
+    built = read_tasks(tmp_path / "data" / "tasks.jsonl")
+    assert [t["meta"]["timeout"] for t in built] == [TIMEOUT]
+
+
+class Recording(Executor):
+    """A real executor that also records the time-outs it is given."""
+
+    def __init__(self):
+        super().__init__()
+        self.timeouts: list[float] = []
+
+    def run_many(self, sources, timeout=20.0):
+        self.timeouts += list(timeout) if not isinstance(timeout, (int, float)) else [timeout]
+        return super().run_many(sources, timeout)
+
+
+def test_reward_and_conversion_checks_use_the_tasks_timeout(harness_tasks):
+    answer = json.loads(harness_tasks[0]["answer"])
+    assert answer["timeout"] == 1.0  # the ordinary build of a harness driver
+    with Recording() as ex:
+        loop, = score_completions(["```jac\nwhile True { }\n```"], [harness_tasks[0]["answer"]],
+                                  executor=ex)
+        assert ex.timeouts == [1.0]
+        assert loop.verdict.timed_out and loop.verdict.seconds < wall_limit(1.0) + 0.5
+        ex.timeouts.clear()
+        built = read_tasks(ROOT / "data" / "tasks.jsonl")
+        report = conversion.build(ROOT / "drivers", built, ex)
+        assert report.records and not report.failures
+        stored = {t["meta"]["id"]: t["meta"]["timeout"] for t in built}
+        ids = [r["meta"]["id"] if "meta" in r else json.loads(r["answer"])["id"]
+               for r in report.records]
+        assert sorted(ex.timeouts) == sorted(stored[i] for i in ids)
+
+
+@contextlib.contextmanager
+def busy_cores(n: int):
+    """n processes spinning on the CPU meanwhile."""
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in spin:
+            p.kill()
+            p.wait()
+
+
+def test_every_answer_shape_of_every_task_scores_one_on_a_busy_machine():
+    """Every gold of the corpus in every answer shape, under its stored time-out, while both
+    cores spin: 1.0 each (the time-out is CPU time, which the spinning does not stretch)."""
+    answers = {t["meta"]["id"]: t["answer"] for t in read_tasks(ROOT / "data" / "tasks.jsonl")}
+    named = [(f"{d.id}/{name}", c, answers[d.id]) for d in load_all(ROOT / "drivers")[0]
+             for name, c in variants(d).items()]
+    with Executor() as ex, busy_cores(os.cpu_count() or 2):  # a fresh cache: every gold runs
+        scored = score_completions([c for _, c, _ in named], [a for _, _, a in named],
+                                   executor=ex)
+        load = os.getloadavg()[0]
+    bad = [(n, s.score, s.tier) for (n, _, _), s in zip(named, scored) if s.score != 1.0]
+    slowest = max(s.verdict.seconds for s in scored if s.verdict)
+    print(f"\n{len(named)} shapes of {len(answers)} tasks, load {load:.1f}: slowest run "
+          f"{slowest:.2f} s wall")
+    assert not bad and len(named) >= len(answers) * 10, bad[:5]
