@@ -27,6 +27,7 @@ an exit by any other path (a raise, `sys.exit`, a patched `os._exit`, a signal) 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import io
 import math
@@ -150,31 +151,6 @@ def namespaces_work(keep: list) -> bool:
 
 
 # ---- jaclang --------------------------------------------------------------------------------
-
-def import_compiler() -> None:
-    """Import every module of jaclang's compiler and runtime now. jaclang loads some lazily (e.g.
-    `jac0core.diagnostic_utils` for inherited archetypes); loaded here once, the first job of
-    each kind is as fast as the rest and no job depends on a cache it cannot write."""
-    import importlib
-
-    import jaclang  # installs the import hook
-    from jaclang.cli.commands import execution  # noqa: F401
-    from jaclang.jac0core.helpers import dump_traceback  # noqa: F401
-
-    root = os.path.dirname(jaclang.__file__)
-    for sub in ("jac0core", "compiler", "runtimelib"):
-        for dirpath, dirnames, files in os.walk(os.path.join(root, sub)):
-            dirnames[:] = sorted(d for d in dirnames
-                                 if d not in ("impl", "tests") and not d.endswith(".impl"))
-            for f in sorted(files):
-                if not f.endswith(".jac") or f.count(".") > 1:  # skip .impl/.na/.cl/.test annexes
-                    continue
-                rel = os.path.relpath(os.path.join(dirpath, f[:-4]), os.path.dirname(root))
-                try:
-                    importlib.import_module(rel.replace(os.sep, "."))
-                except Exception:  # noqa: BLE001  (an optional backend, e.g. native, may be absent)
-                    pass
-
 
 def fresh_main() -> types.ModuleType:
     """`jac run` executes a program inside the `jac` console script's __main__, which already holds
@@ -336,24 +312,18 @@ def _detach() -> None:
 
 
 def cpu_limit(timeout: float) -> int:
-    """A job's time-out proper: CPU seconds (RLIMIT_CPU's whole seconds, at least 1). A busy
-    machine stretches a job's wall time, not its CPU time, so a correct answer is not cut off by
-    load and a looping one is stopped after the same work wherever it runs."""
+    """A job's time-out proper, in CPU seconds (RLIMIT_CPU's whole seconds, >= 1): a busy machine
+    stretches wall time, not CPU time, so load does not cut a correct answer off."""
     return max(1, math.ceil(timeout))
 
 
-WALL_SLACK = 1.0  # s: a job that needs a tenth of its CPU limit survives a >= 10x slower machine
-
-
 def wall_limit(timeout: float) -> float:
-    """The wall-clock backstop, for a job that does not use its CPU (it sleeps or blocks): the CPU
-    limit + WALL_SLACK."""
-    return cpu_limit(timeout) + WALL_SLACK
+    """The wall-clock backstop, for a job that sleeps or blocks: 1 s past its CPU limit."""
+    return cpu_limit(timeout) + 1.0
 
 
 def _limit(rlimits: dict[int, int], timeout: float) -> None:
-    """The server's limits for every job, and its CPU time (SIGXCPU at the limit, SIGKILL a
-    second later if the job ignores that)."""
+    """The server's limits, and CPU time: SIGXCPU at the limit, SIGKILL 1 s later."""
     cpu = cpu_limit(timeout)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     for which, value in rlimits.items():
@@ -368,9 +338,8 @@ def _redirect(work: str, job: Job) -> None:
     for fd, target in ((null, 0), (job.out, 1), (job.err, 2)):
         os.dup2(fd, target)
     low, high = sorted((job.seal, job.done))
-    os.closerange(3, low)
-    os.closerange(low + 1, high)
-    os.closerange(high + 1, 1 << 20)
+    for a, b in ((3, low), (low + 1, high), (high + 1, 1 << 20)):
+        os.closerange(a, b)
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
                                   errors="backslashreplace", line_buffering=True)
@@ -420,10 +389,8 @@ def _run_program(path: str, seal_w: int, done: int, secret: str) -> int:
             print(e.code, file=sys.stderr)
             code = 1
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(BaseException):  # e.g. the file-size limit
             stream.flush()
-        except BaseException:  # noqa: BLE001  (e.g. the file-size limit)
-            pass
     if completed:
         os.write(done, secret.encode())
     return code

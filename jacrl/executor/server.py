@@ -156,7 +156,7 @@ class Zygote:
         self.keep = list(keep)  # [kept path, real path] of Python dirs under /tmp (see sandbox)
         self.limits = {**DEFAULT_LIMITS, **limits}
         self.scratch = scratch
-        child.import_compiler()
+        warming.import_compiler()
         warming.warm(scratch, child)
         self.base_vm = _vm_size()
         self.namespaces = namespaces and child.namespaces_work(self.keep)

@@ -1,6 +1,6 @@
 """Warming the zygote (a sibling of `server.py`, loaded by path like `child.py`; stdlib + jaclang
-only): run a representative program once, then reset every piece of state it touched, so that
-jobs inherit compiled machinery but no program state."""
+only): import all of jaclang's compiler, run a representative program once, then reset every piece
+of state it touched, so that jobs inherit compiled machinery but no program state."""
 
 from __future__ import annotations
 
@@ -9,6 +9,31 @@ import os
 import shutil
 import sys
 import tempfile
+
+def import_compiler() -> None:
+    """Import every module of jaclang's compiler and runtime now. jaclang loads some lazily (e.g.
+    `jac0core.diagnostic_utils` for inherited archetypes); loaded here once, the first job of
+    each kind is as fast as the rest and no job depends on a cache it cannot write."""
+    import importlib
+
+    import jaclang  # installs the import hook
+    from jaclang.cli.commands import execution  # noqa: F401
+    from jaclang.jac0core.helpers import dump_traceback  # noqa: F401
+
+    root = os.path.dirname(jaclang.__file__)
+    for sub in ("jac0core", "compiler", "runtimelib"):
+        for dirpath, dirnames, files in os.walk(os.path.join(root, sub)):
+            dirnames[:] = sorted(d for d in dirnames
+                                 if d not in ("impl", "tests") and not d.endswith(".impl"))
+            for f in sorted(files):
+                if not f.endswith(".jac") or f.count(".") > 1:  # skip .impl/.na/.cl/.test annexes
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, f[:-4]), os.path.dirname(root))
+                try:
+                    importlib.import_module(rel.replace(os.sep, "."))
+                except Exception:  # noqa: BLE001  (an optional backend, e.g. native, may be absent)
+                    pass
+
 
 WARM_PROGRAM = '''
 enum Mood { CALM, BUSY }

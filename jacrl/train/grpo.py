@@ -35,7 +35,15 @@ from jacrl.train.artifacts import (
     write_jsonl,
 )
 from jacrl.train.grpo_compat import grpo_hooks, rollout_concurrency
-from jacrl.train.mlx_compat import MetricsLog, lora_model, seed_all, trainable, warn_slow_blas
+from jacrl.train.grpo_loss import shared_prompt_groups, shared_prompt_loss
+from jacrl.train.mlx_compat import (
+    MetricsLog,
+    checkpointed,
+    lora_model,
+    seed_all,
+    trainable,
+    warn_slow_blas,
+)
 from jacrl.train.reference import frozen_view
 
 
@@ -160,10 +168,10 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
         seed_all(cfg.seed)  # training starts from the same random state either way
         cfg = dataclasses.replace(cfg, temperature=temp)
     t0 = time.time()
-    with rollout_concurrency(rollout), grpo_hooks(
+    with rollout_concurrency(rollout), shared_prompt_groups(cfg.group_size), grpo_hooks(
             reward, cfg.advantage, cfg.min_group_span, out_dir / "rollouts.jsonl", metrics,
             cfg.max_completion_length, tok.eos_token_ids):
-        _train_grpo(model=policy, ref_model=ref, tokenizer=tok,
+        _train_grpo(model=policy, ref_model=ref, tokenizer=tok, loss_fn=shared_prompt_loss,
                     optimizer=optim.Adam(learning_rate=cfg.learning_rate),
                     train_dataset=train_ds, val_dataset=val_ds, reward_funcs=[reward],
                     args=_training_args(cfg, batch, out_dir), training_callback=metrics,
@@ -178,6 +186,7 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
         "reference_model": "base + parent adapter" if (ref is not None and parent) else
                            ("base" if ref is not None else "none (beta = 0)"),
         "reference_weights": reference if ref is not None else None,
+        "update_loss": "shared prompt" if not checkpointed(policy) else "mlx-lm-lora",
         "first_reward_mean": tr[0]["reward_mean"] if tr else None,
         "last_reward_mean": tr[-1]["reward_mean"] if tr else None,
         "reward_mean": _mean("reward_mean", tr), "reward_std": _mean("reward_std", tr),

@@ -83,7 +83,6 @@ class _StepLog:
         self.gen_s = 0.0
 
     def generated(self, completions, seconds: float) -> None:
-        self.close_step()
         self.tokens = [c.tolist() for c in completions]
         self.gen_s = seconds
 
@@ -108,12 +107,13 @@ class _StepLog:
                         "groups_skipped": round(skipped, 4),
                         "truncated": round(sum(r["truncated"] for r in rows) / len(rows), 4)}
 
-    def close_step(self) -> None:
-        """The pending step's update time (reward done -> next generation or the end)."""
+    def close_step(self, at: float | None = None) -> None:
+        """The pending step's update time: reward done -> `at` (the next generation's start) or
+        now (the end)."""
         if self.pending is None:
             return
         rec = dict(self.pending)
-        rec["update_s"] = round(time.perf_counter() - rec.pop("t_rewarded"), 4)
+        rec["update_s"] = round((at or time.perf_counter()) - rec.pop("t_rewarded"), 4)
         self.metrics.step(rec)
         self.pending = None
 
@@ -134,6 +134,8 @@ def grpo_hooks(reward_fn, kind: str, min_span: float, rollouts: Path, metrics: M
 
     def generate(*args, **kw):
         t0 = time.perf_counter()
+        if not log.validating:
+            log.close_step(t0)  # before this generation: it is not the last step's update
         out = orig[0](*args, **kw)
         if not log.validating:
             log.generated(out[0], time.perf_counter() - t0)
@@ -151,6 +153,7 @@ def grpo_hooks(reward_fn, kind: str, min_span: float, rollouts: Path, metrics: M
         return mx.array(ours, dtype=mx.float32), info
 
     def evaluate(*args, **kw):
+        log.close_step()  # validation is not the last step's update either
         log.validating = True
         try:
             return orig[2](*args, **kw)
