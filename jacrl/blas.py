@@ -68,3 +68,52 @@ def ensure_fast_blas() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, argv, env)
+
+
+# -------------------------------------------------------------------------------------------
+# which BLAS computed a result (a determinism record: see `jacrl.train.artifacts`)
+# -------------------------------------------------------------------------------------------
+
+
+def _mapped_libraries() -> list[str]:
+    """Paths of the shared libraries mapped into this process (Linux; [] elsewhere)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return sorted({line.split()[-1] for line in f if ".so" in line and "/" in line})
+    except OSError:
+        return []
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def blas_record() -> dict:
+    """Which BLAS this process computes with, read from what is loaded (not from LD_PRELOAD):
+    {"library": OpenBLAS's path or the first other libblas mapped ("" when none is loaded yet),
+    "openblas_core": the kernel family OpenBLAS picked for this CPU, "threads", "cpu"}. Adapter
+    bytes depend on the library and the kernel family, not on the thread count (measured on
+    jac-tiny with 1, 2 and 4 threads: see `jacrl.train.artifacts.DETERMINISM`)."""
+    libs = _mapped_libraries()
+    openblas = [p for p in libs if "openblas" in os.path.basename(p).lower()]
+    other = [p for p in libs if os.path.basename(p).lower().startswith("libblas")]
+    rec = {"library": (openblas or other or [""])[0], "openblas_core": "", "threads": 1,
+           "cpu": _cpu_model()}
+    if openblas:
+        import ctypes
+
+        try:
+            lib = ctypes.CDLL(openblas[0])  # already loaded: the same handle, nothing re-run
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            rec["openblas_core"] = lib.openblas_get_corename().decode()
+            rec["threads"] = int(lib.openblas_get_num_threads())
+        except (OSError, AttributeError):
+            pass
+    return rec

@@ -1,6 +1,7 @@
 """What a result depends on, as hashes: files and model/adapter dirs, task data, the code, the
 git commit and the library versions. `provenance(...)` is the record every eval row carries;
-`code_version()` is part of every artifact's and ladder cell's key.
+`code_version()` is part of every artifact's and ladder cell's key; `rebuild_verdict` /
+`rows_verdict` tell a rebuilt adapter that differs by training noise from one whose inputs changed.
 """
 
 from __future__ import annotations
@@ -60,6 +61,24 @@ def dir_hash(path: str | os.PathLike) -> str:
     return sha256_bytes(json.dumps(dir_hashes(path), sort_keys=True).encode())
 
 
+# What `jacrl.models.load(base, adapter_path=dir)` reads: the adapter's weights and shape. The
+# rest of an artifact dir (manifest.json, metrics.jsonl, COMPLETE) records when and how fast it
+# was built, so its whole-dir hash (`adapter_hash`) differs on every rebuild.
+ADAPTER_FILES = ("adapter_config.json", "adapters.safetensors")
+
+
+def adapter_weights_hash(adapter: str | os.PathLike | None) -> str:
+    """sha256 over ADAPTER_FILES' names and bytes: equal for two builds that would load as the
+    same model, whenever they were built; "" for no adapter or a dir lacking one of the files."""
+    if not adapter:
+        return ""
+    root = Path(adapter)
+    files = [root / name for name in ADAPTER_FILES]
+    if not all(f.is_file() for f in files):
+        return ""
+    return sha256_bytes(json.dumps({f.name: file_sha256(f) for f in files}).encode())
+
+
 def data_hash(tasks: Iterable[dict]) -> str:
     """Hash of task records (prompt + answer only, in order)."""
     return sha256_bytes(json.dumps([[t["prompt"], t["answer"]] for t in tasks]).encode())
@@ -104,6 +123,11 @@ def result_sources(package: Path = PACKAGE,
         else:
             raise FileNotFoundError(f"{package / name}(.py): listed in RESULT_MODULES, not found")
     return sorted(files)
+
+
+def now() -> str:
+    """The UTC time to the second: how rows, status files and records are stamped."""
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def code_version(package: Path = PACKAGE, modules: Iterable[str] = RESULT_MODULES) -> str:
@@ -156,16 +180,19 @@ def versions(*extra: str) -> dict[str, str]:
 
 def provenance(model_dir: Path | None, adapter: str | os.PathLike | None,
                tasks: list[dict]) -> dict:
-    """An eval row's provenance: commit, code, versions, model/adapter/data hashes, BLAS, time."""
+    """An eval row's provenance: commit, code, versions, model/adapter/data hashes, BLAS, time.
+    adapter_hash covers the whole artifact dir (its build record too); adapter_weights_hash only
+    what loads (`adapter_weights_hash`)."""
     return {
         "git_commit": git_commit(),
         "code_version": code_version(),
         **versions(),
         "model_hash": dir_hash(model_dir) if model_dir else "",
         "adapter_hash": dir_hash(adapter) if adapter else "",
+        "adapter_weights_hash": adapter_weights_hash(adapter),
         "data_hash": data_hash(tasks),
         "blas": os.environ.get("LD_PRELOAD", ""),
-        "time": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "time": now(),
     }
 
 
@@ -179,3 +206,75 @@ def adapter_key(adapter: str | os.PathLike | None) -> str:
         return json.loads(m.read_text()).get("key", "")
     except (OSError, ValueError):
         return ""
+
+
+# -------------------------------------------------------------------------------------------
+# a rebuilt adapter that differs: training noise or changed inputs
+# -------------------------------------------------------------------------------------------
+
+NOISE = "training noise (same inputs)"
+CHANGED = "changed inputs"
+UNKNOWN = ("same inputs, rebuilt (the row predates adapter_weights_hash: whether its weights "
+           "differ cannot be told)")
+
+
+def _identity(row: dict) -> dict:
+    """What a row records of the adapter it was evaluated with."""
+    prov = row.get("provenance") or {}
+    return {"key": row.get("artifact") or "", "weights": prov.get("adapter_weights_hash") or "",
+            "dir": prov.get("adapter_hash") or "", "code": prov.get("code_version") or "",
+            "model": prov.get("model_hash") or ""}
+
+
+def _disk_identity(adapter_dir: Path) -> dict | None:
+    """The same record for an artifact dir on disk (from its manifest); None when there is none."""
+    try:
+        m = json.loads((adapter_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    parts = m.get("key_parts") or {}
+    files = parts.get("base_model") or (m.get("base_model") or {}).get("files")
+    return {"key": m.get("key") or "", "weights": adapter_weights_hash(adapter_dir),
+            "dir": dir_hash(adapter_dir), "code": parts.get("code_version") or "",
+            "model": sha256_bytes(json.dumps(files, sort_keys=True).encode()) if files else ""}
+
+
+def _verdict(was: dict, now: dict) -> str:
+    if was["key"] and now["key"] and was["key"] != now["key"]:
+        what = [name for name, k in (("code", "code"), ("base model", "model"))
+                if was[k] and now[k] and was[k] != now[k]]
+        return (f"{CHANGED} (artifact key {was['key'][:16]} -> {now['key'][:16]}"
+                + "".join(f"; {w} differs" for w in what) + ")")
+    if was["weights"] and now["weights"]:
+        return "" if was["weights"] == now["weights"] else NOISE
+    if was["dir"] and was["dir"] == now["dir"]:
+        return ""
+    if was["key"] and was["key"] == now["key"]:
+        return UNKNOWN
+    return "adapter changed (no artifact key to tell noise from changed inputs)"
+
+
+def rebuild_verdict(row: dict, adapter_dir: str | os.PathLike) -> str:
+    """Whether the artifact at `adapter_dir` (the row's own, or a rebuild of the same cell) holds
+    the adapter the row was evaluated with: "" when it does (same weights, whatever the build
+    record says); `NOISE` when it is the same artifact key (same data, hyperparameters, code, base
+    model and parent) with other weights; `CHANGED` (with the two keys and, where the records
+    tell, "code differs" / "base model differs") when the key differs; `UNKNOWN` for a same-key
+    rebuild when the row predates adapter_weights_hash; "adapter missing" without a manifest."""
+    now = _disk_identity(Path(adapter_dir))
+    if now is None:
+        return "adapter missing"
+    return _verdict(_identity(row), now)
+
+
+def rows_verdict(row: dict, other: dict) -> str:
+    """`rebuild_verdict` between two rows of one cell (e.g. the committed row and a fresh rerun's):
+    "" for the same adapter, `NOISE`, `CHANGED (...)`, or `UNKNOWN` when either row lacks
+    adapter_weights_hash; "" also when neither row has an adapter."""
+    was, now = _identity(row), _identity(other)
+    if not (was["key"] or was["dir"] or now["key"] or now["dir"]):
+        return ""
+    if not (was["weights"] and now["weights"]) and was["key"] == now["key"] \
+            and was["dir"] != now["dir"]:
+        return UNKNOWN
+    return _verdict(was, now)

@@ -49,12 +49,16 @@ def warn_slow_blas() -> None:
 
 
 def seed_all(value: int) -> None:
-    """Seed MLX's and numpy's global generators (LoRA init, the trainers' sampling)."""
+    """Seed MLX's, numpy's and Python's global generators (LoRA init, the trainers' sampling;
+    mlx-lm-lora's GRPO batch order draws from numpy's, its judge dataset from Python's)."""
+    import random
+
     import mlx.core as mx
     import numpy as np
 
     mx.random.seed(value)
     np.random.seed(value)
+    random.seed(value)
 
 
 # -------------------------------------------------------------------------------------------
@@ -137,15 +141,26 @@ def _unfreeze_lora(model) -> None:
     model.apply_to_modules(visit)
 
 
-def _checkpoint_blocks(model) -> None:
-    """Gradient checkpointing on the transformer block class, once per process (mlx-lm's helper
-    patches the class's __call__; applying it twice would nest checkpoints)."""
+def _checkpoint_blocks(model, on: bool) -> None:
+    """Gradient checkpointing of the transformer block class on or off. mlx-lm's helper patches
+    the class's __call__, so it holds for every model of that class in the process: each training
+    sets it for itself (an SFT's checkpointing must not leak into a GRPO run in the same kernel);
+    applying it twice would nest checkpoints."""
     from mlx_lm.tuner.trainer import grad_checkpoint
 
     cls = type(model.layers[0])
-    if not getattr(cls, "_jacrl_checkpointed", False):
+    plain = cls.__dict__.get("_jacrl_plain_call")
+    if on and plain is None:
+        cls._jacrl_plain_call = cls.__call__
         grad_checkpoint(model.layers[0])
-        cls._jacrl_checkpointed = True
+    elif not on and plain is not None:
+        cls.__call__ = plain
+        del cls._jacrl_plain_call
+
+
+def checkpointed(model) -> bool:
+    """Whether the model's transformer blocks run under gradient checkpointing now."""
+    return "_jacrl_plain_call" in type(model.layers[0]).__dict__
 
 
 def lora_model(base: Path, cfg, out_dir: Path, parent_adapter: Path | None = None):
@@ -166,8 +181,7 @@ def lora_model(base: Path, cfg, out_dir: Path, parent_adapter: Path | None = Non
                               cfg.lora_keys)
         _add_lora(model, acfg)
     (out_dir / "adapter_config.json").write_text(json.dumps(acfg, indent=1) + "\n")
-    if cfg.grad_checkpoint:
-        _checkpoint_blocks(model)
+    _checkpoint_blocks(model, cfg.grad_checkpoint)
     return model, tok, acfg
 
 
