@@ -47,8 +47,8 @@ ladder: setup  # the full ladder; scope with JACRL_LADDER_RUNGS / _MODELS / _CON
 	@# JACRL_LADDER_ENGINE=ray runs the cells on a Ray cluster (RAY_ADDRESS, else a local instance)
 	$(VENV)/bin/jacrl ladder run
 
-lab: setup
-	$(VENV)/bin/jupyter lab notebooks/
+lab: setup  # Jupyter refuses to run as root without --allow-root (containers often are root)
+	$(VENV)/bin/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

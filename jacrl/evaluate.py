@@ -8,30 +8,40 @@ plus the unbiased pass@k, best-of-k deploy, Wilson bounds, truncation and proven
 
 Row fields (percentages are 0-100, 2 dp; counts are over the `tasks` evaluated):
 
-| field | meaning |
-|---|---|
-| `tag`, `split`, `kind` | free labels (ladder: `r<N>/<model>/<cond>/<gen|mem>`) |
-| `model`, `adapter` | what was loaded (`adapter` "" = base) |
-| `tasks` | tasks evaluated |
-| `runs`, `run_pct` | greedy completion ran (exit 0) |
-| `pass1`, `pass1_pct` | greedy stdout == expected (whole output whitespace-trimmed) |
-| `wilson_lo`, `wilson_hi` | 95 % Wilson interval of pass1/tasks, in percent |
-| `near_pass`, `near_pct` | greedy ran and output similarity (difflib) >= 0.9 |
-| `norm_pass` | greedy ran and output equal after collapsing whitespace runs |
-| `avg_osim` | mean output similarity (0 for a greedy that did not run) |
-| `avg_idiom` | idiom markers (`jacrl.jacsyntax.IDIOMS`, unweighted) per running greedy body; not a score |
-| `truncation_pct` | greedy completions that hit `max_tokens` |
-| `k`, `greedy_or_k`, `greedy_or_k_pct` | the earlier harness's "pass@k": greedy or any of the first k samples exact; k = largest requested k <= n (1 when n = 0). Not pass@k: named apart so no name means two things |
-| `pass_at_k` | {k: unbiased pass@k in percent} from the n samples (greedy excluded), each k <= n (Chen et al. 2021); the only pass@k this project reports |
-| `bestofk` | first of the first k samples (in sample order) that runs: is it exact? deploy / coverage (one ran) / oracle (one was exact) counts |
-| `sample_truncation_pct`, `sample_run_pct` | over all n x tasks samples |
-| `by_family` | {family: [greedy passes, tasks]} |
-| `n`, `temperature`, `seed`, `max_tokens` | sampling settings |
-| `artifact` | the adapter's content key (from its manifest.json), "" otherwise |
-| `isolation` | the executor's isolation level when grading: sandbox, namespaces or rlimits-only |
-| `provenance` | git commit, code hash, versions, model/adapter/data hashes, time |
-| `seconds` | wall time of load / greedy / sample / grade |
-| `per_task` | [{id, family, greedy_exact, greedy_tier, osim, truncated, samples_correct, samples_ran, deploy}] |
+    tag, split, kind     free labels (ladder: `r<N>/<model>/<cond>/<gen|mem>`)
+    model, adapter       what was loaded (`adapter` "" = base)
+    tasks                tasks evaluated
+    runs, run_pct        greedy completion ran (exit 0)
+    pass1, pass1_pct     greedy stdout == expected (whole output whitespace-trimmed)
+    wilson_lo, wilson_hi 95 % Wilson interval of pass1/tasks, in percent
+    near_pass, near_pct  greedy ran and output similarity (difflib) >= 0.9
+    norm_pass            greedy ran and output equal after collapsing whitespace runs
+    avg_osim             mean output similarity (0 for a greedy that did not run)
+    avg_idiom            idiom markers (`jacrl.jacsyntax.IDIOMS`, unweighted) per running greedy
+                         body; not a score
+    truncation_pct       greedy completions that hit `max_tokens`
+    k, greedy_or_k, greedy_or_k_pct
+                         the earlier harness's "pass@k": greedy or any of the first k samples
+                         exact; k = largest requested k <= n (1 when n = 0). Not pass@k: named
+                         apart so no name means two things
+    pass_at_k            {k: unbiased pass@k in percent} from the n samples (greedy excluded),
+                         each k <= n (Chen et al. 2021); the only pass@k this project reports
+    bestofk              first of the first k samples (in sample order) that runs: is it exact?
+                         deploy / coverage (one ran) / oracle (one was exact) counts
+    sample_truncation_pct, sample_run_pct
+                         over all n x tasks samples
+    by_family            {family: [greedy passes, tasks]}
+    n, temperature, seed, max_tokens
+                         sampling settings
+    artifact             the adapter's content key (from its manifest.json), "" otherwise
+    isolation            the executor's isolation level when grading: sandbox, namespaces or
+                         rlimits-only
+    provenance           git commit, code hash, versions, model/adapter/data hashes, time
+    seconds              wall time of load / greedy / sample / grade
+    samples              the file keeping every completion (`evaluate(..., samples=PATH)`,
+                         `jacrl eval --log-samples`; `jacrl.samples`), "" when none kept
+    per_task             [{id, family, greedy_exact, greedy_tier, osim, truncated,
+                         samples_correct, samples_ran, deploy}]
 """
 
 from __future__ import annotations
@@ -46,10 +56,13 @@ from collections.abc import Iterable, Sequence
 from jacrl.config import EvalConfig
 from jacrl.generate import Sample, generate
 from jacrl.jacsyntax import idiom_count
-from jacrl.models import load, portable, resolve
+from jacrl.models import display_path, load, portable, resolve
 from jacrl.provenance import adapter_key, provenance
 from jacrl.results import format_row
 from jacrl.reward import Scored, reward_isolation, score_completions
+from jacrl.samples import header as samples_header
+from jacrl.samples import records as sample_records
+from jacrl.samples import write_samples
 from jacrl.stats import mean_pass_at_k, wilson
 from jacrl.tasks import meta, prompt_answer, read_tasks
 
@@ -92,8 +105,8 @@ def check_k(k: Iterable[int], n: int) -> list[int]:
     return ks
 
 
-def _score_all(tasks: list[dict], greedy: list[Sample],
-               samples: list[list[Sample]]) -> tuple[list[Scored], list[list[Scored]]]:
+def score_all(tasks: Sequence[dict], greedy: Sequence[Sample],
+              samples: Sequence[Sequence[Sample]]) -> tuple[list[Scored], list[list[Scored]]]:
     """Every greedy completion and every sample graded, in one batch each."""
     answers = [t["answer"] for t in tasks]
     g_scored = score_completions([s.text for s in greedy], answers)
@@ -134,9 +147,11 @@ def _as_sample(s: Sample | str) -> Sample:
 
 def grade(tasks: Sequence[dict], greedy: Sequence[Sample | str],
           samples: Sequence[Sequence[Sample | str]] | None = None, *,
-          k: Sequence[int] = EvalConfig.k) -> dict:
+          k: Sequence[int] = EvalConfig.k,
+          scored: tuple[list[Scored], list[list[Scored]]] | None = None) -> dict:
     """The metric part of a row from completions already generated: greedy[i] and samples[i]
-    (n each, in sample order) for tasks[i]. Strings count as untruncated samples."""
+    (n each, in sample order) for tasks[i]. Strings count as untruncated samples. scored: their
+    grades (`score_all`) when the caller already has them."""
     tasks = list(tasks)
     greedy = [_as_sample(s) for s in greedy]
     samples = [[_as_sample(s) for s in ss] for ss in (samples or [[] for _ in tasks])]
@@ -145,7 +160,7 @@ def grade(tasks: Sequence[dict], greedy: Sequence[Sample | str],
     n = max((len(ss) for ss in samples), default=0)
     if any(len(ss) != n for ss in samples):
         raise ValueError("every task needs the same number of samples")
-    g_scored, s_scored = _score_all(tasks, greedy, samples)
+    g_scored, s_scored = scored if scored is not None else score_all(tasks, greedy, samples)
     ks = sorted({int(x) for x in k if 1 <= int(x) <= n})
     k_row = ks[-1] if ks else 1
     outs = [_outcome(*a, k_row) for a in zip(tasks, greedy, g_scored, s_scored)]
@@ -224,13 +239,16 @@ def _complete(lm, tok, prompts: list[str], cfg: EvalConfig, timings: dict[str, f
 
 def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None,
              cfg: EvalConfig | None = None, *, tag: str = "", split: str = "", kind: str = "",
-             log=None, progress: bool = False) -> dict:
+             log=None, progress: bool = False,
+             samples: str | os.PathLike | None = None) -> dict:
     """Evaluate model (+ adapter) on tasks; returns one result row (see the module docstring).
 
     model: registry name or model dir (or an already loaded (model, tokenizer) pair, in which case
     pass `adapter` only as a label). tasks: task records or a tasks.jsonl path. cfg: samples per
     task, pass@k values (those <= n are reported), temperature, seed, token budget, batch size.
     log: called with `format_row(row)`. progress: progress bars over the sequences (stderr).
+    samples: a `*.jsonl.gz` path to keep every completion in (`jacrl.samples`: task, sample
+    index, text, extracted body, tier, reward, truncated), named by the row's `samples` field.
     """
     cfg = cfg or EvalConfig()
     t_all = time.perf_counter()
@@ -246,12 +264,14 @@ def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None,
         model_dir = resolve(model)
         lm, tok = load(model, adapter)
     timings["load"] = time.perf_counter() - t
-    greedy, samples = _complete(lm, tok, [tt["prompt"] for tt in tasks], cfg, timings, progress)
+    greedy, completions = _complete(lm, tok, [tt["prompt"] for tt in tasks], cfg, timings,
+                                    progress)
 
     t = time.perf_counter()
     if progress:
         print(f"grading {len(tasks) * (1 + cfg.n)} completions", file=sys.stderr, flush=True)
-    metrics = grade(tasks, greedy, samples, k=cfg.k)
+    scored = score_all(tasks, greedy, completions)
+    metrics = grade(tasks, greedy, completions, k=cfg.k, scored=scored)
     timings["grade"] = time.perf_counter() - t
     row = {
         "tag": tag, "model": portable(model) if model_dir else "",
@@ -266,8 +286,12 @@ def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None,
         "provenance": provenance(model_dir, adapter, tasks),
         "seconds": {**{kk: round(v, 2) for kk, v in timings.items()},
                     "total": round(time.perf_counter() - t_all, 2)},
+        "samples": display_path(samples) if samples else "",
         "per_task": metrics["per_task"],
     }
+    if samples:
+        write_samples(samples, samples_header(row, tasks),
+                      sample_records(tasks, greedy, completions, *scored, row["temperature"]))
     if log:
         log(format_row(row))
     return row

@@ -1,8 +1,10 @@
 """Result rows: an append-only JSONL file, one row per line.
 
-`append_row` adds a row with one `write` + `fsync` (a torn last line left by a crash is closed
-first); `read_rows` reads a file and skips a torn line with a warning; `format_row` is a short
-human summary of one evaluation row (the fields are described in `jacrl.evaluate`).
+`append_row` adds a row with one `write` + `fsync` under a lock on the file (a torn last line
+left by a crash is dropped first, with a warning); `read_rows` reads a file, skips a torn last line
+with a warning (the one damage a crash leaves) and raises `RowsError` (one line naming file and
+line) for any other unreadable line; `format_row` is a short human summary of one evaluation row
+(the fields are described in `jacrl.evaluate`).
 
 A ladder cell files two rows (`KINDS`) under its key; `append_cell_rows` appends those not in the
 file yet, under a lock, so a file never holds two rows of one (cell key, kind).
@@ -31,42 +33,81 @@ def model_label(model: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name) or "model"
 
 
+class RowsError(ValueError):
+    """A results file line that is not a JSON row and is not a torn last line."""
+
+
+def _tail_start(fd: int, size: int) -> int:
+    """Offset just after the last newline of the file (0 when it has none)."""
+    pos, chunk = size, 1 << 16
+    while pos > 0:
+        step = min(chunk, pos)
+        pos -= step
+        data = os.pread(fd, step, pos)
+        i = data.rfind(b"\n")
+        if i >= 0:
+            return pos + i + 1
+    return 0
+
+
+def _is_row(data: bytes) -> bool:
+    try:
+        return isinstance(json.loads(data), dict)
+    except ValueError:
+        return False
+
+
 def append_row(path: str | os.PathLike, row: dict) -> None:
-    """Append one row as one line: a single write + fsync. A torn last line left by an earlier
-    crash is closed with a newline first, so this row starts on its own line."""
+    """Append one row as one line: a single write + fsync, holding an exclusive lock on the file.
+    A last line without its newline is closed first when it is a whole row, else (a torn write
+    left by a crash) dropped with a warning, so the file never gets an unreadable middle line."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = (json.dumps(row, ensure_ascii=False) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another writer's row is never taken for a torn one
         size = os.fstat(fd).st_size
-        if size:
-            with open(path, "rb") as f:
-                f.seek(size - 1)
-                if f.read(1) != b"\n":
-                    data = b"\n" + data
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            start = _tail_start(fd, size)
+            if _is_row(os.pread(fd, size - start, start)):
+                data = b"\n" + data
+            else:
+                line = os.pread(fd, start, 0).count(b"\n") + 1
+                warnings.warn(f"{path}: dropped torn last line {line} (an interrupted write) "
+                              "before appending", stacklevel=2)
+                os.ftruncate(fd, start)
         written = os.write(fd, data)
         if written != len(data):
             raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
         os.fsync(fd)
     finally:
-        os.close(fd)
+        os.close(fd)  # releases the lock
 
 
 def read_rows(path: str | os.PathLike) -> list[dict]:
-    """All rows of a results file; unparseable lines (a torn write) are skipped with a warning."""
+    """All rows of a results file. A torn last line (a crash mid-write) is skipped with a
+    warning; any other line that is not a JSON object raises RowsError naming file and line."""
     rows = []
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8", errors="replace") as f:
         lines = f.read().split("\n")
     last = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
-        except ValueError:
-            where = "torn last line" if i == last else f"unparseable line {i + 1}"
-            warnings.warn(f"{path}: ignoring {where} (an interrupted write?)", stacklevel=2)
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError(f"a JSON {type(row).__name__}, not an object")
+        except ValueError as e:
+            why = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else e
+            if i == last:
+                warnings.warn(f"{path}: ignoring torn last line {i + 1} (an interrupted write?)",
+                              stacklevel=2)
+                continue
+            raise RowsError(f"{path}:{i + 1}: corrupt line, not a JSON row ({why}); only a torn "
+                            "last line is skipped: repair or delete this line") from None
+        rows.append(row)
     return rows
 
 
@@ -104,8 +145,9 @@ def format_row(row: dict) -> str:
 
 
 def rows_by_key(results: str | os.PathLike) -> dict[str, set[str]]:
-    """{cell key: kinds present} in a results file ({} when there is none; a torn line is
-    skipped silently here, `jacrl ladder show` and the analysis notebook report it)."""
+    """{cell key: kinds present} in a results file ({} when there is none; a torn last line is
+    skipped silently here, `jacrl ladder show` and the analysis notebook report it; a corrupt
+    middle line raises RowsError)."""
     if not Path(results).is_file():
         return {}
     with warnings.catch_warnings():

@@ -5,7 +5,9 @@ seeded generation; the append-only results file (jacrl.results); the code hash
 from __future__ import annotations
 
 import json
+import re
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -15,15 +17,16 @@ from jacrl.cli import evaluate as eval_cli
 from jacrl.config import EvalConfig
 from jacrl.generate import generate
 from jacrl.models import load
-from jacrl.results import append_row, read_rows
+from jacrl.results import RowsError, append_row, read_rows, rows_by_key
 from jacrl.stats import pass_at_k, wilson
 
 REF_FIELDS = {"tag", "model", "adapter", "tasks", "k", "runs", "pass1", "greedy_or_k", "near_pass",
               "norm_pass", "run_pct", "pass1_pct", "greedy_or_k_pct", "near_pct", "avg_osim",
               "avg_idiom", "by_family"}
+ROOT = Path(__file__).resolve().parent.parent
 OUR_FIELDS = {"n", "temperature", "seed", "max_tokens", "split", "kind", "wilson_lo", "wilson_hi",
               "pass_at_k", "bestofk", "truncation_pct", "sample_truncation_pct",
-              "sample_run_pct", "artifact", "provenance", "seconds", "per_task"}
+              "sample_run_pct", "artifact", "provenance", "seconds", "samples", "per_task"}
 
 
 def gold(task) -> str:
@@ -95,7 +98,7 @@ def test_evaluate_row_schema_on_tiny(tiny, harness_tasks):
                 "data_hash", "time"):
         assert key in prov
     assert prov["model_hash"] and prov["data_hash"] == provenance.data_hash(tasks)
-    assert row["model"] and row["adapter"] == ""
+    assert row["model"] and row["adapter"] == "" and row["samples"] == ""  # none kept
     json.dumps(row)  # serializable
     # fixed seed: the same call gives the same samples
     again = ev.evaluate(tiny, None, tasks, cfg)
@@ -122,18 +125,73 @@ def test_append_and_read_rows_roundtrip(tmp_path):
     assert path.read_text().count("\n") == 2
 
 
-def test_torn_last_line_is_ignored_and_next_append_is_clean(tmp_path):
+def test_torn_last_line_is_ignored_and_next_append_drops_it(tmp_path):
     path = tmp_path / "results.jsonl"
     append_row(path, {"tag": "ok"})
     with open(path, "a") as f:
         f.write('{"tag": "torn", "pass1"')  # a crash mid-write
-    with pytest.warns(UserWarning, match="torn last line"):
+    with pytest.warns(UserWarning, match="torn last line 2"):
         assert read_rows(path) == [{"tag": "ok"}]
-    append_row(path, {"tag": "after"})  # starts on its own line
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
+    with pytest.warns(UserWarning, match="dropped torn last line 2"):
+        append_row(path, {"tag": "after"})  # starts on its own line, the torn one gone
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no note left: the file is whole
         assert read_rows(path) == [{"tag": "ok"}, {"tag": "after"}]
-    assert any("unparseable line 2" in str(x.message) for x in w)
+    # a whole row that only lacks its newline (written by hand) is kept, not dropped
+    with open(path, "a") as f:
+        f.write('{"tag": "hand"}')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        append_row(path, {"tag": "last"})
+        assert [r["tag"] for r in read_rows(path)] == ["ok", "after", "hand", "last"]
+
+
+def test_corrupt_middle_line_is_an_error_naming_file_and_line(tmp_path):
+    path = tmp_path / "results.jsonl"
+    for tag in ("a", "b"):
+        append_row(path, {"tag": tag})
+    lines = path.read_text().splitlines()
+    path.write_text(f'{lines[0]}\n{{"tag": "x" "y"}}\n{lines[1]}\n')  # a bad hand edit
+    with pytest.raises(RowsError, match=rf"^{re.escape(str(path))}:2: corrupt line, not a JSON "
+                                        r"row \(Expecting ',' delimiter at column 13\)"):
+        read_rows(path)
+    path.write_text(f'{lines[0]}\n[1, 2]\n{lines[1]}\n')  # JSON, but not a row
+    with pytest.raises(RowsError, match=r":2: corrupt line, not a JSON row \(a JSON list"):
+        read_rows(path)
+    with pytest.raises(RowsError, match=":2: corrupt line"):  # the ladder's resume reads it too
+        rows_by_key(path)
+
+
+def _ladder_rows(tmp_path, tail: str):
+    """results/rl_ladder.jsonl in tmp_path: two of the committed ladder rows, then `tail`."""
+    committed = (ROOT / "results" / "rl_ladder.jsonl").read_text().splitlines()[:2]
+    res = tmp_path / "results"
+    res.mkdir()
+    (res / "rl_ladder.jsonl").write_text("\n".join(committed) + "\n" + tail)
+    return res
+
+
+def test_ladder_show_exits_2_on_a_corrupt_middle_line(tmp_path, capsys):
+    from jacrl.cli import main
+
+    committed = (ROOT / "results" / "rl_ladder.jsonl").read_text().splitlines()
+    res = _ladder_rows(tmp_path, '{"tag": "r1/jac-tiny/sft/gen", "tasks": 4,\n' + committed[2])
+    fig = tmp_path / "fig"
+    assert main(["ladder", "show", "--results", str(res), "--figures", str(fig)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        f"jacrl: ladder show: {res / 'rl_ladder.jsonl'}:3: corrupt line, not a JSON row")
+    assert not fig.exists()  # no figures from a damaged file
+
+
+def test_ladder_show_skips_a_torn_last_line_with_a_note(tmp_path, capsys):
+    from jacrl.cli import main
+
+    res = _ladder_rows(tmp_path, '{"tag": "r1/jac-tiny/sft/gen", "tasks": 4, "pa')
+    with pytest.warns(UserWarning, match="torn last line 3"):
+        assert main(["ladder", "show", "--results", str(res), "--no-figures",
+                     "--include-stale"]) == 0  # stale or not: the rows are read and shown
+    assert capsys.readouterr().out.startswith("gen pass@1")
 
 
 def test_cli_parsers_build():

@@ -18,6 +18,7 @@ from jacrl.cli import evaluate as evaluate_cli
 from jacrl.cli import ladder as ladder_cli
 from jacrl.cli import models as models_cli
 from jacrl.cli import reward as reward_cli
+from jacrl.cli import samples as samples_cli
 from jacrl.cli import tasks as tasks_cli
 from jacrl.cli import train as train_cli
 from jacrl.executor import SandboxUnavailable
@@ -96,12 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
     models_cli.add(sub)
     train_cli.add(sub)
     evaluate_cli.add(sub)
+    samples_cli.add(sub)
     ladder_cli.add(sub)
     return ap
 
 
 def _verb(args: argparse.Namespace) -> str:
-    return " ".join(v for v in (args.verb, getattr(args, "ladder_verb", None)) if v)
+    return " ".join(v for v in (args.verb, getattr(args, "ladder_verb", None),
+                                getattr(args, "models_verb", None)) if v)
 
 
 def main(argv: list[str] | None = None) -> int:

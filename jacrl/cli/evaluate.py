@@ -15,6 +15,7 @@ from jacrl.generate import BEST_OF, generate_best_of_k
 from jacrl.models import resolve
 from jacrl.project import ProjectNotFound, path_or, project
 from jacrl.results import append_row, format_row
+from jacrl.samples import SUFFIX, default_path
 from jacrl.splits import load_split
 from jacrl.tasks import meta, prompt_answer, read_tasks
 
@@ -87,7 +88,26 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="results JSONL to append the row to (default: "
                    "results/eval/eval.jsonl in the project, never the ladder's rows; '' = none)")
     p.add_argument("--json", action="store_true", help="print the row as JSON too")
+    p.add_argument("--log-samples", nargs="?", const="", default=None, metavar="FILE",
+                   help="keep every completion (text, extracted body, tier, reward, truncated) "
+                   "in a gzip JSON-lines file beside the row, named in its `samples` field "
+                   "(FILE, else samples/<model>-<split>-<time>.jsonl.gz next to --out); browse "
+                   "it with `jacrl samples` (default: not kept)")
     return p
+
+
+def _samples_out(log_samples: str | None, out: str, model: str, split: str, kind: str):
+    """Where --log-samples writes (None: nowhere): FILE, else samples/ beside the rows file
+    (the project's eval rows folder when --out '')."""
+    if log_samples is None:
+        return None
+    if log_samples:  # checked before the hours of work, not after
+        if not log_samples.endswith(".gz"):
+            raise ValueError(f"--log-samples {log_samples}: a samples file is gzip JSON lines: "
+                             f"name it *{SUFFIX}")
+        return Path(log_samples)
+    return default_path(Path(out).parent if out else project().eval_rows.parent, model, split,
+                        kind)
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -102,9 +122,12 @@ def run_eval(args: argparse.Namespace) -> int:
         tasks = tasks[:args.limit]
     cfg = EvalConfig(n=args.n, k=tuple(ks), temperature=args.temperature, seed=args.seed,
                      max_tokens=args.max_tokens, batch_size=args.batch_size)
+    samples = _samples_out(args.log_samples, out, args.model, split, args.kind)
     row = evaluate(args.model, args.adapter, tasks, cfg, tag=args.tag, split=split,
-                   kind=args.kind, progress=True)
+                   kind=args.kind, progress=True, samples=samples)
     print(format_row(row))
+    if samples:
+        print(f"samples in {samples} (`jacrl samples {samples}`)")
     if args.json:
         print(json.dumps({k: v for k, v in row.items() if k != "per_task"}))
     if out:

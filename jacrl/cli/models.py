@@ -1,11 +1,14 @@
-"""`jacrl tiny-model`: rebuild the embedded jac-tiny model (`jacrl.tiny_model`)."""
+"""`jacrl tiny-model`: rebuild the embedded jac-tiny model (`jacrl.tiny_model`); `jacrl models
+check NAME|PATH`: will a model get through training and evaluation (`jacrl.model_check`)?"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
+from jacrl.config import EvalConfig, GRPOConfig, SFTConfig, configure
 from jacrl.models import TINY
 from jacrl.project import project
 from jacrl.tiny_model import TinyModelConfig, build_tiny_model
@@ -16,9 +19,75 @@ def add(subparsers) -> None:
     p = subparsers.add_parser("tiny-model", help="rebuild the embedded jac-tiny model")
     p.add_argument("--out", type=Path, default=None,
                    help="output model directory (default: models/jac-tiny in the project)")
-    p.add_argument("--steps", type=int, default=d.steps, help=f"training steps (default: {d.steps})")
+    p.add_argument("--steps", type=int, default=d.steps,
+                   help=f"training steps (default: {d.steps})")
     p.add_argument("--seed", type=int, default=d.seed, help=f"random seed (default: {d.seed})")
     p.set_defaults(func=run_tiny_model)
+    p = subparsers.add_parser("models", help="check a model before hours of work")
+    sub = p.add_subparsers(dest="models_verb", required=True)
+    q = sub.add_parser("check", help="tokenizer + config only: system role, end tokens, prompt "
+                       "lengths, thinking mode, token budget", description=_check_doc())
+    q.add_argument("model", metavar="NAME|PATH", help="registry name or MLX model dir")
+    q.add_argument("--tasks", default=None, help="a tasks.jsonl to check against (default: the "
+                   "project's hole-fill and conversion tasks)")
+    q.add_argument("--split", default=None, help="a split name instead of --tasks")
+    q.add_argument("--data", "--data-dir", dest="data_dir", default=None,
+                   help="the data dir of --split (default: the project's data/)")
+    q.add_argument("--id", default=None, help="the task whose prompt every stage renders "
+                   "(default: the first)")
+    q.add_argument("--set", dest="sets", action="append", default=[], metavar="STAGE.KEY=VALUE",
+                   help="a limit as the run will have it: sft.max_seq_length, "
+                   "grpo.max_seq_length, grpo.max_completion_length, eval.max_tokens, ... "
+                   "(JACRL_<STAGE>_<FIELD> env vars apply first)")
+    q.add_argument("--show-prompt", action="store_true",
+                   help="print the rendered prompt of that task too")
+    q.set_defaults(func=run_check)
+
+
+def _check_doc() -> str:
+    from jacrl import model_check
+
+    return model_check.__doc__
+
+
+STAGE_CONFIGS = {"sft": SFTConfig, "grpo": GRPOConfig, "eval": EvalConfig}
+
+
+def stage_configs(sets: list[str]) -> dict:
+    """{stage: config} from the defaults, JACRL_<STAGE>_<FIELD> and ['grpo.max_seq_length=2048']."""
+    from jacrl.cli.train import parse_sets
+
+    per: dict[str, dict] = {s: {} for s in STAGE_CONFIGS}
+    for key, value in parse_sets(sets).items():
+        stage, _, field = key.partition(".")
+        if stage not in STAGE_CONFIGS or not field:
+            raise ValueError(f"--set {key}={value}: expected STAGE.KEY=VALUE with STAGE one of "
+                             f"{', '.join(STAGE_CONFIGS)}")
+        per[stage][field] = value
+    return {s: configure(configure(cls(), env=os.environ), per[s])
+            for s, cls in STAGE_CONFIGS.items()}
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Print the checks; exit 2 with a one-line message when one would fail a run."""
+    from jacrl.cli.evaluate import load_tasks_arg
+    from jacrl.model_check import check_model
+
+    cfgs = stage_configs(args.sets)
+    tasks, label = (None, "")
+    if args.tasks or args.split:
+        tasks, split = load_tasks_arg(args.tasks, args.split, args.data_dir)
+        label = f"{len(tasks)} tasks ({args.tasks or 'split ' + split})"
+    r = check_model(args.model, tasks, task_id=args.id, sft=cfgs["sft"], grpo=cfgs["grpo"],
+                    ev=cfgs["eval"], tasks_label=label)
+    print(r.report())
+    if args.show_prompt:
+        print("\n" + r.prompt_text)
+    if r.errors:
+        first, more = r.errors[0], len(r.errors) - 1
+        raise ValueError(f"{first.check}: {first.text}" + (f" (and {more} more above)"
+                                                           if more else ""))
+    return 0
 
 
 def run_tiny_model(args: argparse.Namespace) -> int:

@@ -1,0 +1,32 @@
+"""`jacrl samples FILE`: browse the completions an evaluation kept (`jacrl eval --log-samples`,
+`jacrl.samples`): one line per task, or a task's gold and expected output beside its samples."""
+
+from __future__ import annotations
+
+import argparse
+
+from jacrl.samples import TIERS, browse, read_samples
+
+
+def add(subparsers) -> None:
+    """Register `samples`."""
+    p = subparsers.add_parser("samples", help="browse the completions kept by eval --log-samples",
+                              description=__doc__)
+    p.add_argument("file", metavar="FILE", help="a samples file (*.jsonl.gz)")
+    p.add_argument("--task", default=None, metavar="ID",
+                   help="one task: its gold, expected output and completions (default: all)")
+    p.add_argument("--tier", action="append", default=None, metavar="TIER",
+                   help=f"only completions of these tiers ({', '.join(TIERS)}); repeat or "
+                   "comma-separate (default: all; with neither --task nor --tier, one summary "
+                   "line per task)")
+    p.add_argument("--show", choices=("body", "text", "diff"), default="body",
+                   help="each completion as its extracted body, its whole text, or a diff "
+                   "against the gold")
+    p.add_argument("--prompt", action="store_true", help="show each task's prompt too")
+    p.set_defaults(func=run_samples)
+
+
+def run_samples(args: argparse.Namespace) -> int:
+    head, recs = read_samples(args.file)
+    print(browse(head, recs, args.task, args.tier, show=args.show, prompt=args.prompt))
+    return 0
