@@ -15,15 +15,18 @@ same run also times the fork server at concurrency 1 with the sandbox and with
 `isolation="rlimits-only"` (the same server without bubblewrap or per-job namespaces), alternating
 in small chunks, for the sandbox's per-job cost.
 
-Both sides get the same per-program timeout (--timeout, long enough that only programs that
-never end reach it). "Looping" completions are the ones that reach it: the `while True` bodies and
+Each program's time-out is its task's (`jacrl.tasks.task_timeout`, stored in data/tasks.jsonl: 1 s
+for every harness task; ours counts it in CPU seconds with a wall backstop 1 s later), or
+--timeout S for all (e.g. the earlier harness's 20 s). The baseline's `jac run` gets the same
+time-out plus its own start-up (the measured warm-up `jac run`), so that its program has as long
+as ours. "Looping" completions are the ones that reach it: the `while True` bodies and
 the mutants that loop forever (e.g. collatz without `n = 3 * n + 1`), found by the first batch of
 ours and checked by the agreement with the baseline. Figures are given with and without them; each
 costs the timeout on both sides. Batches: the fixed set (every program once) and, with --grpo, a
 GRPO-style batch (each program in groups of 4 with duplicates, as the trainer sends them; both
 sides dedup).
 
-    .venv/bin/python bench/reward_throughput.py [--rounds 1] [--timeout 30] [--quick] [--grpo]
+    .venv/bin/python bench/reward_throughput.py [--rounds 1] [--timeout S] [--quick] [--grpo]
                                                 [--json F]
 """
 
@@ -64,13 +67,21 @@ class Job:
     driver: str
     kind: str  # gold | drop_line | mutant | garbage | loop
     program: str
+    timeout: float  # seconds: the task's time-out, or --timeout
 
 
-def completions(quick: bool = False) -> list[Job]:
+def task_timeouts() -> dict[str, float]:
+    """Each task's stored time-out, by driver id."""
+    rows = (json.loads(x) for x in (ROOT / "data" / "tasks.jsonl").read_text().splitlines())
+    return {(a := json.loads(r["answer"]))["id"]: float(a["timeout"]) for r in rows}
+
+
+def completions(quick: bool = False, timeout: float | None = None) -> list[Job]:
     """The fixed set: per harness driver the gold body, every drop-one-line variant, the mutants,
     garbage, and (syn*/tally) a body that loops forever; each distinct program once. --quick keeps
     per driver the gold, the first mutant and the garbage, and the first looping one."""
     out: list[Job] = []
+    stored = task_timeouts()
     for path in sorted((ROOT / "drivers").glob("*_harness_*.jac")):
         d = parse_driver(path)
         gold = extract_body(f"```jac\n{d.gold}\n```", d.unit)
@@ -95,7 +106,7 @@ def completions(quick: bool = False) -> list[Job]:
                 if kind == "loop" and any(j.kind == "loop" for j in out):
                     continue
                 kinds_kept.add(kind)
-            out.append(Job(d.id, kind, program))
+            out.append(Job(d.id, kind, program, timeout or stored[d.id]))
     return out
 
 
@@ -143,16 +154,16 @@ class BaselineBatch:
     fresh: list[bool]  # whether it was run (not a dedup hit)
 
 
-def baseline_batch(jobs: list[Job], timeout: float) -> BaselineBatch:
+def baseline_batch(jobs: list[Job], start_s: float) -> BaselineBatch:
     """Serial, deduplicating identical programs within the batch (timeouts included, as the
-    executor does within one batch)."""
+    executor does within one batch); each `jac run` gets its job's time-out + start_s."""
     cache: dict[str, Verdict] = {}
     res = BaselineBatch([], [], [])
     for j in jobs:
         t = time.perf_counter()
         hit = j.program in cache
         v = (dataclasses.replace(cache[j.program], cached=True) if hit
-             else jac_run(j.program, timeout))
+             else jac_run(j.program, j.timeout + start_s))
         cache.setdefault(j.program, v)
         res.verdicts.append(v)
         res.wall.append(time.perf_counter() - t)
@@ -176,14 +187,14 @@ def make_executor(**kw) -> tuple[Executor, str]:
     return ex, level
 
 
-def ours_batch(jobs: list[Job], timeout: float) -> tuple[list[Verdict], float, float, str]:
+def ours_batch(jobs: list[Job]) -> tuple[list[Verdict], float, float, str]:
     """A fresh `Executor()` at its defaults: (verdicts, batch seconds, start-up seconds, level)."""
     t = time.perf_counter()
     ex, level = make_executor()
     start = time.perf_counter() - t
     try:
         t = time.perf_counter()
-        verdicts = ex.run_many([j.program for j in jobs], timeout=timeout)
+        verdicts = ex.run_many([j.program for j in jobs], timeout=[j.timeout for j in jobs])
         return verdicts, time.perf_counter() - t, start, level
     finally:
         ex.close()
@@ -240,8 +251,8 @@ def main() -> None:
     sys.stdout.reconfigure(line_buffering=True)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=30.0,
-                    help="per-program timeout, the same on both sides (default 30 s)")
+    ap.add_argument("--timeout", type=float, default=None,
+                    help="one time-out for every program (default: each task's stored one)")
     ap.add_argument("--quick", action="store_true", help="a small subset (smoke run)")
     ap.add_argument("--grpo", action="store_true",
                     help=f"also a duplicate-heavy batch in groups of {GROUP}, as the trainer sends")
@@ -256,7 +267,7 @@ def main() -> None:
 
     t_start = time.perf_counter()
     load_start = load()
-    batches = {"set": completions(args.quick)}
+    batches = {"set": completions(args.quick, args.timeout)}
     if args.grpo:
         batches["grpo"] = grpo_batch(batches["set"])
     U = batches["set"]
@@ -272,7 +283,11 @@ def main() -> None:
         print(f"grpo : {len(G)} completions in groups of {GROUP} [p_i, p_i, p_i+1, gold] over the "
               f"same {len({j.program for j in G})} distinct programs (duplicate-heavy, as the "
               f"trainer sends them; both sides dedup)")
-    print(f"timeout {args.timeout:g} s per program, the same on both sides; {args.rounds} round(s)")
+    touts = sorted({j.timeout for j in batches["set"]})
+    tout = (f"{args.timeout:g} s (--timeout)" if args.timeout else
+            f"each task's stored time-out ({', '.join(f'{t:g}' for t in touts)} s)")
+    print(f"time-out: {tout} per program, CPU seconds for ours; the baseline's `jac run` gets it "
+          f"+ its own start-up; {args.rounds} round(s)")
     print(f"baseline: {JAC} run in a fresh temp dir, user's env (HOME={BASELINE_ENV.get('HOME')}"
           f"{', less ' + ', '.join(f'{k}={v}' for k, v in dropped.items()) if dropped else ''}), "
           f"warm cache, serial, dedup within a batch, `jac check -p` after a failed run")
@@ -304,7 +319,7 @@ def main() -> None:
     c1_levels: dict[str, str] = {}
 
     def ours(name: str, jobs: list[Job]) -> list[Verdict]:
-        verdicts, secs, start, level = ours_batch(jobs, args.timeout)
+        verdicts, secs, start, level = ours_batch(jobs)
         levels.add(level)
         T.setdefault(f"ours_{name}", []).append(secs)
         T["ours_start"].append(start)
@@ -325,7 +340,7 @@ def main() -> None:
             for j in U:
                 if j.program in looping:
                     loop_kinds[j.kind] = loop_kinds.get(j.kind, 0) + 1
-            print(f"looping (reached the {args.timeout:g} s timeout): {len(looping)} of {len(U)} "
+            print(f"looping (reached their time-out): {len(looping)} of {len(U)} "
                   f"distinct programs {loop_kinds}")
             nl = {name: [j for j in jobs if j.program not in looping]
                   for name, jobs in batches.items()}
@@ -343,10 +358,11 @@ def main() -> None:
         try:
             for p in range(C1_PASSES):
                 for k in range(0, len(U_nl), CHUNK):
-                    chunk = [j.program for j in U_nl[k:k + CHUNK]]
+                    chunk = U_nl[k:k + CHUNK]
                     arms = [("s", sand), ("r", rlim)]
                     for name, ex in arms if (p + k // CHUNK) % 2 == 0 else arms[::-1]:
-                        c1[name] += ex.run_many(chunk, timeout=args.timeout)
+                        c1[name] += ex.run_many([j.program for j in chunk],
+                                                timeout=[j.timeout for j in chunk])
         finally:
             sand.close()
             rlim.close()
@@ -365,7 +381,7 @@ def main() -> None:
         # 4. the baseline at its natural setting (serial: a batch's time without the looping
         #    completions is the sum of the others' times)
         for name, jobs in batches.items():
-            b = baseline_batch(jobs, args.timeout)
+            b = baseline_batch(jobs, warm[0])
             T.setdefault(f"base_{name}", []).append(sum(b.wall))
             T.setdefault(f"base_{name}_nl", []).append(
                 sum(w for j, w in zip(jobs, b.wall) if j.program not in looping))
@@ -430,11 +446,12 @@ def main() -> None:
     print(f"agreement concurrency-1 arms vs base : {agree_c1.line()}")
     full = agree_all.same == agree_all.total
     if sandbox_on:
-        verdict = "MET" if full and thr["set_nl"] >= 20 else "NOT met"
-        print(f"target >= 20x at 100 % agreement, sandbox on: {verdict} without the looping "
-              f"completions ({thr['set_nl']:.1f}x); with them {thr['set']:.1f}x (each costs the "
-              f"{args.timeout:g} s timeout on both sides: {n_loops} x {args.timeout:g} s serial "
-              f"for the baseline, spread over {default_conc} slots for ours)")
+        met = lambda ok: "MET" if full and ok else "NOT met"  # noqa: E731
+        print(f"target >= 20x without the looping completions, at 100 % agreement, sandbox on: "
+              f"{met(thr['set_nl'] >= 20)} ({thr['set_nl']:.1f}x)")
+        print(f"target >= 10x with the {n_loops} looping ones (each costs its time-out on both "
+              f"sides: serial for the baseline, over {default_conc} slots for ours): "
+              f"{met(thr['set'] >= 10)} ({thr['set']:.1f}x)")
     else:
         print(f"target: not evaluated -- ours ran at isolation {level!r}, not 'sandbox'")
     if overhead is not None:
@@ -444,7 +461,7 @@ def main() -> None:
         figures = {
             "quick": args.quick, "grpo": args.grpo, "rounds": args.rounds,
             "baseline_env_dropped": sorted(dropped),
-            "timeout_s": args.timeout, "cpus": os.cpu_count(), "load_start": load_start,
+            "timeout_s": args.timeout or touts, "cpus": os.cpu_count(), "load_start": load_start,
             "load_end": load_end, "isolation": level, "sandbox_on": sandbox_on,
             "c1_isolation": c1_levels, "default_concurrency": default_conc,
             "n": {**sizes, "looping": n_loops}, "warmup_s": [round(x, 3) for x in warm],
