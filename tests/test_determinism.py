@@ -124,3 +124,27 @@ def test_verdict_tells_same_adapter_noise_and_changed_inputs(builds, task, tmp_p
     assert pv.rebuild_verdict(old, b.path) == pv.UNKNOWN
     assert pv.rebuild_verdict(old, a.path) == ""  # its own, untouched dir
     assert pv.rebuild_verdict(row, tmp_path / "nowhere") == "adapter missing"
+
+
+def test_the_report_keeps_noise_apart_from_stale(builds, task, tmp_path):
+    """`ladder show`'s staleness: a row whose adapter folder now holds a same-key rebuild with
+    other weights is kept and noted (training noise), one with another key's adapter is stale,
+    one whose folder was rebuilt to the same bytes is neither."""
+    from jacrl.report.stale import mark_stale
+
+    a, b, c = builds
+    rebuilt, noisy, changed = (tmp_path / n for n in ("rebuilt", "noisy", "changed"))
+    for dest, weights in ((rebuilt, b), (noisy, c)):
+        shutil.copytree(b.path, dest)  # b: the same key as a, built again
+        shutil.copy(weights.path / "adapters.safetensors", dest / "adapters.safetensors")
+    shutil.copytree(c.path, changed)
+    rows = []
+    for path in (rebuilt, noisy, changed):
+        row = _row(a, task)
+        row["adapter"] = str(path)  # recorded: a's folder hash; on disk now: path's files
+        row["model"] = "jac-tiny"
+        rows.append(row)
+    same, noise, other = mark_stale(rows)
+    assert (same["stale"], same["rebuilt"]) == ("", "")
+    assert (noise["stale"], noise["rebuilt"]) == ("", pv.NOISE)
+    assert other["stale"].startswith(f"adapter {pv.CHANGED}") and other["rebuilt"] == ""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from jacrl.provenance import data_hash, dir_hash
+from jacrl.provenance import CHANGED, NOISE, UNKNOWN, data_hash, dir_hash, rebuild_verdict
 from jacrl.report.rows import format_of
 from jacrl.report.stamp import FIGURE_SUFFIXES, located, read_stamp, source_stamp
 
@@ -70,14 +70,9 @@ def stale_reasons(row: dict, disk: _Disk | None = None) -> list[str]:
             out.append("model missing")
         elif disk.dir_hash(mdir) != prov["model_hash"]:
             out.append("model changed")
-    adapter = row.get("adapter")
-    if adapter and prov.get("adapter_hash"):
-        from jacrl.project import path_or
-
-        apath = Path(adapter) if Path(adapter).is_absolute() else path_or(None, "root") / adapter
-        now = disk.dir_hash(apath)
-        if now is not None and now != prov["adapter_hash"]:
-            out.append("adapter changed")
+    why = _adapter_verdict(row, disk)
+    if why and why not in (NOISE, UNKNOWN):  # those are `rebuilt_note`'s: not stale
+        out.append(f"adapter {why}" if why.startswith(CHANGED) else why)
     ids = [t["id"] for t in row.get("per_task") or []]
     if ids and prov.get("data_hash"):
         tasks = disk.tasks(format_of(row))
@@ -88,10 +83,35 @@ def stale_reasons(row: dict, disk: _Disk | None = None) -> list[str]:
     return out
 
 
+def _adapter_verdict(row: dict, disk: _Disk) -> str:
+    """`provenance.rebuild_verdict` for the row's adapter folder on disk when its files differ
+    from the row's record; "" when they match or there is nothing to check."""
+    from jacrl.project import path_or
+
+    adapter, prov = row.get("adapter"), row.get("provenance") or {}
+    if not (adapter and prov.get("adapter_hash")):
+        return ""
+    apath = Path(adapter) if Path(adapter).is_absolute() else path_or(None, "root") / adapter
+    now = disk.dir_hash(apath)
+    if now is None or now == prov["adapter_hash"]:
+        return ""
+    return rebuild_verdict(row, apath)
+
+
+def rebuilt_note(row: dict, disk: _Disk | None = None) -> str:
+    """Not stale but worth saying: the row's adapter was rebuilt from the same inputs (the same
+    artifact key) with other weights (training noise) or, for rows before adapter_weights_hash,
+    possibly other weights. "" otherwise."""
+    why = _adapter_verdict(row, disk or _Disk())
+    return why if why in (NOISE, UNKNOWN) else ""
+
+
 def mark_stale(rows: list[dict]) -> list[dict]:
-    """The rows, each with `stale` set to its reasons joined ("" when fresh)."""
+    """The rows, each with `stale` set to its reasons joined ("" when fresh) and `rebuilt` to its
+    `rebuilt_note`."""
     disk = _Disk()
-    return [{**r, "stale": ", ".join(stale_reasons(r, disk))} for r in rows]
+    return [{**r, "stale": ", ".join(stale_reasons(r, disk)), "rebuilt": rebuilt_note(r, disk)}
+            for r in rows]
 
 
 # -------------------------------------------------------------------------------------------

@@ -230,10 +230,12 @@ def show_text(rows: list[dict], include_stale: bool = False) -> str:
     `stale_reasons`) are left out and counted, unless include_stale."""
     rows = mark_stale(rows)
     stale = [r for r in rows if r["stale"]]
-    note = ""
+    rebuilt = [r for r in rows if r["rebuilt"] and not r["stale"]]
+    note = (f"{len(rebuilt)} row(s) kept whose adapter on disk is a rebuild of the same key "
+            f"({'; '.join(sorted({r['rebuilt'] for r in rebuilt}))}); " if rebuilt else "")
     if stale:
         why = sorted({r["stale"] for r in stale})
-        note = (f"{len(stale)} stale row(s) ({'; '.join(why)}) "
+        note += (f"{len(stale)} stale row(s) ({'; '.join(why)}) "
                 + ("included, marked in the `stale` column" if include_stale else
                    "left out: made with a model, adapter or tasks that are no longer on disk "
                    "(--include-stale shows them)"))
