@@ -16,6 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from jacrl.blas import ensure_fast_blas
 from jacrl.cli import evaluate as evaluate_cli
 from jacrl.cli import ladder as ladder_cli
+from jacrl.cli import learnable as learnable_cli
 from jacrl.cli import models as models_cli
 from jacrl.cli import reward as reward_cli
 from jacrl.cli import samples as samples_cli
@@ -98,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     train_cli.add(sub)
     evaluate_cli.add(sub)
     samples_cli.add(sub)
+    learnable_cli.add(sub)
     ladder_cli.add(sub)
     return ap
 

@@ -129,6 +129,17 @@ def _training_args(cfg: GRPOConfig, batch: int, out_dir: Path):
         top_p=cfg.top_p, top_k=cfg.top_k, min_p=cfg.min_p, grpo_loss_type=cfg.loss_type)
 
 
+def _reference(policy, base: Path, adapter_in: Path | None, how: str):
+    """The frozen KL reference (the starting policy): "shared" a view over the policy's arrays,
+    "copy" a second load of the weights."""
+    if how == "shared":
+        return frozen_view(policy)
+    if how != "copy":
+        raise ValueError(f"reference must be 'shared' or 'copy', not {how!r}")
+    ref, _ = load(base, adapter_path=str(adapter_in) if adapter_in else None, fresh=True)
+    return ref.freeze()
+
+
 def _mean(key: str, rows: list[dict]) -> float | None:
     """Mean of rows' `key` (None values skipped), rounded to 4 places; None when there is none."""
     vals = [r[key] for r in rows if r.get(key) is not None]
@@ -149,14 +160,7 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
     seed_all(cfg.seed)
     adapter_in = parent.adapter_path if parent else None
     policy, tok, acfg = lora_model(base, cfg, out_dir, adapter_in)
-    ref = None
-    if cfg.beta > 0 and reference == "shared":
-        ref = frozen_view(policy)
-    elif cfg.beta > 0 and reference == "copy":
-        ref, _ = load(base, adapter_path=str(adapter_in) if adapter_in else None, fresh=True)
-        ref.freeze()
-    elif reference not in ("shared", "copy"):
-        raise ValueError(f"reference must be 'shared' or 'copy', not {reference!r}")
+    ref = _reference(policy, base, adapter_in, reference) if cfg.beta > 0 else None
     train_ds, val_ds, prompt_tokens = _datasets(records, val, tok, cfg)
     batch = max(1, min(cfg.batch_size, len(records)))
     metrics = MetricsLog(out_dir / "metrics.jsonl", "grpo")
