@@ -1,14 +1,14 @@
 """Every knob of every algorithm: one frozen dataclass per stage, each field with its default and
 help text (mlx-lm's `TrainingArgs` style), and one way to override them (`configure`: a mapping,
-dotted keys for nested configs, or `JACRL_<STAGE>_<FIELD>` environment variables).
-
-Defaults are the earlier harness's (its ladder: SFT 200 iterations at 2e-5, GRPO 200 at 1e-6 with
-β 0.04 and groups of 4, 512-token completions, sampling temperature 1.0).
+dotted keys for nested configs, or `JACRL_<STAGE>_<FIELD>` environment variables; one under a
+stage's prefix that names no knob is an error). Where each default comes from: README, "Where the
+defaults come from".
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,12 +39,13 @@ def _formula(what: str):
 class SFTConfig:
     """Gold / RFT / STaR supervised fine-tuning (mlx-lm LoRA trainer)."""
 
-    iters: int = _f(200, "training iterations (the ladder's RFT_ITERS)")
+    iters: int = _f(200, "training iterations")
     learning_rate: float = _f(2e-5, "peak learning rate")
     warmup: int = _f(60, "linear warm-up steps from 0 to the peak (0 = none)")
-    decay_steps: int = _f(600, "cosine decay horizon after warm-up (long: LR ~1.75e-5 at iter 200,"
-                               " as in the reference's logs)")
-    batch_size: int = _f(2, "batch size; clamped to min(#train, #valid) (a larger batch would repeat examples)")
+    decay_steps: int = _f(600, "cosine decay horizon after warm-up (long: LR ~1.75e-5 at "
+                               "iteration 200)")
+    batch_size: int = _f(2, "batch size; clamped to min(#train, #valid) (a larger batch would "
+                            "repeat examples)")
     max_seq_length: int = _f(2048, "longest tokenized example")
     lora_layers: int = _f(16, "transformer blocks (from the top) that get LoRA; -1 = all; "
                               "clamped to the model's depth")
@@ -65,13 +66,12 @@ class SFTConfig:
 class GRPOConfig:
     """GRPO with mlx-lm-lora and the jac_behavioral reward."""
 
-    iters: int = _f(200, "training iterations (GRPO_ITERS)")
-    learning_rate: float = _f(1e-6, "constant Adam learning rate (GRPO_LR)")
-    beta: float = _f(0.04, "KL coefficient; > 0 loads a frozen reference model (GRPO_BETA)")
-    group_size: int = _f(4, "rollouts per prompt (GROUP_SIZE)")
+    iters: int = _f(200, "training iterations")
+    learning_rate: float = _f(1e-6, "constant Adam learning rate")
+    beta: float = _f(0.04, "KL coefficient; > 0 loads a frozen reference model")
+    group_size: int = _f(4, "rollouts per prompt")
     batch_size: int = _f(1, "prompts per step; clamped to the number of tasks")
-    max_completion_length: int = _f(MAX_TOKENS, "rollout token budget; = the eval budget (the reference "
-                                         "used 256 and ~70% of rollouts were truncated)")
+    max_completion_length: int = _f(MAX_TOKENS, "rollout token budget; = the eval budget")
     max_seq_length: int = _f(1280, "longest prompt in tokens; a longer one is an error (the "
                                    "trainer would cut off its end)")
     temperature: float = _f(0.0, "rollout sampling temperature; 0 = calibrated on the starting "
@@ -90,19 +90,20 @@ class GRPOConfig:
     top_p: float = _f(0.95, "rollout top-p (trainer default)")
     top_k: int = _f(20, "rollout top-k (trainer default)")
     min_p: float = _f(0.0, "rollout min-p")
-    lora_layers: int = _f(8, "LoRA blocks; -1 = all; inherited from the parent adapter when chained")
+    lora_layers: int = _f(8, "LoRA blocks; -1 = all; inherited from the parent adapter when "
+                             "chained")
     lora_rank: int = _f(8, "LoRA rank (trainer default)")
     lora_scale: float = _f(10.0, "LoRA scale (mlx-lm-lora's default)")
     lora_dropout: float = _f(0.0, "LoRA dropout")
     lora_keys: str = _f("", "module paths that get LoRA (see SFTConfig); '' = every linear layer")
-    grad_checkpoint: bool = _f(True, "gradient checkpointing")
+    grad_checkpoint: bool = _f(False, "gradient checkpointing (memory for compute); on, the "
+                               "update runs mlx-lm-lora's loss, each rollout's prompt again")
     loss_type: str = _f("grpo", "grpo | bnpo | dr_grpo")
     epsilon: float = _f(1e-4, "importance-ratio clip width (ratio is 1: one update per rollout)")
     rollout_batch: int = _f(0, "sequences decoded together in rollouts; 0 = batch x group (the "
                                "trainer alone decodes only batch_size at once)")
     steps_per_report: int = _f(5, "iterations between metric reports (metrics.jsonl)")
-    steps_per_eval: int = _f(0, "iterations between validation rollouts; 0 = never (the "
-                                "reference's was effectively off)")
+    steps_per_eval: int = _f(0, "iterations between validation rollouts; 0 = never")
     val_batches: int = _f(1, "validation batches when steps_per_eval > 0")
     seed: int = _f(0, "seed for LoRA init, batch order and rollouts")
     reward_formula: str = _formula("the rollouts")
@@ -118,11 +119,10 @@ class GRPOConfig:
 class RFTConfig:
     """Rejection sampling then SFT on the verified samples."""
 
-    samples: int = _f(8, "completions sampled per task (RFT_SAMPLES)")
-    temperature: float = _f(1.0, "sampling temperature (RFT_TEMP)")
+    samples: int = _f(8, "completions sampled per task")
+    temperature: float = _f(1.0, "sampling temperature")
     threshold: float = _f(1.0, "keep a sample when its reward >= this (1.0 = exact output)")
-    per_task: int = _f(1, "most kept examples per task (the reference kept the first passing one);"
-                          " 0 = all distinct passing bodies")
+    per_task: int = _f(1, "most kept examples per task; 0 = all distinct passing bodies")
     max_tokens: int = _f(MAX_TOKENS, "sampling token budget")
     seed: int = _f(0, "sampling seed")
     reward_formula: str = _formula("the samples (matters when threshold < 1)")
@@ -136,13 +136,14 @@ class RFTConfig:
 @dataclass(frozen=True)
 class STaRConfig(RFTConfig):
     """Expert iteration = RFT iterated: rounds of sample -> keep verified -> SFT from the original
-    base (round 0 is gold SFT). Every RFT knob, plus `rounds`; its own defaults where they differ."""
+    base (round 0 is gold SFT). Every RFT knob, plus `rounds`; its own defaults where they
+    differ."""
 
-    samples: int = _f(6, "completions sampled per task each round (STAR_SAMPLES)")
+    samples: int = _f(6, "completions sampled per task each round")
     per_task: int = _f(1, "most kept examples per task per round; 0 = all distinct")
     sft: SFTConfig = field(default_factory=SFTConfig,
                            metadata={"help": "the SFT run of every round"})
-    rounds: int = _f(2, "extra rounds after the gold round 0 (STAR_ROUNDS; 2 = 3 SFTs)")
+    rounds: int = _f(2, "extra rounds after the gold round 0 (2 = 3 SFTs)")
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ class EvalConfig:
 
     n: int = _f(0, "temperature samples per task (0 = greedy only)")
     k: tuple[int, ...] = _f((1, 2, 4, 8), "pass@k values reported (those <= n are kept)")
-    temperature: float = _f(1.0, "sampling temperature (the earlier harness's ladder: 1.0)")
+    temperature: float = _f(1.0, "sampling temperature")
     seed: int = _f(0, "sampling seed")
     max_tokens: int = _f(MAX_TOKENS, "completion budget")
     batch_size: int = _f(32, "sequences decoded together (throughput only)")
@@ -230,7 +231,24 @@ def configure(cfg, overrides: Mapping[str, object] | None = None, *,
                 except ValueError as e:
                     raise ValueError(f"{name}={env[name]!r}: {e}") from None
         cfg = dataclasses.replace(cfg, **env_changes)
+        if prefix != "JACRL_":  # a stage's own prefix: a variable naming no knob is an error
+            _check_env_names(cfg, env, prefix, hints)
     return cfg
+
+
+def _check_env_names(cfg, env: Mapping[str, str], prefix: str, hints: Mapping) -> None:
+    """Raise KeyError (one line) for a variable under `prefix` that names no field of cfg, so a
+    misspelled or retired knob (JACRL_GRPO_ITER) is not silently ignored. A nested config's
+    variables are checked by its own `configure` call."""
+    known = {prefix + f.name.upper() for f in dataclasses.fields(cfg)}
+    nested = tuple(prefix + f.name.upper() + "_" for f in dataclasses.fields(cfg)
+                   if dataclasses.is_dataclass(hints[f.name]))
+    bad = sorted(n for n in env if n.startswith(prefix) and n not in known
+                 and not n.startswith(nested or ("\0",)))
+    if bad:
+        close = difflib.get_close_matches(bad[0], sorted(known), n=1)
+        raise KeyError(f"{bad[0]}: {type(cfg).__name__} has no such knob"
+                       + (f" (did you mean {close[0]}?)" if close else ""))
 
 
 def from_dict(cls, d: Mapping[str, object] | None = None):

@@ -2,16 +2,16 @@
 
 On Linux CPU, MLX's wheel uses a reference BLAS ~10x slower than OpenBLAS, and the dynamic loader
 reads LD_PRELOAD only at process start, so a notebook cannot switch it on for itself (the `jacrl`
-CLI re-execs instead). The kernelspec carries `jacrl.blas.fast_blas_env()` in its `env`, so
-every kernel Jupyter starts from it has OpenBLAS. `make setup` runs `python -m jacrl.kernel`
-(like `python -m ipykernel install --sys-prefix --name jacrl`); the notebooks name this kernel in
-their metadata, and `jacrl ladder run` runs its cells on it when it is installed for this
-interpreter (else on `python3`, with the same environment passed by the ladder).
+CLI re-execs instead). The kernelspec carries `jacrl.blas.fast_blas_env()` in its `env`, so every
+kernel Jupyter starts from it has OpenBLAS. `jacrl kernel` (or `python -m jacrl.kernel`, as `make
+setup` does) installs it, like `python -m ipykernel install --sys-prefix --name jacrl`; the
+notebooks name this kernel in their metadata, and `jacrl ladder run` runs its cells on it when it
+is installed for this interpreter (else on `python3`, with the same environment passed by the
+ladder).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -68,16 +68,11 @@ def for_cells() -> str:
     return NAME if same else FALLBACK
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m jacrl.kernel", description=__doc__.split("\n")[0])
-    ap.add_argument("--prefix", help="install prefix (default: this environment's, sys.prefix)")
-    args = ap.parse_args(argv)
-    path = install(args.prefix)
-    env = (path / "kernel.json").read_text()
-    print(f"installed the {DISPLAY_NAME!r} kernel in {path}")
-    print("its kernel.json: " + " ".join(env.split()))
-    return 0
+def describe(path: Path) -> str:
+    """What an install did, for a reader: the kernel's folder and its kernel.json on one line."""
+    spec = " ".join((path / "kernel.json").read_text().split())
+    return f"installed the {DISPLAY_NAME!r} kernel in {path}\nits kernel.json: {spec}"
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # `python -m jacrl.kernel` (make setup); options: `jacrl kernel`
+    print(describe(install()))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 MARKER = "jacrl.toml"
 ROOT_ENV = "JACRL_ROOT"
+ROWS_FILE = "rl_ladder.jsonl"  # the ladder's rows, in the results folder
 
 
 class ProjectNotFound(RuntimeError):
@@ -58,7 +59,7 @@ class Project:
     @property
     def rows(self) -> Path:
         """The ladder's own result rows."""
-        return self.results / "rl_ladder.jsonl"
+        return self.results / ROWS_FILE
 
     @property
     def eval_rows(self) -> Path:

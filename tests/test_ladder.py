@@ -1,6 +1,7 @@
-"""jacrl.ladder and jacrl.report: scoping, plan runs nothing, keys, row dedup, the show table against
-the statistics, a failing cell recorded while the ladder goes on, and a ladder killed with SIGKILL
-then resumed (real papermill, real jac-tiny, real jaclang) leaving exactly one row per evaluation."""
+"""jacrl.ladder and jacrl.report: scoping, plan runs nothing, keys, the conditions' stages (RFT and
+STaR cells on jac-tiny), row dedup, the show table against the statistics, a failing cell recorded
+while the ladder goes on, and a ladder killed with SIGKILL then resumed (real papermill, real
+jac-tiny, real jaclang) leaving exactly one row per evaluation."""
 
 from __future__ import annotations
 
@@ -55,12 +56,46 @@ def test_env_scopes_and_flags_win():
 
 
 def test_condition_configs():
-    sft, grpo = ladder.stage_configs("sft_grpo_tuned", 3, 10, 4, {}, {"group_size": 2}, env={})
-    assert sft.iters == 10 and sft.seed == 3
-    assert grpo.iters == 10 and grpo.learning_rate == 1e-5 and grpo.group_size == 2  # 2.5 x 4
-    assert ladder.stage_configs("base", 0, 1, 1, env={}) == (None, None)
-    sft, grpo = ladder.stage_configs("raw_grpo", 0, 1, 6, env={"JACRL_GRPO_BETA": "0.5"})
-    assert sft is None and grpo.iters == 6 and grpo.beta == 0.5
+    """Each condition's stages, in order, resolved; the tuned arm scales the resolved default
+    arm (the user's overrides included); RFT and STaR train with the one SFT config."""
+    got = ladder.stage_configs("sft_grpo_tuned", 3, 10, 4, {"grpo": {"group_size": 2}}, env={})
+    assert list(got) == ["sft", "grpo"]
+    assert got["sft"].iters == 10 and got["sft"].seed == 3
+    grpo = got["grpo"]
+    assert (grpo.iters, grpo.learning_rate, grpo.group_size) == (8, 1e-5, 2)  # 2 x 4, 10 x 1e-6
+    tuned = ladder.stage_configs("sft_grpo_tuned", 0, 1, 4, {"grpo": {"learning_rate": 3e-6}},
+                                 env={})["grpo"]
+    assert tuned.learning_rate == 3e-5  # relative to what the default arm would run
+    assert ladder.stage_configs("base", 0, 1, 1, env={}) == {}
+    got = ladder.stage_configs("raw_grpo", 0, 1, 6, env={"JACRL_GRPO_BETA": "0.5"})
+    assert list(got) == ["grpo"] and got["grpo"].iters == 6 and got["grpo"].beta == 0.5
+    sets = {"sft": {"learning_rate": 1e-3}, "star": {"rounds": 1, "sft.iters": 2}}
+    star = ladder.stage_configs("star", 5, 7, 1, sets, env={"JACRL_STAR_SAMPLES": "3"})
+    assert list(star) == ["star"] and (star["star"].rounds, star["star"].samples) == (1, 3)
+    assert star["star"].sft.learning_rate == 1e-3 and star["star"].sft.iters == 2
+    assert star["star"].seed == star["star"].sft.seed == 5
+    rft = ladder.stage_configs("sft_rft", 0, 7, 1, sets, env={})
+    assert list(rft) == ["sft", "rft"] and rft["rft"].sft == rft["sft"]  # one SFT config
+    with pytest.raises(ValueError, match="unknown condition 'nope'; choose from base, sft, "):
+        ladder.stage_configs("nope", 0, 1, 1, env={})
+    with pytest.raises(KeyError, match="STaRConfig has no field 'roundz'"):
+        ladder.stage_configs("star", 0, 1, 1, {"star": {"roundz": 1}}, env={})
+
+
+def test_conditions_are_data_in_one_place():
+    """One list (jacrl.conditions) gives the stages, the parents and the display order the
+    report and the recipe use; a chain that cannot be trained is refused when it is written."""
+    from jacrl import conditions as C
+
+    assert report.COND_ORDER == C.ORDER == tuple(ladder.CONDITIONS)
+    assert C.parent_stage(C.CONDITIONS["sft_rft"], "rft") == "sft"
+    assert C.parent_stage(C.CONDITIONS["star"], "star") is None
+    assert [c for c, v in C.CONDITIONS.items() if v.shares_sft] == ["sft_rft", "sft_grpo",
+                                                                   "sft_grpo_tuned"]
+    for bad in ((("grpo", "sft"), {}), (("sft", "star"), {}), (("nope",), {}),
+                (("sft",), {"grpo": {"iters": 2.0}})):
+        with pytest.raises(ValueError, match="condition 'x': stages"):
+            C.Condition("x", bad[0], "", bad[1])
 
 
 def _fake_task(i: int, family: str, source: str) -> dict:
@@ -166,12 +201,14 @@ def test_plan_runs_nothing_and_keys_are_stable(tiny, data_dir, tmp_path, capsys)
     assert ladder.make_cell(**{**one, "results": str(res / "x.jsonl")}).key == k0
 
 
-GRPO_CONDITIONS = [c for c, v in ladder.CONDITIONS.items() if v.grpo]
+GRADING_CONDITIONS = [c for c, v in ladder.CONDITIONS.items() if v.grades]
 
 
-def test_reward_formula_keys_grpo_cells_only(data_dir, tmp_path, monkeypatch, capsys):
-    """`JACRL_REWARD_FORMULA=additive jacrl ladder plan` re-keys the GRPO cells only."""
-    assert set(GRPO_CONDITIONS) >= {"sft_grpo", "raw_grpo", "sft_grpo_tuned"}
+def test_reward_formula_keys_grading_cells_only(data_dir, tmp_path, monkeypatch, capsys):
+    """`JACRL_REWARD_FORMULA=additive jacrl ladder plan` re-keys only the cells with a stage that
+    grades samples (GRPO, RFT, STaR)."""
+    assert set(GRADING_CONDITIONS) == {"sft_grpo", "raw_grpo", "sft_grpo_tuned", "sft_rft",
+                                       "star"}
     argv = ["ladder", "plan", "--rungs", "1", "--conditions", ",".join(ladder.CONDITIONS),
             "--iters", "4", "--data-dir", data_dir, "--results", str(tmp_path / "r")]
 
@@ -186,26 +223,29 @@ def test_reward_formula_keys_grpo_cells_only(data_dir, tmp_path, monkeypatch, ca
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "additive")
     additive = plan_keys()
     for c in ladder.CONDITIONS:
-        assert (default[c] != additive[c]) == (c in GRPO_CONDITIONS), c
+        assert (default[c] != additive[c]) == (c in GRADING_CONDITIONS), c
     # the same cells by parameter (flag, notebook parameter, --set) under the default env
     monkeypatch.delenv("JACRL_REWARD_FORMULA")
     assert plan_keys() == default
     argv += ["--reward-formula", "additive"]
     assert plan_keys() == additive
     cfg = config_from_args(_args(*argv[1:]))
-    cmd = ladder.command(cfg, next(c for c in ladder.plan(cfg) if c.condition == "raw_grpo"))
-    i = cmd.index("reward_formula")
-    assert cmd[i - 1:i + 2] == ["-r", "reward_formula", "additive"]  # papermill parameter
+    cell = next(c for c in ladder.plan(cfg) if c.condition == "raw_grpo")
+    cmd = ladder.command(cfg, cell)
+    assert cmd[-3:] == ["-r", "cell_json", cell.as_parameter()]  # the one papermill parameter
+    assert json.loads(cmd[-1])["reward_formula"] == "additive"
+    assert ladder.notebook_cell(cmd[-1], env={}) == cell  # what notebook 30 resolves from it
     one = {"rung": "1", "model": "jac-tiny", "data_dir": data_dir, "sft_iters": 4,
            "grpo_iters": 4, "env": {}}
     for c in ladder.CONDITIONS:
         cell = ladder.make_cell(condition=c, reward_formula="additive", **one)
         assert cell.key == additive[c]
-        if c in GRPO_CONDITIONS:
-            assert cell.grpo["reward_formula"] == cell.reward_formula == "additive"
+        if c in GRADING_CONDITIONS:
+            stage = ladder.CONDITIONS[c].last
+            assert cell.stages[stage]["reward_formula"] == cell.reward_formula == "additive"
             assert cell.params()["reward_formula"] == "additive"  # the notebook gets it resolved
-            assert ladder.make_cell(condition=c, grpo_set={"reward_formula": "additive"},
-                                    **one).key == additive[c]
+            assert ladder.make_cell(condition=c, **{f"{stage}_set": {
+                "reward_formula": "additive"}}, **one).key == additive[c]
         else:
             assert cell.reward_formula == "" and cell.params()["reward_formula"] == ""
 
@@ -257,6 +297,44 @@ def test_rows_record_the_training_reward_formula(tiny, data_dir):
         assert [r["kind"] for r in rows] == ["gen", "mem"]
         assert all(r["reward_formula"] == want for r in rows)
         assert all((r["ladder"]["grpo"] or {}).get("reward_formula") == want for r in rows)
+
+
+# tiny settings for the sampling stages: jac-tiny after 3 SFT iterations verifies no sample, so
+# threshold 0 keeps any sample with a body; the test is of the plumbing (stages, parents, keys)
+TINY_SAMPLING = {"samples": 2, "threshold": 0.0, "max_tokens": 16}
+
+
+def test_rft_and_star_cells_train_their_stages_on_jac_tiny(tiny, data_dir, tmp_path):
+    """sft_rft: the sft cell's own gold SFT artifact (reused, not trained twice), then RFT
+    sampling from it (its parent: the previous stage's artifact) and training from the base;
+    star: its rounds from the base. Each evaluates its last stage's adapter, and its rows carry
+    the stage's resolved config."""
+    from jacrl.notebooks import QUICK_SETS
+
+    kw = {"rung": "1", "model": tiny, "data_dir": data_dir, "sft_iters": 3, "gen_limit": 1,
+          "mem_limit": 1, "n": 0, "k": "1", "max_tokens": 16, "env": {},
+          "sft_set": QUICK_SETS["sft_set"], "artifacts": str(tmp_path / "a"),
+          "rft_set": TINY_SAMPLING, "star_set": {**TINY_SAMPLING, "rounds": 1}}
+    rft_cell = ladder.make_cell(condition="sft_rft", **kw)
+    arts = ladder.train_cell(rft_cell, log=lambda _: None)
+    assert list(arts) == ["sft", "rft"] and not arts["sft"].reused
+    sft = ladder.train_cell(ladder.make_cell(condition="sft", **kw), log=lambda _: None)
+    assert sft["sft"].reused and sft["sft"].key == arts["sft"].key  # one gold SFT artifact
+    assert arts["rft"].manifest["sampled_from"] == str(arts["sft"].path)
+    assert arts["rft"].path.name.startswith("sft_rft-")
+    assert ladder.adapter_of(arts) == Path(arts["rft"].adapter_path)
+    star_cell = ladder.make_cell(condition="star", **kw)
+    star = ladder.train_cell(star_cell, log=lambda _: None)
+    assert list(star) == ["star"] and star["star"].path.name.startswith("star1-")
+    assert star["star"].manifest["round"] == 1
+    for cell, a in ((rft_cell, arts), (star_cell, star)):
+        rows = ladder.evaluate_cell(cell, a, progress=False)
+        assert [r["kind"] for r in rows] == ["gen", "mem"]
+        stage = ladder.CONDITIONS[cell.condition].last
+        assert all(r["ladder"][stage] == cell.stages[stage] and r["condition"] == cell.condition
+                   and r["reward_formula"] == cell.reward_formula and r["cell_key"] == cell.key
+                   for r in rows)
+        assert rows[0]["ladder"]["artifacts"][stage] == str(a[stage].path)
 
 
 # -------------------------------------------------------------------------------------------
@@ -335,9 +413,10 @@ def test_reference_tags_are_read():
 
 def test_a_failing_cell_is_recorded_and_the_ladder_goes_on(data_dir, tmp_path):
     nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('condition = "base"')
+    params = nbformat.v4.new_code_cell('cell_json = ""')  # the one parameter the ladder hands
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell('raise ValueError("boom " + condition)')]
+    nb.cells = [params, nbformat.v4.new_code_cell(
+        'import json\nraise ValueError("boom " + json.loads(cell_json)["condition"])')]
     nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "py3"}
     path = tmp_path / "fail.ipynb"
     nbformat.write(nb, path)

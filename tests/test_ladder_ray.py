@@ -29,9 +29,11 @@ from ray_cluster import Cluster, cmdline, free_port, node_pids, node_project
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
+# jac-tiny after 3 SFT iterations verifies no sample: threshold 0 keeps any with a body (plumbing)
+STAR = {"rounds": 1, "samples": 2, "threshold": 0.0, "max_tokens": 16}
 TINY = {"models": ("jac-tiny",), "sft_iters": 3, "grpo_iters": 2, "gen_limit": 2, "mem_limit": 2,
         "n": 2, "k": (1, 2), "max_tokens": 16, "sft_set": dict(QUICK_SETS["sft_set"]),
-        "grpo_set": dict(QUICK_SETS["grpo_set"])}
+        "grpo_set": dict(QUICK_SETS["grpo_set"]), "star_set": dict(STAR)}
 
 
 @pytest.fixture(scope="session")
@@ -98,13 +100,15 @@ def _driver(d: Path, rungs: str, seed: int, conditions: str = "base", engine: st
     """`jacrl ladder run` on jac-tiny with tiny settings, in its own process (the drivers' way;
     Ray reads its token settings at process start), output in d/driver.log."""
     sets = [f"{stage}.{k}={str(v).lower()}" for stage in ("sft", "grpo")
-            for k, v in QUICK_SETS[f"{stage}_set"].items()]
+            for k, v in QUICK_SETS[f"{stage}_set"].items()] + [f"star.{k}={v}"
+                                                               for k, v in STAR.items()]
     argv = [sys.executable, "-m", "jacrl.cli", "ladder", "run", "--engine", engine,
             "--models", "jac-tiny", "--rungs", rungs, "--conditions", conditions,
             "--seed", str(seed), "--iters", "sft=3,grpo=2", "--gen-limit", "2", "--mem-limit",
             "2", "-n", "2", "-k", "1,2", "--max-tokens", "16", "--data-dir", str(DATA),
             "--results", str(d / "results"), "--artifacts", str(d / "artifacts"),
-            *(x for kv in sets for x in ("--set", kv)), *(("--address", address) if address else ())]
+            *(x for kv in sets for x in ("--set", kv)),
+            *(("--address", address) if address else ())]
     d.mkdir(parents=True, exist_ok=True)
     with open(d / "driver.log", "w") as log:
         return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
@@ -158,7 +162,8 @@ def test_an_artifact_ships_as_bytes_into_a_content_addressed_store(tmp_path):
     store = tmp_path / "store"
     got = ray_cell.install_artifact(blob, store)
     assert got == store / "sft-0123" and ray_cell.artifact_key(got) == "k1"
-    assert (got / "adapters.safetensors").read_bytes() == (src / "adapters.safetensors").read_bytes()
+    assert (got / "adapters.safetensors").read_bytes() == \
+        (src / "adapters.safetensors").read_bytes()
     before = (got / "adapters.safetensors").stat().st_mtime_ns
     ray_cell.install_artifact(blob, store)  # present and complete: left alone
     assert (got / "adapters.safetensors").stat().st_mtime_ns == before
@@ -192,14 +197,15 @@ def test_a_node_without_the_drivers_model_fails_the_cell_in_one_line(tmp_path, m
     assert ray_cell.node_problem(cell) == ""
 
 
-def test_sft_grpo_depends_on_the_sft_cell_of_its_rung():
+def test_a_cell_depends_on_the_sft_cell_whose_artifact_its_next_stage_continues():
+    """The DAG follows the conditions' stages: a cell whose first stage is gold SFT followed by
+    another waits for the sft cell; star (its own rounds from the base) and raw_grpo do not."""
     cells = ladder.plan(ladder.validate(ladder.LadderConfig(
-        rungs=("1", "3"), conditions=("base", "sft", "sft_grpo", "raw_grpo", "sft_grpo_tuned"),
-        data_dir=str(DATA), **TINY)))
+        rungs=("1", "3"), conditions=tuple(ladder.CONDITIONS), data_dir=str(DATA), **TINY)))
     parents = ray_engine.sft_parents(cells)
     by = {(c.rung, c.condition): c for c in cells}
     assert parents == {by[r, c].key: by[r, "sft"] for r in ("1", "3")
-                       for c in ("sft_grpo", "sft_grpo_tuned")}
+                       for c in ("sft_rft", "sft_grpo", "sft_grpo_tuned")}
 
 
 def test_engine_mistakes_are_one_line_errors(tmp_path, monkeypatch, capsys):
@@ -252,20 +258,21 @@ def test_without_an_address_a_local_ray_instance_runs_the_cells(tmp_path):
 
 
 def test_rows_equal_the_local_engines(cluster, tmp_path):
-    """base, sft, sft_grpo on rung 1: base and sft run at once on the two nodes, sft_grpo after
-    sft, reusing its artifact; every row once, equal to the local engine's for the same plan;
-    a rerun skips every cell."""
+    """base, sft, sft_grpo and star on rung 1: base, sft and star run side by side on the two
+    nodes, sft_grpo after sft, reusing its artifact; every row once, equal to the local engine's
+    for the same plan (star included: its rounds ran on a node); a rerun skips every cell."""
     d = tmp_path / "ray"
+    conditions = ("base", "sft", "sft_grpo", "star")
     t0 = time.monotonic()
-    out = _finish(_driver(d, "1", 0, "base,sft,sft_grpo", address=cluster.address), d)
+    out = _finish(_driver(d, "1", 0, ",".join(conditions), address=cluster.address), d)
     wall_ray = time.monotonic() - t0
     results = d / "results"
     rows = read_rows(results / "rl_ladder.jsonl")
     by_cond = {r["condition"]: r["cell_key"] for r in rows}
     st = {c: json.loads((results / "cells" / k / "status.json").read_text())
           for c, k in by_cond.items()}
-    assert [st[c]["status"] for c in ("base", "sft", "sft_grpo")] == ["done"] * 3, out
-    assert st["base"]["node"] != st["sft"]["node"]  # side by side, one per node
+    assert [st[c]["status"] for c in conditions] == ["done"] * 4, out
+    assert len({s["node"] for s in st.values()}) == 2  # side by side, on both nodes
     for c, s in st.items():  # the start line names the node and the log there
         assert f"{s['cell']} ({s['key']}): running on " in out and s["log"] in out, out
         d_cell = results / "cells" / s["key"]  # the cell's record came back
@@ -278,16 +285,18 @@ def test_rows_equal_the_local_engines(cluster, tmp_path):
 
     d_local = tmp_path / "local"
     t0 = time.monotonic()
-    _finish(_driver(d_local, "1", 0, "base,sft,sft_grpo", engine="local"), d_local)
+    _finish(_driver(d_local, "1", 0, ",".join(conditions), engine="local"), d_local)
     wall_local = time.monotonic() - t0
-    print(f"\n3 cells: --engine ray {wall_ray:.0f} s, --engine local {wall_local:.0f} s")
+    print(f"\n4 cells: --engine ray {wall_ray:.0f} s, --engine local {wall_local:.0f} s")
     ours = {r["tag"]: _comparable(r) for r in rows}
     theirs = {r["tag"]: _comparable(r) for r in read_rows(d_local / "results/rl_ladder.jsonl")}
-    assert ours == theirs
+    assert ours == theirs and sorted(r["condition"] for r in rows) == sorted(conditions * 2)
+    star = next(r for r in rows if r["condition"] == "star")
+    assert Path(star["adapter"]).name.startswith("star1-") and star["ladder"]["star"]["rounds"] == 1
 
-    out = _finish(_driver(d, "1", 0, "base,sft,sft_grpo", address=cluster.address), d)
-    assert "3 cells, 0 run, 3 skipped" in out
-    assert len(read_rows(results / "rl_ladder.jsonl")) == 6
+    out = _finish(_driver(d, "1", 0, ",".join(conditions), address=cluster.address), d)
+    assert "4 cells, 0 run, 4 skipped" in out
+    assert len(read_rows(results / "rl_ladder.jsonl")) == 8
 
 
 def test_a_killed_driver_is_resumed_by_rerunning_it(cluster, tmp_path):

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from jacrl import recipe as R
-from jacrl.config import GRPOConfig, configure
 from jacrl.stats import wilson
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -262,26 +261,23 @@ def test_a_model_without_a_curve_gets_only_its_control():
     assert names(R.stage_cells(3, cfg, gate_only)) == ["r1/a/raw_grpo"]
 
 
-def test_tuned_arm_overrides_enter_the_cell_and_differ_from_the_default_arm():
-    cfg = Cfg(grpo_iters=200)
-    o = R.tuned_overrides(cfg, env={})
-    assert o == {"sft": {}, "grpo": {"learning_rate": 1e-5, "iters": 400}}  # 1e-6 x 10 exactly
+def test_the_tuned_arm_is_one_condition_not_overrides():
+    """The recipe's tuned arm is the ladder's sft_grpo_tuned condition (jacrl.conditions: the
+    default arm's GRPO learning rate x10 and iterations x2) with no overrides of its own, so
+    "tuned" has one meaning; the ladder resolves it (test_ladder's test_condition_configs)."""
+    from jacrl.conditions import CONDITIONS, TUNED
+
+    cfg = Cfg(grpo_iters=4, grpo_set={"learning_rate": "2e-5", "group_size": 2})
     spec = next(s for s in R.planned_cells(3, cfg, elbow_rungs={"a": "3"}, env={})
                 if s.condition == "sft_grpo_tuned")
-    assert spec.overrides == o and spec.rung == "3"
-    default = configure(configure(GRPOConfig(), env={}), {"iters": cfg.grpo_iters})
-    tuned = configure(default, spec.sets(cfg)[1])
-    assert (tuned.learning_rate, tuned.iters) == (1e-5, 400)
-    assert dataclasses.asdict(tuned) != dataclasses.asdict(default)
-    # relative to the configured default arm: grpo_set (CLI strings too), then env
-    cfg2 = Cfg(grpo_iters=4, grpo_set={"learning_rate": "2e-5", "group_size": 2})
-    o2 = R.tuned_overrides(cfg2, R.RecipeConfig(tuned_lr_scale=3, tuned_iters_scale=2.5), env={})
-    assert o2["grpo"] == {"learning_rate": 6e-5, "iters": 10}
-    assert R.tuned_overrides(Cfg(), env={"JACRL_GRPO_LEARNING_RATE": "3e-6"})["grpo"][
-        "learning_rate"] == 3e-5
-    sft_set, grpo_set = spec.sets(cfg2)
-    assert sft_set == {} and grpo_set["group_size"] == 2
-    assert grpo_set["learning_rate"] == 1e-5  # the spec's override wins over the ladder's
+    assert spec.rung == "3" and spec.overrides == {"sft": {}, "grpo": {}}
+    assert spec.sets(cfg) == {"sft_set": {}, "grpo_set": cfg.grpo_set}  # the ladder's, as is
+    assert CONDITIONS["sft_grpo_tuned"].scale == TUNED == {
+        "grpo": {"learning_rate": 10.0, "iters": 2.0}}
+    assert CONDITIONS["sft_grpo_tuned"].stages == CONDITIONS["sft_grpo"].stages
+    assert not [f for f in dataclasses.fields(R.RecipeConfig) if "tuned" in f.name]
+    custom = dataclasses.replace(spec, overrides={"grpo": {"beta": 0.0}})  # a caller's spec
+    assert custom.sets(cfg) == {"grpo_set": {**cfg.grpo_set, "beta": 0.0}}
 
 
 # -------------------------------------------------------------------------------------------
@@ -298,14 +294,20 @@ def full_rows(cfg, counts_a):
     return rows
 
 
-def test_plan_key_is_identity_not_decisions():
+def test_plan_key_is_identity_not_decisions(monkeypatch):
+    from jacrl.conditions import CONDITIONS
+
     cfg, rc = Cfg(), R.RecipeConfig()
     k = R.plan_key(cfg, rc)
     assert k.startswith("smart-") and len(k) == len("smart-") + 12
     assert R.plan_key(Cfg(), R.RecipeConfig()) == k
     for changed in (Cfg(grpo_iters=4), Cfg(models=("a",)), Cfg(grpo_set={"beta": 0.0})):
         assert R.plan_key(changed, rc) != k
-    assert R.plan_key(cfg, R.RecipeConfig(tuned_lr_scale=5)) != k
+    tuned = CONDITIONS["sft_grpo_tuned"]  # its scales are part of the recipe's identity
+    monkeypatch.setitem(CONDITIONS, "sft_grpo_tuned", dataclasses.replace(
+        tuned, scale={"grpo": {"learning_rate": 5.0, "iters": 2.0}}))
+    assert R.plan_key(cfg, rc) != k
+    monkeypatch.setitem(CONDITIONS, "sft_grpo_tuned", tuned)
     assert R.plan_key(Cfg(results_dir="/elsewhere", batch_size=4), rc) == k
     assert R.plan_key(cfg, R.RecipeConfig(gate_threshold=0.5, elbow="3")) == k
 
@@ -325,7 +327,7 @@ def test_record_holds_gate_curve_elbow_and_arms(tmp_path):
     assert [a["cell"] for a in rec["arms"]] == ["r5/a/sft_grpo", "r5/a/sft_grpo_tuned",
                                                 "r1/a/raw_grpo"]
     assert rec["arms"][0]["key"] == "K1" and "key" not in rec["arms"][1]
-    assert rec["arms"][1]["overrides"]["grpo"] == {"learning_rate": 1e-5, "iters": 400}
+    assert rec["arms"][1]["overrides"] == {"sft": {}, "grpo": {}}  # the condition scales
     assert [s["status"] for s in rec["stages"]] == ["pass", "done", "decided",
                                                    "0 of 3 cells have rows"]
     assert rec["stages"][0]["cells"][0]["key"] == "K0"
@@ -381,7 +383,7 @@ def test_plan_text_shows_stages_states_and_dependencies(tmp_path):
     after = R.plan_text(cfg, full_rows(cfg, [0, 1, 6]), env={})
     assert "E = r5 (no-later-rung-better)" in after
     assert "r5/a/sft_grpo  to run" in after and "rE/" not in after
-    assert "r5/a/sft_grpo_tuned  to run  (grpo.iters=400 grpo.learning_rate=1e-05)" in after
+    assert "r5/a/sft_grpo_tuned  to run  (grpo.iters x2 grpo.learning_rate x10)" in after
     failed = R.plan_text(cfg, cell_rows("a", "1", "sft", mem=(0, 1)), env={})
     assert "gate failed" in failed and "stopped: the gate failed" in failed
 

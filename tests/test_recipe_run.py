@@ -153,8 +153,7 @@ def test_the_recipe_end_to_end_and_resumed(gated, tmp_path, capsys):
         ("r1/jac-tiny/raw_grpo", "done")]
     keys = {r["cell_key"] for r in rows}
     assert all(c["state"] == "done" and c["key"] in keys for s in rec["stages"] for c in s["cells"])
-    assert rec["arms"][1]["overrides"]["grpo"] == {"learning_rate": t["learning_rate"],
-                                                   "iters": 2}
+    assert rec["arms"][1]["overrides"] == {"sft": {}, "grpo": {}}  # its condition scales
 
     # the tuned arm is its own row in the pivot and the curves
     table = report.ladder_table(rows)
@@ -174,7 +173,7 @@ def test_the_recipe_end_to_end_and_resumed(gated, tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"decisions -> {done.record}" in out and "gate passed" in out
     assert "-> jac-tiny: E = r3 (manual): set by hand" in out
-    assert "r3/jac-tiny/sft_grpo_tuned  done  (grpo.iters=2 grpo.learning_rate=" in out
+    assert "r3/jac-tiny/sft_grpo_tuned  done  (grpo.iters x2 grpo.learning_rate x10)" in out
     assert "to run" not in out
     text = recipe.record_text(rec)
     assert "elbow jac-tiny: E = r3 (manual)" in text and "arm r1/jac-tiny/raw_grpo: done" in text
@@ -189,9 +188,11 @@ def test_recipe_knobs_and_plan_without_rows(data_dir, tmp_path, capsys, monkeypa
     assert recipe_from_args(args, {}).gate_threshold == recipe.GATE_THRESHOLD
     args = build_parser().parse_args(["ladder", "plan", "--demo", *argv])
     assert recipe_from_args(args, {}).gate_threshold == recipe.DEMO_GATE_THRESHOLD
-    env = {"JACRL_RECIPE_GATE_THRESHOLD": "0.5", "JACRL_RECIPE_TUNED_LR_SCALE": "3"}
+    env = {"JACRL_RECIPE_GATE_THRESHOLD": "0.5", "JACRL_RECIPE_ELBOW": "3"}
     assert recipe_from_args(args, env).gate_threshold == 0.5
-    assert recipe_from_args(args, env).tuned_lr_scale == 3
+    assert recipe_from_args(args, env).elbow == "3"
+    with pytest.raises(KeyError, match="JACRL_RECIPE_TUNED_LR_SCALE: RecipeConfig has no such"):
+        recipe_from_args(args, {"JACRL_RECIPE_TUNED_LR_SCALE": "3"})
     args = build_parser().parse_args(["ladder", "plan", *argv, "--gate-threshold", "0.7"])
     assert recipe_from_args(args, env).gate_threshold == 0.7
     assert ladder.from_env(ladder.LadderConfig(), {"JACRL_LADDER_RECIPE": "smart"}).recipe == \

@@ -1,11 +1,14 @@
 """`jacrl ladder plan | run | show` and `jacrl demo`.
 
-    jacrl ladder plan    every cell, its key, whether its rows exist, and the exact command; runs nothing
-    jacrl ladder run     run the cells without rows; a failing cell is recorded and the ladder goes on
+    jacrl ladder plan    every cell, its key, whether its rows exist, and the exact command;
+                         runs nothing
+    jacrl ladder run     run the cells without rows; a failing cell is recorded and the ladder
+                         goes on
     jacrl ladder run --recipe smart   the staged recipe (gate, SFT curve, elbow, GRPO at the
                          elbow) instead of the grid; `ladder plan --recipe smart` shows its stages
     jacrl ladder show    pivot, Wilson CIs, McNemar vs base and hole vs conversion; writes figures/
     jacrl demo           tasks/splits if needed, a small ladder on jac-tiny, the table and figures
+    jacrl kernel         install the `jacrl` Jupyter kernel the notebooks and cells run on
 """
 
 from __future__ import annotations
@@ -13,26 +16,39 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import typing
 from collections.abc import Mapping, Sequence
 
-from jacrl import ladder
+from jacrl import kernel, ladder
 from jacrl.cli import train as train_cli
 from jacrl.cli.evaluate import int_list
+from jacrl.conditions import STAGES
 from jacrl.ladder import CONDITIONS, FORMATS, LadderConfig, comma_list, parse_iters
-from jacrl.ladder.run import ENGINE_ENV, ENGINES
 from jacrl.recipe import DEMO_GATE_THRESHOLD, GATE_THRESHOLD, RECIPE
 from jacrl.reward import FORMULAS
 
+ENGINES = ("local", "ray")  # where cells run: one after another here, or Ray tasks on a cluster
+ENGINE_ENV = "JACRL_LADDER_ENGINE"
+
 
 def parse_sets(items: Sequence[str]) -> dict[str, dict[str, str]]:
-    """['sft.iters=5', 'grpo.group_size=2'] -> {'sft': {'iters': '5'}, 'grpo': {...}}."""
-    out: dict[str, dict[str, str]] = {"sft": {}, "grpo": {}}
+    """['sft.iters=5', 'grpo.group_size=2'] -> {'sft': {'iters': '5'}, 'grpo': {...}, ...}, one
+    entry per stage of `jacrl.conditions.STAGES`."""
+    out: dict[str, dict[str, str]] = {s: {} for s in STAGES}
     for key, value in train_cli.parse_sets(items).items():
         stage, dot, name = key.partition(".")
         if not dot or stage not in out:
-            raise ValueError(f"--set expects sft.KEY=VALUE or grpo.KEY=VALUE, got {key!r}")
+            raise ValueError(f"--set expects STAGE.KEY=VALUE with STAGE one of "
+                             f"{', '.join(STAGES)}, got {key!r}")
         out[stage][name] = value
     return out
+
+
+# LadderConfig's scalar knobs, each a flag generated from its field (`add_fields`): adding one is
+# its field in jacrl.ladder.settings and its name here
+FIELD_FLAGS = ("seed", "reward_formula", "gen_limit", "mem_limit", "temperature", "max_tokens",
+               "batch_size", "cell_timeout")
+FLAG_CHOICES = {"reward_formula": FORMULAS}
 
 
 def _help(name: str) -> str:
@@ -43,14 +59,36 @@ def _help(name: str) -> str:
     return f"{f.metadata['help']} (default: {d})"
 
 
+def add_fields(p: argparse.ArgumentParser, cls, names: Sequence[str],
+               choices: Mapping[str, Sequence[str]] | None = None) -> None:
+    """One `--field-name` flag per named scalar field of the dataclass `cls`: its type from the
+    annotation, its help and default from the field (`_f`'s metadata); unset flags are None, so
+    `field_values` passes on only what was given. Our own 15 lines instead of tyro or
+    simple-parsing: no new pinned dependency, and the parser keeps the CLI's one-line errors,
+    help formatter and the layering defaults -> env -> flags that `config_from_args` does."""
+    hints = typing.get_type_hints(cls)
+    for name in names:
+        typ = hints[name]
+        p.add_argument("--" + name.replace("_", "-"), dest=name, help=_help(name),
+                       type=typ if typ in (int, float) else None,
+                       choices=(choices or {}).get(name))
+
+
+def field_values(args: argparse.Namespace, names: Sequence[str]) -> dict:
+    """{field: value} of the flags `add_fields` made that were given."""
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+
+
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of `ladder plan` / `ladder run`."""
     d = LadderConfig()
-    p.add_argument("--rungs", help=f"comma list (env JACRL_LADDER_RUNGS; default {','.join(d.rungs)})")
+    p.add_argument("--rungs", help="comma list (env JACRL_LADDER_RUNGS; default "
+                                   f"{','.join(d.rungs)})")
     p.add_argument("--models", help="comma list of registry names / model dirs "
                                     f"(env JACRL_LADDER_MODELS; default {','.join(d.models)})")
     p.add_argument("--conditions", help=f"comma list of {', '.join(CONDITIONS)} (env "
-                                        f"JACRL_LADDER_CONDITIONS; default {','.join(d.conditions)})")
+                                        "JACRL_LADDER_CONDITIONS; default "
+                                        f"{','.join(d.conditions)})")
     p.add_argument("--formats", help=f"comma list of {', '.join(FORMATS)} (env "
                                      "JACRL_LADDER_FORMATS; default "
                                      f"{','.join(d.formats)}); with conversion, every cell keeps "
@@ -58,18 +96,13 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                                      "are compared on the same ids")
     p.add_argument("--iters", help="N or sft=N,grpo=M (env JACRL_LADDER_ITERS; default "
                                    f"sft={d.sft_iters},grpo={d.grpo_iters})")
-    p.add_argument("--seed", type=int, help=_help("seed"))
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="STAGE.KEY=V",
-                   help="hyperparameter override, e.g. sft.learning_rate=1e-3, grpo.group_size=2")
-    p.add_argument("--reward-formula", choices=FORMULAS, help=_help("reward_formula"))
-    p.add_argument("--gen-limit", type=int, help=_help("gen_limit"))
-    p.add_argument("--mem-limit", type=int, help=_help("mem_limit"))
+                   help="hyperparameter override of a stage (" + ", ".join(STAGES) + "), e.g. "
+                   "sft.learning_rate=1e-3, grpo.group_size=2, star.rounds=1")
+    add_fields(p, LadderConfig, FIELD_FLAGS, FLAG_CHOICES)
     p.add_argument("-n", "--samples", type=int, help=_help("n"))
     p.add_argument("-k", help="comma list: " + _help("k") + "; with -n alone: the default's "
                    "values <= n")
-    p.add_argument("--temperature", type=float, help=_help("temperature"))
-    p.add_argument("--max-tokens", type=int, help=_help("max_tokens"))
-    p.add_argument("--batch-size", type=int, help=_help("batch_size"))
     p.add_argument("--demo", action="store_true",
                    help="start from the demo's tiny settings (jac-tiny, rungs 1,3, few iterations)")
     p.add_argument("--recipe", choices=(RECIPE,), help="run the staged compute-smart recipe "
@@ -83,7 +116,6 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--elbow", help="the recipe's elbow set by hand: a rung ('3') or per model "
                    "('jac-tiny=3,m2=5') (default: the rule's; env JACRL_RECIPE_ELBOW)")
     _paths(p, figures=False)
-    p.add_argument("--cell-timeout", type=int, help=_help("cell_timeout"))
     return p
 
 
@@ -121,14 +153,13 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.envir
     k = tuple(int_list(args.k)) if args.k else None
     if k is None and args.samples is not None:  # -n alone: the default k that n samples give
         k = tuple(x for x in cfg.k if x <= max(args.samples, 1))
-    flags = {"seed": args.seed, "gen_limit": args.gen_limit, "mem_limit": args.mem_limit,
-             "n": args.samples, "k": k,
-             "temperature": args.temperature, "max_tokens": args.max_tokens,
-             "batch_size": args.batch_size, "cell_timeout": args.cell_timeout,
-             "reward_formula": args.reward_formula}
-    ch.update({name: v for name, v in flags.items() if v is not None})
-    ch.update(sft_set={**cfg.sft_set, **sets["sft"]}, grpo_set={**cfg.grpo_set, **sets["grpo"]},
-              data_dir=args.data_dir, results_dir=args.results,
+    ch.update(field_values(args, FIELD_FLAGS))
+    if args.samples is not None:
+        ch["n"] = args.samples
+    if k is not None:
+        ch["k"] = k
+    ch.update({f"{st}_set": {**getattr(cfg, f"{st}_set"), **sets[st]} for st in STAGES})
+    ch.update(data_dir=args.data_dir, results_dir=args.results,
               figures_dir=getattr(args, "figures", None) or "", artifacts_dir=args.artifacts)
     return ladder.validate(dataclasses.replace(cfg, **ch))
 
@@ -147,16 +178,32 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def engine_of(name: str, address: str | None = None) -> ladder.Engine:
+    """The engine called `name` (ENGINES): the one place the local and the Ray engine are
+    chosen. Ray is the optional `ray` extra, imported only when asked for."""
+    if name not in ENGINES:
+        raise ValueError(f"engine {name!r}: choose from {', '.join(ENGINES)}")
+    if name == "local":
+        return ladder.local_engine()
+    try:
+        from jacrl.ladder.ray_engine import ray_engine
+    except ModuleNotFoundError as e:
+        if e.name != "ray":
+            raise
+        raise ValueError("--engine ray needs Ray: pip install -e '.[ray]'") from None
+    return ray_engine(address)
+
+
 def run_run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
+    engine = engine_of(args.engine, args.address)
     if cfg.recipe:  # the recipe stops after a gate that did not pass: one line, exit 2
-        done = ladder.run_recipe(cfg, recipe_from_args(args), engine=lambda c, cells: ladder.run(
-            c, cells=cells, engine=args.engine, address=args.address))
+        done = ladder.run_recipe(cfg, recipe_from_args(args), engine=engine)
         if done.stopped:
             raise SystemExit(f"gate: {done.stopped.removeprefix('gate ')}")
         statuses = done.statuses
     else:
-        statuses = ladder.run(cfg, engine=args.engine, address=args.address)
+        statuses = ladder.run(cfg, engine=engine)
     if args.figures is not None:  # --figures DIR: the figures of all rows, after the run
         for p in ladder.show(cfg.results_dir, cfg.figures_dir)[1]:
             print(f"wrote {p}")
@@ -177,8 +224,13 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_kernel(args: argparse.Namespace) -> int:
+    print(kernel.describe(kernel.install(args.prefix)))
+    return 0
+
+
 def add(subparsers) -> None:
-    """Register `ladder {plan,run,show}` and `demo`."""
+    """Register `ladder {plan,run,show}`, `demo` and `kernel` (what the cells run on)."""
     p = subparsers.add_parser("ladder", help="the ladder: plan / run / show",
                               description=__doc__ + "\n" + ladder.__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -194,7 +246,8 @@ def add(subparsers) -> None:
                    f"on a cluster; pip install -e '.[ray]') (env {ENGINE_ENV})")
     q.add_argument("--address", metavar="HOST:PORT", help="the Ray cluster of --engine ray "
                    "(default: RAY_ADDRESS, else a local Ray instance)")
-    q = sub.add_parser("show", help="pivot, Wilson CIs, McNemar vs base and hole vs conversion; figures")
+    q = sub.add_parser("show", help="pivot, Wilson CIs, McNemar vs base and hole vs "
+                                    "conversion; figures")
     q.add_argument("--results", default="", help="results dir (default: the project's results/)")
     q.add_argument("--figures", default="", help="figures dir (default: the project's figures/)")
     q.add_argument("--no-figures", action="store_true", help="print the table only")
@@ -206,3 +259,8 @@ def add(subparsers) -> None:
     _paths(p)
     p.add_argument("--model", default="jac-tiny", help="registry name or MLX model dir")
     p.set_defaults(func=run_demo)
+    p = subparsers.add_parser("kernel", help="install the `jacrl` Jupyter kernel (OpenBLAS "
+                              "preloaded) that the notebooks and the ladder's cells run on",
+                              description=kernel.__doc__)
+    p.add_argument("--prefix", help="install prefix (default: this environment's, sys.prefix)")
+    p.set_defaults(func=run_kernel)

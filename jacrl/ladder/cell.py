@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -13,9 +14,10 @@ from types import ModuleType
 from tqdm.auto import tqdm  # a widget in a notebook, text elsewhere
 
 from jacrl import train
-from jacrl.config import EvalConfig, GRPOConfig, SFTConfig, configure, from_dict
+from jacrl.conditions import condition_of, parent_stage
+from jacrl.config import EvalConfig, GRPOConfig, configure, from_dict
 from jacrl.evaluate import evaluate
-from jacrl.ladder.plan import Cell, make_cell
+from jacrl.ladder.plan import STAGE_CONFIGS, Cell, make_cell
 from jacrl.ladder.taskset import cell_tasks
 from jacrl.notebooks import scaled
 
@@ -41,43 +43,55 @@ def notebook_params(namespace: Mapping) -> dict:
     return out
 
 
-def notebook_cell(cell_key: str = "", log: Callable[[str], None] = print,
+def notebook_cell(cell_json: str = "", cell_key: str = "", log: Callable[[str], None] = print,
                   env: Mapping[str, str] = os.environ, **params) -> Cell:
-    """The cell notebook 30 runs, from its parameters ("" paths: the project's). Run by hand (no
-    `cell_key`), JACRL_NOTEBOOK_QUICK=1 scales its costly settings down (jacrl.notebooks). Run by
-    the ladder, the rows are filed under the planned `cell_key` (see `make_cell`)."""
+    """The cell notebook 30 runs. Run by the ladder: `cell_json` (`Cell.as_parameter`) is the
+    whole cell and the other parameters are not read; its rows are filed under the planned key
+    in it (see `make_cell`). By hand: from the parameters ("" paths: the project's), with
+    JACRL_NOTEBOOK_QUICK=1 scaling the costly settings down (jacrl.notebooks) unless a
+    `cell_key` is given."""
+    if cell_json:
+        return make_cell(**json.loads(cell_json), env=env, log=log)
     if not cell_key:
         params = scaled("30_training", params, env, log)
     return make_cell(cell_key=cell_key, env=env, log=log, **params)
 
 
+def _train_stage(cell: Cell, stage: str, tasks: Mapping, parent, log) -> object:
+    """One stage's artifact, continuing or sampling from `parent` (the previous stage's)."""
+    cfg = from_dict(STAGE_CONFIGS[stage], cell.stages[stage])
+    args = (cell.model, tasks["train"], tasks["valid"], cfg, cell.artifacts)
+    if stage == "sft":  # labelled "sft" for every condition: the sft cell's artifact is shared
+        return train.sft(*args, condition="sft", log=log)
+    if stage == "star":
+        return train.star(*args, condition=cell.condition, log=log)[-1]  # the last round
+    trainer = {"rft": train.rft, "grpo": train.grpo}[stage]
+    return trainer(*args, parent=parent, condition=cell.condition, log=log)
+
+
 def train_cell(cell: Cell, log: Callable[[str], None] = print) -> dict:
-    """Train (or reuse) the cell's artifacts: {"sft": Artifact, "grpo": Artifact} as needed.
-    The SFT stage is labelled "sft" for every condition, so sft_grpo reuses the sft cell's one."""
+    """Train (or reuse) the cell's artifacts: {stage: Artifact} in the condition's order, each
+    stage continuing the previous one's (`jacrl.conditions`)."""
     tasks = cell_tasks(cell.rung, cell.data_dir, format=cell.format, paired=cell.paired)
+    cond = condition_of(cell.condition)
     arts: dict = {}
-    if cell.sft is not None:
-        arts["sft"] = train.sft(cell.model, tasks["train"], tasks["valid"],
-                                from_dict(SFTConfig, cell.sft), cell.artifacts,
-                                condition="sft", log=log)
-    if cell.grpo is not None:
-        arts["grpo"] = train.grpo(cell.model, tasks["train"], tasks["valid"],
-                                  from_dict(GRPOConfig, cell.grpo), cell.artifacts,
-                                  parent=arts.get("sft"), condition=cell.condition, log=log)
+    for stage in cell.stages:
+        parent = arts.get(parent_stage(cond, stage))  # the previous stage's artifact, or None
+        arts[stage] = _train_stage(cell, stage, tasks, parent, log)
     return arts
 
 
 def adapter_of(arts: Mapping) -> Path | None:
     """The adapter to evaluate: the last stage's."""
-    last = arts.get("grpo") or arts.get("sft")
+    last = next(reversed(arts.values()), None) if arts else None
     return Path(last.adapter_path) if last is not None else None
 
 
 def rollout_temperature(cell: Cell, arts: Mapping, tasks: list[dict]) -> float | None:
     """The temperature mem is also sampled at: the GRPO stage's rollout temperature; for a cell
-    with an adapter but no GRPO stage (sft), the one GRPO calibrates on that adapter with the
-    cell's GRPO settings — so sft and sft_grpo compare at the temperature sft_grpo trained at;
-    None for the base model."""
+    with an adapter but no GRPO stage (sft, sft_rft, star), the one GRPO calibrates on that
+    adapter with the cell's GRPO settings — so sft and sft_grpo compare at the temperature
+    sft_grpo trained at; None for the base model."""
     if "grpo" in arts:
         return float(arts["grpo"].manifest["summary"]["temperature"])
     adapter = adapter_of(arts)
@@ -117,7 +131,7 @@ def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None =
             "cell_key": cell.key, "model_name": cell.label, "rung": cell.rung,
             "condition": cell.condition, "format": cell.format, "paired": cell.paired,
             "reward_formula": cell.reward_formula or None,
-            "ladder": {"sft": cell.sft, "grpo": cell.grpo, "eval": cell.eval,
+            "ladder": {"sft": None, "grpo": None, **cell.stages, "eval": cell.eval,
                        "artifacts": {s: str(a.path) for s, a in arts.items()},
                        "artifact_keys": {s: a.key for s, a in arts.items()},
                        "key_parts": {k: v for k, v in cell.key_parts.items()

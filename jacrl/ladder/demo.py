@@ -10,8 +10,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from jacrl import build, splits
-from jacrl.ladder.plan import CONDITIONS, DEFAULT_CONDITIONS, LadderConfig, from_env, plan, validate
+from jacrl.conditions import CONDITIONS, DEFAULT_CONDITIONS
+from jacrl.ladder.plan import plan
 from jacrl.ladder.run import run, show
+from jacrl.ladder.settings import LadderConfig, from_env, validate
 from jacrl.models import resolve
 from jacrl.project import path_or
 
@@ -57,7 +59,7 @@ def training_runs(cfg: LadderConfig, statuses: Sequence[Mapping] | None = None,
     out = []
     for key, rung, label, cond in cells:
         c = CONDITIONS.get(cond)
-        stage = None if c is None else "grpo" if c.grpo else "sft" if c.sft else None
+        stage = c.last if c is not None else None
         path = Path(cfg.results_dir) / "cells" / key / f"metrics-{stage}.jsonl" if stage else None
         if label == cells[0][2] and path is not None and path.is_file():
             out.append((f"{rung} {cond} ({stage.upper()})", path))

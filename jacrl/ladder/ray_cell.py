@@ -4,12 +4,12 @@ one cell run by the local engine's `run_cell` in a scratch project on the node.
 
 A node is a machine that ran `ray start` with JACRL_ROOT=<its checkout of this project> (else its
 project is found from the worker's directory): its models/registry.toml names the models, its
-artifacts/ (or $JACRL_RAY_ARTIFACTS) is the node's store, its .git gives the commit rows record. A cell checks the model
-(there, with the driver's files) and the jacrl code version (the driver's), then runs in a fresh
-project `$JACRL_RAY_SCRATCH/<cell key>/<attempt>/` (default <tmp>/jacrl-ray-<uid>/...) holding
-the data and notebook that came with it, so the notebook resolves everything as on the driver.
-The attempt's results/ (log, executed notebook, rows) stay there; its data are removed.
-"""
+artifacts/ (or $JACRL_RAY_ARTIFACTS) is the node's store, its .git gives the commit rows record. A
+cell checks the model (there, with the driver's files) and the jacrl code version (the driver's),
+then runs in a fresh project `$JACRL_RAY_SCRATCH/<cell key>/<attempt>/` (default
+<tmp>/jacrl-ray-<uid>/...) holding the data and notebook that came with it, so the notebook
+resolves everything as on the driver. The attempt's results/ (log, executed notebook, rows) stay
+there; its data are removed. """
 
 from __future__ import annotations
 
@@ -29,8 +29,10 @@ from pathlib import Path
 
 import ray  # the optional `ray` extra: this module is imported only for --engine ray
 
-from jacrl.ladder.plan import Cell, LadderConfig, model_fingerprint
-from jacrl.ladder.run import cell_dir, run_cell
+from jacrl.ladder.plan import Cell, model_fingerprint
+from jacrl.ladder.run import run_cell
+from jacrl.ladder.settings import LadderConfig
+from jacrl.ladder.status import cell_dir
 from jacrl.models import ModelError, read_registry, resolve
 from jacrl.project import MARKER, ROOT_ENV, Project, ProjectNotFound, find_root, project
 from jacrl.provenance import code_version

@@ -14,18 +14,19 @@ local paths and never shipped):
 Placement: a cell asks for `CELL_CPUS` CPU and one `mlx`. A node offers one `mlx` per
 accelerator, so two cells never share one; a node started without it runs no cells.
 
-No shared filesystem: a cell travels with its task data and notebook as bytes and runs on its
-node in a scratch project (`jacrl.ladder.ray_cell`), after checking that the node has the
-driver's model files and jacrl code version (else it fails in one line); its rows, its cell directory (log,
+No shared filesystem: a cell travels with its task data and notebook as bytes and runs on its node
+in a scratch project (`jacrl.ladder.ray_cell`), after checking that the node has the driver's model
+files and jacrl code version (else it fails in one line); its rows, its cell directory (log,
 executed notebook, metrics) and its artifacts come back as bytes. The driver alone appends rows
 (the local engine's lock and dedup) and installs artifacts into its own content-addressed store;
 the rows name the driver's paths, as the local engine's do.
 
-DAG: a cell with an SFT stage other than `sft` itself (sft_grpo, sft_grpo_tuned) gets the sft
-cell's artifact (same rung, model, seed, format and SFT config) as a Ray object dependency: it starts
-after that cell, on any node, and reuses the artifact instead of training it again. Other cells
-run in parallel. A cell whose rows exist is skipped, one another `ladder run` holds is left to it
-(the local engine's cell lock, held here while the cell is submitted), none is submitted twice.
+DAG: a cell whose gold SFT stage is followed by another (`jacrl.conditions`: sft_grpo,
+sft_grpo_tuned, sft_rft) gets the sft cell's artifact (same rung, model, seed, format and SFT
+config) as a Ray object dependency: it starts after that cell, on any node, and reuses the artifact
+instead of training it again. Other cells run in parallel. A cell whose rows exist is skipped, one
+another `ladder run` holds is left to it (the local engine's cell lock, held here while the cell is
+submitted), none is submitted twice.
 
 Faults: a worker process or node that dies mid-cell makes Ray rerun the cell (`RETRIES` more
 attempts), then it is recorded failed with the reason. Only a finished attempt returns rows, so a
@@ -36,7 +37,6 @@ attempt names the node and the log there.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import socket
 import time
@@ -44,8 +44,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import ray  # the optional `ray` extra: this module is imported only for --engine ray
+from tqdm.auto import tqdm
 
-from jacrl.ladder.plan import CONDITIONS, Cell, LadderConfig
+from jacrl.conditions import CONDITIONS
+from jacrl.ladder.plan import Cell
 from jacrl.ladder.ray_cell import (
     STORE_ENV,
     Progress,
@@ -56,18 +58,17 @@ from jacrl.ladder.ray_cell import (
     pack_dir,
     unpack,
 )
-from jacrl.ladder.run import cell_dir, claim_cell, write_status
+from jacrl.ladder.run import Engine
+from jacrl.ladder.settings import LadderConfig
+from jacrl.ladder.status import cell_dir, claim_cell, write_status
 from jacrl.models import portable
 from jacrl.project import ROOT_ENV, find_root
+from jacrl.provenance import now
 from jacrl.results import append_cell_rows, is_done, read_rows, rows_by_key
 
 RETRIES = 2  # reruns of a cell whose worker process or node died, before it is recorded failed
 CELL_CPUS = 1  # CPUs a cell asks for; its `mlx` resource is what keeps cells apart
 RESOURCE = "mlx"  # the custom resource a node offers once per accelerator
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 # -------------------------------------------------------------------------------------------
@@ -76,9 +77,9 @@ def _now() -> str:
 
 
 def sft_parents(cells: list[Cell]) -> dict[str, Cell]:
-    """{key of a cell with an SFT stage: the plan's sft cell whose artifact it reuses}: same
-    rung, model, seed, task format and resolved SFT config (so the same content-addressed
-    artifact)."""
+    """{key of a cell whose first stage is gold SFT followed by another (`jacrl.conditions`: the
+    next stage's parent): the plan's sft cell whose artifact it reuses}: same rung, model, seed,
+    task format and resolved SFT config (so the same content-addressed artifact)."""
     def group(c: Cell) -> tuple:
         return c.rung, c.model, c.seed, c.format, c.paired
 
@@ -86,8 +87,7 @@ def sft_parents(cells: list[Cell]) -> dict[str, Cell]:
     out = {}
     for c in cells:
         p = sft.get(group(c))
-        if c.condition != "sft" and CONDITIONS[c.condition].sft and p is not None \
-                and p.sft == c.sft:
+        if CONDITIONS[c.condition].shares_sft and p is not None and p.sft == c.sft:
             out[c.key] = p
     return out
 
@@ -200,7 +200,7 @@ class Driver:
         self.refs[cell.key], self.arts[cell.key] = result, arts
         write_status(cell_dir(self.cfg, cell) / "status.json",
                      {"key": cell.key, "cell": cell.name, "status": "queued", "engine": "ray",
-                      "submitted": _now()})
+                      "submitted": now()})
 
     def parent_died(self, cell: Cell) -> bool:
         """Whether the cell was given an sft cell's result that failed to come (its worker or
@@ -234,7 +234,7 @@ class Driver:
                      f"{where['node'][:8]}, log: {where['log']})")
             write_status(cell_dir(self.cfg, cell) / "status.json",
                          {"key": key, "cell": cell.name, "status": "running", "engine": "ray",
-                          "started": _now(), "attempt": attempts[key], **where})
+                          "started": now(), "attempt": attempts[key], **where})
         if self.bar is not None:
             self.bar.set_postfix_str(", ".join(
                 f"{c.name} on {running[c.key]['host']}:{running[c.key]['node'][:8]}"
@@ -272,7 +272,7 @@ class Driver:
             append_cell_rows(self.results, rows)
         done = result.get("status") == "done" and is_done(rows_by_key(self.results), cell.key)
         status = {"key": cell.key, "cell": cell.name, "status": "done" if done else "failed",
-                  "engine": "ray", "finished": _now(), "attempts": self.shown.get(cell.key, 0),
+                  "engine": "ray", "finished": now(), "attempts": self.shown.get(cell.key, 0),
                   **{k: result[k] for k in ("node", "host", "pid", "log", "seconds", "command",
                                             "returncode") if result.get(k) is not None},
                   "params": cell.params(), "key_parts": cell.key_parts}
@@ -336,20 +336,26 @@ def claim(cfg: LadderConfig, cells: list[Cell], heads: dict[str, str],
     return todo, locks, statuses
 
 
-def run(cfg: LadderConfig, cells: list[Cell], log: Callable[[str], None], bar=None,
-        address: str | None = None) -> list[dict]:
-    """The engine's part of `jacrl.ladder.run`: every cell's status, in plan order."""
-    heads = {c.key: f"[{i}/{len(cells)}] {c.name} ({c.key})" for i, c in enumerate(cells, 1)}
-    todo, locks, statuses = claim(cfg, cells, heads, log)
-    if bar is not None:
+def ray_engine(address: str | None = None, log: Callable[[str], None] = print,
+               progress: bool = True) -> Engine:
+    """The engine that runs the cells as Ray tasks on the cluster at `address` (None:
+    RAY_ADDRESS, else a local Ray instance); its statuses come in the order given."""
+    def engine(cfg: LadderConfig, cells: list[Cell]) -> list[dict]:
+        bar = tqdm(total=len(cells), desc="ladder", unit="cell", disable=not progress)
+        say = bar.write if progress and log is print else log  # lines above the bar
+        heads = {c.key: f"[{i}/{len(cells)}] {c.name} ({c.key})" for i, c in enumerate(cells, 1)}
+        todo, locks, statuses = claim(cfg, cells, heads, say)
         bar.update(len(cells) - len(todo))
-    t0 = time.time()
-    try:
-        for st in run_cells(cfg, cells, todo, heads, log, bar, address):
-            statuses[st["key"]] = st
-    finally:
-        for lock in locks.values():
-            lock.close()
-    if todo:
-        log(f"ray: {len(todo)} cells in {time.time() - t0:.0f} s")
-    return [statuses[c.key] for c in cells]
+        t0 = time.time()
+        try:
+            for st in run_cells(cfg, cells, todo, heads, say, bar, address):
+                statuses[st["key"]] = st
+        finally:
+            for lock in locks.values():
+                lock.close()
+            bar.close()
+        if todo:
+            say(f"ray: {len(todo)} cells in {time.time() - t0:.0f} s")
+        return [statuses[c.key] for c in cells]
+
+    return engine

@@ -3,9 +3,9 @@
 
 The stages and their decisions are `jacrl.recipe`'s (gate, SFT curve, elbow, GRPO at the elbow);
 here each stage's cells become ordinary ladder cells (`plan` scoped to the cell, with the spec's
-hyperparameter overrides, so a tuned arm's key includes its overrides) and an engine runs them.
-The engine is a function (configuration, cells) -> statuses that runs the cells without rows; the
-default is `jacrl.ladder.run` given those cells (the local engine). After every stage the
+hyperparameter overrides) and an engine runs them.
+The engine is a `jacrl.ladder.run.Engine` (configuration, cells) -> statuses, which runs the cells
+without rows; the default is the local engine. After every stage the
 decision record results/recipe/<plan-key>.json is rewritten from the rows; the recipe stops after
 the gate when it did not pass.
 
@@ -22,8 +22,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from jacrl.config import configure
-from jacrl.ladder.plan import Cell, LadderConfig, plan, validate
-from jacrl.ladder.run import cell_dir, cell_state, run
+from jacrl.ladder.plan import Cell, plan
+from jacrl.ladder.run import Engine, local_engine
+from jacrl.ladder.settings import LadderConfig, validate
+from jacrl.ladder.status import cell_dir, cell_state, state_text
 from jacrl.recipe import (
     DEMO_RECIPE,
     STAGES,
@@ -41,10 +43,7 @@ from jacrl.recipe import (
 )
 from jacrl.results import is_done, read_rows, rows_by_key
 
-Engine = Callable[[LadderConfig, list[Cell]], list[dict]]
-RECIPE_ENV = "JACRL_RECIPE_"  # JACRL_RECIPE_GATE_THRESHOLD, _ELBOW, _TUNED_LR_SCALE, ...
-STATES = {"running": "running now", "interrupted": "interrupted (killed; to rerun)",
-          "failed": "failed (to rerun)"}
+RECIPE_ENV = "JACRL_RECIPE_"  # JACRL_RECIPE_GATE_THRESHOLD, JACRL_RECIPE_ELBOW
 
 
 def recipe_config(demo: bool = False, env: Mapping[str, str] = os.environ,
@@ -78,15 +77,14 @@ class Book:
 
     def cells(self, specs: Sequence[CellSpec]) -> list[Cell]:
         """The ladder cells of the specs: `plan` scoped to each one (so every axis the plan has
-        applies), its sft_set / grpo_set with the spec's overrides."""
+        applies), its <stage>_set fields with the spec's overrides."""
         out = []
         for s in specs:
             memo = (s.name, repr(s.overrides))
             if memo not in self._cells:
-                sft_set, grpo_set = s.sets(self.cfg)
                 self._cells[memo] = plan(replace(
                     self.cfg, rungs=(s.rung,), models=(s.model,), conditions=(s.condition,),
-                    sft_set=sft_set, grpo_set=grpo_set))
+                    **s.sets(self.cfg)))
             out += self._cells[memo]
         return out
 
@@ -123,7 +121,7 @@ class Book:
             return "done"
         states = [cell_state(cell_dir(self.cfg, c)) for c in cells
                   if not is_done(present, c.key)]
-        return next((STATES[s] for s in STATES if s in states), "to run")
+        return state_text(states)
 
     def write(self) -> Path:
         rows = self.rows()
@@ -139,11 +137,6 @@ def check(cfg: LadderConfig) -> LadderConfig:
         raise ValueError(f"the recipe decides on one task format; got {','.join(cfg.formats)}: "
                          "run it once per format (--formats hole, then --formats conversion)")
     return cfg
-
-
-def local_engine(log: Callable[[str], None] = print, progress: bool = True) -> Engine:
-    """The engine that runs cells one after another in this process (`jacrl.ladder.run`)."""
-    return lambda cfg, cells: run(cfg, log, progress, cells=cells)
 
 
 def run_recipe(cfg: LadderConfig, rcfg: RecipeConfig | None = None, engine: Engine | None = None,

@@ -7,8 +7,6 @@ the cells; a failing cell is recorded and the ladder goes on.
 from __future__ import annotations
 
 import ctypes
-import datetime as _dt
-import fcntl
 import json
 import os
 import re
@@ -24,89 +22,35 @@ from tqdm.auto import tqdm
 
 from jacrl.blas import fast_blas_env
 from jacrl.kernel import for_cells
-from jacrl.ladder.plan import RESULTS_FILE, Cell, LadderConfig, plan, validate
+from jacrl.ladder.plan import Cell, plan
+from jacrl.ladder.settings import RESULTS_FILE, LadderConfig, validate
+from jacrl.ladder.status import (
+    cell_dir,
+    cell_state,
+    claim_cell,
+    interrupted_cells,
+    state_text,
+    write_status,
+)
 from jacrl.project import find_root, path_or
+from jacrl.provenance import now
 from jacrl.results import is_done, read_rows, rows_by_key
 
-ENGINES = ("local", "ray")  # where cells run: one after another here, or Ray tasks on a cluster
-ENGINE_ENV = "JACRL_LADDER_ENGINE"
+# where cells run: a function (configuration, cells) -> their statuses, in the order given; the
+# local one here, the Ray one in ray_engine; the top floor (the CLI, a caller) picks one
+Engine = Callable[[LadderConfig, list[Cell]], list[dict]]
 PR_SET_PDEATHSIG = 1  # prctl option: the signal a child gets when its parent dies
 SIGKILL = 9
 
 
-def cell_dir(cfg: LadderConfig, cell: Cell) -> Path:
-    return path_or(cfg.results_dir, "results").resolve() / "cells" / cell.key
-
-
 def command(cfg: LadderConfig, cell: Cell) -> list[str]:
     """The papermill command that runs the cell (in the project root), on the `jacrl` kernel when
-    it is installed for this interpreter (jacrl.kernel; OpenBLAS preloaded), else on python3."""
+    it is installed for this interpreter (jacrl.kernel; OpenBLAS preloaded), else on python3.
+    The cell travels as one parameter, `cell_json` (the notebook's others are for hand use)."""
     out = cell_dir(cfg, cell) / Path(cfg.notebook).name
     cmd = [sys.executable, "-m", "papermill", str(Path(cfg.notebook).resolve()), str(out),
            "--cwd", str(find_root()), "--log-output", "--no-progress-bar", "-k", for_cells()]
-    for name, value in cell.params().items():
-        if isinstance(value, str):
-            cmd += ["-r", name, value]
-        else:
-            cmd += ["-p", name, repr(value) if isinstance(value, float) else str(value)]
-    return cmd
-
-
-# -------------------------------------------------------------------------------------------
-# a cell's status and lock
-# -------------------------------------------------------------------------------------------
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-
-
-def write_status(path: Path, status: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(status, indent=1) + "\n")
-    os.replace(tmp, path)
-
-
-def read_status(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def claim_cell(d: Path):
-    """The cell's lock (an open file holding an exclusive flock), or None when another process
-    runs the cell. The kernel drops a dead process's flock, so a killed run's cell is free again."""
-    d.mkdir(parents=True, exist_ok=True)
-    fh = open(d / "lock", "w")
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.close()
-        return None
-    return fh
-
-
-def cell_state(d: Path) -> str:
-    """`running` (a live process holds the cell), `interrupted` (its status says running but no
-    one holds it: the run was killed), else the last status written (`done`, `failed`) or ""."""
-    status = read_status(d / "status.json").get("status", "")
-    if status != "running":
-        return status
-    lock = claim_cell(d)
-    if lock is None:
-        return "running"
-    lock.close()
-    return "interrupted"
-
-
-def interrupted_cells(results_dir: str | os.PathLike) -> list[str]:
-    """Names of cells whose run was killed (status `running`, nobody holding them)."""
-    cells = Path(results_dir) / "cells"
-    return sorted(read_status(d / "status.json").get("cell", d.name)
-                  for d in (cells.iterdir() if cells.is_dir() else ())
-                  if d.is_dir() and cell_state(d) == "interrupted")
+    return cmd + ["-r", "cell_json", cell.as_parameter()]
 
 
 def notebook_error(nb_path: Path, log_path: Path) -> str:
@@ -178,7 +122,7 @@ def run_cell(cfg: LadderConfig, cell: Cell, log: Callable[[str], None] = print) 
     d = cell_dir(cfg, cell)
     d.mkdir(parents=True, exist_ok=True)
     cmd = command(cfg, cell)
-    status = {"key": cell.key, "cell": cell.name, "status": "running", "started": _now(),
+    status = {"key": cell.key, "cell": cell.name, "status": "running", "started": now(),
               "pid": os.getpid(), "command": shlex.join(cmd), "params": cell.params(),
               "key_parts": cell.key_parts}
     write_status(d / "status.json", status)
@@ -192,7 +136,7 @@ def run_cell(cfg: LadderConfig, cell: Cell, log: Callable[[str], None] = print) 
             error = notebook_error(d / Path(cfg.notebook).name, log_path) if rc else \
                 "the notebook finished without writing both rows"
         status.update(status="failed", error=error, returncode=rc)
-    status.update(finished=_now(), seconds=round(time.time() - t0, 1))
+    status.update(finished=now(), seconds=round(time.time() - t0, 1))
     for stage, path in _artifact_paths(cell).items():
         src = Path(path) / "metrics.jsonl"
         if src.is_file():
@@ -237,41 +181,34 @@ def _run_once(cfg: LadderConfig, cell: Cell, results: Path, head: str,
     return st
 
 
-def ray_engine():
-    """`jacrl.ladder.ray_engine`, imported when asked for: Ray is the optional `ray` extra."""
-    try:
-        from jacrl.ladder import ray_engine as engine
-    except ModuleNotFoundError as e:
-        if e.name != "ray":
-            raise
-        raise ValueError("--engine ray needs Ray: pip install -e '.[ray]'") from None
+def local_engine(log: Callable[[str], None] = print, progress: bool = True) -> Engine:
+    """The engine that runs the cells one after another in this process, each through
+    papermill (`run_cell`), with a progress bar unless `progress` is False."""
+    def engine(cfg: LadderConfig, cells: list[Cell]) -> list[dict]:
+        results = cfg.results_file.resolve()
+        bar = tqdm(total=len(cells), desc="ladder", unit="cell", disable=not progress)
+        say = bar.write if progress and log is print else log  # lines above the bar
+        statuses = []
+        for i, cell in enumerate(cells, 1):
+            head = f"[{i}/{len(cells)}] {cell.name} ({cell.key})"
+            statuses.append(_run_once(cfg, cell, results, head, say))
+            bar.update(1)
+        bar.close()
+        return statuses
+
     return engine
 
 
 def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = True,
-        cells: Sequence[Cell] | None = None, engine: str = "local",
-        address: str | None = None) -> list[dict]:
-    """Run every cell whose rows are missing; keep going past failures. Returns the statuses.
-    `cells`: these cells instead of `plan(cfg)` (the recipe's stages, `run_recipe`); `cfg.recipe`
-    is not read here. `engine` "ray": the cells as Ray tasks on the cluster at `address` (None:
-    RAY_ADDRESS, else a local Ray instance), `jacrl.ladder.ray_engine`."""
-    if engine not in ENGINES:
-        raise ValueError(f"engine {engine!r}: choose from {', '.join(ENGINES)}")
+        cells: Sequence[Cell] | None = None, engine: Engine | None = None) -> list[dict]:
+    """Run every cell whose rows are missing; keep going past failures. Returns the statuses,
+    in plan order. `cells`: these cells instead of `plan(cfg)` (the recipe's stages,
+    `run_recipe`); `cfg.recipe` is not read here. `engine`: where the cells run (None:
+    `local_engine(log, progress)`; the Ray engine is `jacrl.ladder.ray_engine.ray_engine`, chosen
+    by the caller)."""
     cfg = validate(cfg)
     cells = plan(cfg) if cells is None else list(cells)
-    results = cfg.results_file.resolve()
-    statuses = []
-    bar = tqdm(total=len(cells), desc="ladder", unit="cell", disable=not progress)
-    if progress and log is print:
-        log = bar.write  # lines above the bar, not through it
-    if engine == "ray":
-        statuses = ray_engine().run(cfg, cells, log, bar, address)
-    else:
-        for i, cell in enumerate(cells, 1):
-            head = f"[{i}/{len(cells)}] {cell.name} ({cell.key})"
-            statuses.append(_run_once(cfg, cell, results, head, log))
-            bar.update(1)
-    bar.close()
+    statuses = (engine or local_engine(log, progress))(cfg, cells)
     failed = [s for s in statuses if s["status"] == "failed"]
     log(f"ladder: {len(cells)} cells, {sum(s['status'] == 'done' for s in statuses)} run, "
         f"{sum(s['status'] == 'skipped' for s in statuses)} skipped, "
@@ -289,8 +226,7 @@ def plan_text(cfg: LadderConfig) -> str:
     lines = [f"{len(cells)} cells; rows -> {cfg.results_file}"]
     for i, c in enumerate(cells, 1):
         state = "done (rows exist)" if is_done(present, c.key) else \
-            {"running": "running now", "interrupted": "interrupted (killed; to rerun)",
-             "failed": "failed (to rerun)"}.get(cell_state(cell_dir(cfg, c)), "to run")
+            state_text([cell_state(cell_dir(cfg, c))])
         lines.append(f"[{i}/{len(cells)}] {c.name}  key={c.key}  {state}")
         lines.append("    " + shlex.join(command(cfg, c)))
     return "\n".join(lines)

@@ -5,9 +5,9 @@ one runs.
                     the rung's own tasks) must reach `gate_threshold`, else the recipe stops
     stage 1  curve  base + sft on every rung, every model (the cheap SFT curve)
     stage 2  elbow  no cells: per model, the elbow rung E of the sft curve (`elbow`)
-    stage 3  grpo   at E: sft_grpo (the default arm) and sft_grpo_tuned (learning rate x
-                    `tuned_lr_scale`, iterations x `tuned_iters_scale`); plus one raw_grpo control
-                    on the first rung
+    stage 3  grpo   at E: sft_grpo (the default arm) and sft_grpo_tuned (the condition of
+                    `jacrl.conditions`: the default arm's learning rate x10, iterations x2); plus
+                    one raw_grpo control on the first rung
 
 `decide` holds the gate and the elbow rule (its cases are documented there), `stages` the cells
 of each stage, `record` the decision record and the plan text. Everything is a pure function of
@@ -17,7 +17,7 @@ grpo_set, ...), a `RecipeConfig` and the result rows so far; nothing here runs a
 
     for stage in STAGES:
         specs = stage_cells(stage.number, cfg, rows, rcfg)   # [] once the gate has not passed
-        # one ladder cell per spec (spec.sets(cfg) = its sft_set / grpo_set); run those without
+        # one ladder cell per spec (spec.sets(cfg) = its <stage>_set fields); run those without
         # rows; then re-read the rows of the recipe's cells: rows = rows_for(all_rows, keys)
         write_record(results_dir, build_record(cfg, rows, rcfg, keys))
         if (why := stop_reason(cfg, rows, rcfg)) is not None:
@@ -69,7 +69,6 @@ from jacrl.recipe.stages import (
     planned_cells,
     stage_cells,
     stop_reason,
-    tuned_overrides,
 )
 
 __all__ = [
@@ -78,5 +77,5 @@ __all__ = [
     "elbows", "first_rung", "gate", "index_rows", "ordered_rungs", "parse_elbow",
     "plan_key", "plan_text", "planned_cells", "read_record", "read_records", "record_path",
     "record_text", "rows_for",
-    "stage_cells", "stages", "stop_reason", "tuned_overrides", "write_record",
+    "stage_cells", "stages", "stop_reason", "write_record",
 ]

@@ -49,20 +49,17 @@ RULE_TEXT = ("E = the smallest rung that no larger rung is significantly better 
 
 @dataclass(frozen=True)
 class RecipeConfig:
-    """The recipe's own knobs (the ladder's configuration gives rungs, models, iterations...)."""
+    """The recipe's own knobs (the ladder's configuration gives rungs, models, iterations...;
+    the tuned arm is the `sft_grpo_tuned` condition of `jacrl.conditions`)."""
 
     gate_threshold: float = _f(GATE_THRESHOLD, "stage 0: the first rung's sft mem pass rate must "
                                                f"reach this (demo: {DEMO_GATE_THRESHOLD})")
     elbow: str = _f("", "manual elbow: a rung for every model ('3') or per model "
                         "('jac-tiny=3,qwen=5'); '' = the rule's")
-    tuned_lr_scale: float = _f(10.0, "tuned arm: the default arm's GRPO learning rate x this")
-    tuned_iters_scale: float = _f(2.0, "tuned arm: the default arm's GRPO iterations x this")
 
     def __post_init__(self):
         if not 0.0 <= self.gate_threshold <= 1.0:
             raise ValueError(f"gate_threshold must be in [0, 1], got {self.gate_threshold}")
-        if self.tuned_lr_scale <= 0 or self.tuned_iters_scale <= 0:
-            raise ValueError("tuned_lr_scale and tuned_iters_scale must be > 0")
 
 
 DEMO_RECIPE = RecipeConfig(gate_threshold=DEMO_GATE_THRESHOLD)

@@ -7,7 +7,8 @@ their state; `arms` are stage 3's cells, the GRPO runs the decisions launched.
 
 The plan key names one recipe: a hash of the ladder configuration's fields that change what the
 cells compute (rungs, models, seed, iterations, hyperparameter overrides, evaluation settings;
-not paths, throughput or the condition list the recipe replaces) and of the tuned arm's scales.
+not paths, throughput or the condition list the recipe replaces) and of the tuned arm's scales
+(the `sft_grpo_tuned` condition's).
 The gate threshold and the elbow override are decisions, not identity: changing them rewrites the
 same record.
 """
@@ -15,14 +16,15 @@ same record.
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from jacrl.conditions import CONDITIONS, ORDER
 from jacrl.models import display_path
+from jacrl.provenance import now
 from jacrl.recipe.decide import RecipeConfig, elbows, gate, index_rows
 from jacrl.recipe.stages import STAGES, CellSpec, planned_cells
 from jacrl.results import model_label
@@ -32,7 +34,6 @@ RECIPE = "smart"
 NOT_IN_KEY = frozenset({"conditions", "results_dir", "figures_dir", "artifacts_dir", "data_dir",
                         "notebook", "cell_timeout", "batch_size", "recipe"})
 RECORD_DIR = "recipe"  # under the results directory
-ARMS = ("sft_grpo", "sft_grpo_tuned", "raw_grpo")  # stage 3's conditions, in display order
 
 
 def _fields(cfg) -> dict:
@@ -49,7 +50,7 @@ def _portable(fields: dict) -> dict:
 def plan_key(cfg, rcfg: RecipeConfig = RecipeConfig()) -> str:
     """'smart-<12 hex>' (see the module docstring)."""
     ident = {"ladder": {k: v for k, v in _fields(cfg).items() if k not in NOT_IN_KEY},
-             "tuned": [rcfg.tuned_lr_scale, rcfg.tuned_iters_scale]}
+             "tuned": [float(v) for v in CONDITIONS["sft_grpo_tuned"].scale["grpo"].values()]}
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
     return f"{RECIPE}-{digest[:12]}"
 
@@ -83,7 +84,7 @@ def stages(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig(),
                       for m, e in el.items() if e.rung is None
                       for c in ("sft_grpo", "sft_grpo_tuned")]
             cells.sort(key=lambda c: (labels.index(model_label(c["model"])),
-                                      ARMS.index(c["condition"])))
+                                      ORDER.index(c["condition"])))
         done = sum(c["state"] == "done" for c in cells)
         if st.number == 0:
             status = g.status
@@ -131,9 +132,8 @@ def write_record(results_dir: str | os.PathLike, record: Mapping) -> Path:
     path = record_path(results_dir, record["plan_key"])
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    now = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     with open(tmp, "w") as f:
-        f.write(json.dumps({**record, "written": now}, indent=1) + "\n")
+        f.write(json.dumps({**record, "written": now()}, indent=1) + "\n")
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -180,9 +180,13 @@ def record_text(record: Mapping) -> str:
 
 
 def _overrides(cell: Mapping) -> str:
+    """The cell's overrides (stage.knob=value) and its condition's scales (stage.knob x f)."""
     o = cell.get("overrides") or {}
-    return " ".join(f"{stage}.{k}={v}" for stage in ("sft", "grpo")
-                    for k, v in sorted((o.get(stage) or {}).items()))
+    scale = CONDITIONS[cell["condition"]].scale if cell["condition"] in CONDITIONS else {}
+    return " ".join([f"{stage}.{k}={v}" for stage in sorted(o)
+                     for k, v in sorted((o.get(stage) or {}).items())]
+                    + [f"{stage}.{k} x{f:g}" for stage in sorted(scale)
+                       for k, f in sorted(scale[stage].items())])
 
 
 def plan_text(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig(),

@@ -3,9 +3,9 @@ recipe configuration, rows so far). The ladder configuration is any object with 
 fields (rungs, models, grpo_iters, sft_set, grpo_set); nothing here runs or resolves a cell.
 
 Each cell belongs to one stage: stage 0's sft cell on the first rung is not repeated in stage 1.
-The tuned arm is the ladder's `sft_grpo_tuned` condition with absolute overrides in grpo_set
-(learning rate and iterations of the default arm, scaled), so its cell key differs from the
-default arm's both by condition and by the resolved GRPO hyperparameters.
+The tuned arm is the ladder's `sft_grpo_tuned` condition (`jacrl.conditions`: the default arm's
+resolved GRPO learning rate and iterations, scaled), defined there once; its cell key differs
+from the default arm's both by condition and by the resolved GRPO hyperparameters.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from jacrl.config import GRPOConfig, configure
 from jacrl.recipe.decide import RecipeConfig, elbows, first_rung, gate, ordered_rungs
 from jacrl.results import model_label
 
@@ -43,7 +42,8 @@ STAGES = (
 @dataclass(frozen=True)
 class CellSpec:
     """One cell the recipe wants: ladder cell (rung, model, condition) with hyperparameter
-    overrides {"sft": {...}, "grpo": {...}} applied over the ladder's sft_set / grpo_set."""
+    overrides {stage: {...}} applied over the ladder's <stage>_set (none of the recipe's own
+    cells has any; a caller's spec may)."""
 
     stage: int
     rung: str
@@ -60,29 +60,15 @@ class CellSpec:
     def name(self) -> str:
         return f"r{self.rung}/{self.label}/{self.condition}"
 
-    def sets(self, cfg) -> tuple[dict, dict]:
-        """(sft_set, grpo_set) of the ladder cell: the configuration's, then this spec's."""
-        return ({**cfg.sft_set, **self.overrides.get("sft", {})},
-                {**cfg.grpo_set, **self.overrides.get("grpo", {})})
+    def sets(self, cfg) -> dict[str, dict]:
+        """{"<stage>_set": overrides} of the ladder cell for each stage this spec overrides: the
+        configuration's, then this spec's."""
+        return {f"{st}_set": {**getattr(cfg, f"{st}_set"), **o}
+                for st, o in self.overrides.items()}
 
     def as_dict(self) -> dict:
         return {"stage": self.stage, "cell": self.name, "rung": self.rung, "model": self.model,
                 "condition": self.condition, "overrides": self.overrides, "why": self.why}
-
-
-def _sig(x: float) -> float:
-    return float(f"{x:.6g}")  # 1e-6 x 10 is 1e-05, not 9.999999999999999e-06
-
-
-def tuned_overrides(cfg, rcfg: RecipeConfig = RecipeConfig(),
-                    env: Mapping[str, str] = os.environ) -> dict:
-    """The tuned arm's overrides: the default arm's resolved GRPO learning rate and iterations
-    (GRPOConfig defaults, JACRL_GRPO_* in env, the ladder's grpo_iters, its grpo_set) scaled. They
-    are absolute values in grpo_set, so they enter the cell key."""
-    g = configure(GRPOConfig(), env=env)
-    g = configure(g, {"iters": cfg.grpo_iters, **cfg.grpo_set})
-    return {"sft": {}, "grpo": {"learning_rate": _sig(g.learning_rate * rcfg.tuned_lr_scale),
-                                "iters": max(1, round(g.iters * rcfg.tuned_iters_scale))}}
 
 
 def planned_cells(stage: int, cfg, rcfg: RecipeConfig = RecipeConfig(),
@@ -105,8 +91,7 @@ def planned_cells(stage: int, cfg, rcfg: RecipeConfig = RecipeConfig(),
         e = (elbow_rungs or {}).get(model_label(m))
         if e is not None:
             out += [CellSpec(3, e, m, "sft_grpo", why=f"GRPO at the elbow r{e}, default arm"),
-                    CellSpec(3, e, m, "sft_grpo_tuned", tuned_overrides(cfg, rcfg, env),
-                             why=f"GRPO at the elbow r{e}, tuned arm")]
+                    CellSpec(3, e, m, "sft_grpo_tuned", why=f"GRPO at the elbow r{e}, tuned arm")]
         out.append(CellSpec(3, first, m, "raw_grpo", why="raw_grpo control on the first rung"))
     return out
 

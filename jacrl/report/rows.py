@@ -7,9 +7,10 @@ import math
 import os
 from pathlib import Path
 
+from jacrl.conditions import ORDER
 from jacrl.results import read_rows
 
-COND_ORDER = ("base", "sft", "sft_grpo", "sft_grpo_tuned", "raw_grpo")
+COND_ORDER = ORDER  # jacrl.conditions' order is the display order
 FORMAT_ORDER = ("hole", "conversion")
 
 

@@ -72,7 +72,8 @@ def build_tiny_model(
         shutil.rmtree(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp.rename(out_dir)
-    log(f"saved {display_path(out_dir)} ({result.weights_bytes / 1e6:.1f} MB weights) in {result.wall_s:.0f}s")
+    log(f"saved {display_path(out_dir)} ({result.weights_bytes / 1e6:.1f} MB weights) in "
+        f"{result.wall_s:.0f}s")
     return result
 
 
@@ -102,44 +103,47 @@ def _check_tokenizer_roundtrip(model_dir: Path, tok, texts: list[str]) -> None:
 
 
 def _model_card(cfg: TinyModelConfig, r: BuildResult, model_cfg: dict, command: str | None) -> str:
-    """MODEL_CARD.md: architecture, data, training, build and knobs, from the build's numbers. One
-    template, kept whole so that it reads as the card does."""
+    """MODEL_CARD.md from the build's numbers: its sections in order, each from its own part."""
     v = versions("tokenizers", "transformers", "numpy")  # what the bit-identical claim needs
-    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    final_val = r.val_loss[-1][1]
-    final_train = r.train_loss[-1][1] if r.train_loss else float("nan")
-    blas = os.environ.get("LD_PRELOAD") or "reference BLAS bundled with mlx (slow)"
-    threads = os.environ.get("OPENBLAS_NUM_THREADS", "default")
-    cmd = command or f"jacrl tiny-model --out {display_path(r.out_dir)} --steps {cfg.steps} --seed {cfg.seed}"
-    tok_per_s = r.tokens_seen / r.train_s if r.train_s else 0.0
-    curve = "\n".join(f"| {s} | {loss:.4f} | {math.exp(min(loss, 50)):.1f} |" for s, loss in r.val_loss)
-    knobs = "\n".join(f"| `{k}` | {val} |" for k, val in dataclasses.asdict(cfg).items())
+    sections = [_card_intro(v), _card_architecture(cfg, r, model_cfg), _card_data(cfg, r, v),
+                _card_training(cfg, r, model_cfg), _card_build(cfg, r, v, command),
+                _card_knobs(cfg)]
+    return "\n\n## ".join(sections)
+
+
+def _card_intro(v: dict) -> str:
     return f"""# jac-tiny
 
 A tiny Qwen2-architecture causal LM with its own byte-level BPE tokenizer, trained **from scratch
 and fully offline** on the `.jac` files bundled with jaclang {v['jaclang']}. It is the embedded
 default model of jacrl: it makes the whole pipeline (SFT, GRPO, evaluation) runnable on a CPU with
 no download. It writes Jac-looking text but not correct programs; it is a test fixture, not a
-useful coder.
+useful coder."""
 
-## Architecture
+
+def _card_architecture(cfg: TinyModelConfig, r: BuildResult, model_cfg: dict) -> str:
+    return f"""Architecture
 | | |
 |---|---|
 | type | `qwen2` (mlx-lm `Qwen2ForCausalLM`), fp32 |
 | hidden / intermediate | {model_cfg['hidden_size']} / {model_cfg['intermediate_size']} |
-| layers / heads / kv heads | {model_cfg['num_hidden_layers']} / {model_cfg['num_attention_heads']} / {model_cfg['num_key_value_heads']} |
+| layers / heads / kv heads | {model_cfg['num_hidden_layers']} / \
+{model_cfg['num_attention_heads']} / {model_cfg['num_key_value_heads']} |
 | vocab | {model_cfg['vocab_size']} (byte-level BPE, Qwen2 NFC + split regex) |
 | embeddings | tied input/output |
 | parameters | {r.params:,} ({r.params / 1e6:.2f}M) |
 | model.safetensors | {r.weights_bytes:,} bytes, sha256 `{r.sha256}` |
-| trained context | {cfg.seq_len} tokens (rope_theta {cfg.rope_theta:g}; longer prompts are out of distribution) |
+| trained context | {cfg.seq_len} tokens (rope_theta {cfg.rope_theta:g}; longer prompts are \
+out of distribution) |
 
 Tokenizer: special tokens `<|endoftext|>` (id {model_cfg['pad_token_id']}, pad), `<|im_start|>`,
 `<|im_end|>` (id {model_cfg['eos_token_id']}, EOS). ChatML chat template with system, user and
 assistant roles. Files are separated by `<|im_end|>` in the training stream, so the model learns
-to stop.
+to stop."""
 
-## Data
+
+def _card_data(cfg: TinyModelConfig, r: BuildResult, v: dict) -> str:
+    return f"""Data
 All `.jac` files bundled with the installed jaclang {v['jaclang']} package (nothing from this
 repo's `drivers/` or `data/`), split by file with a hash of the package-relative path
 ({cfg.val_fraction:.0%} validation):
@@ -150,30 +154,48 @@ repo's `drivers/` or `data/`), split by file with a hash of the package-relative
 | validation | {r.val_files} | {r.val_tokens:,} |
 | total | {r.train_files + r.val_files} | {r.train_tokens + r.val_tokens:,} |
 
-The tokenizer was trained on the train split only.
+The tokenizer was trained on the train split only."""
 
-## Training
+
+def _card_training(cfg: TinyModelConfig, r: BuildResult, model_cfg: dict) -> str:
+    final_val = r.val_loss[-1][1]
+    final_train = r.train_loss[-1][1] if r.train_loss else float("nan")
+    curve = "\n".join(f"| {s} | {loss:.4f} | {math.exp(min(loss, 50)):.1f} |"
+                      for s, loss in r.val_loss)
+    return f"""Training
 All parameters (embeddings included) trained with a custom MLX loop: random {cfg.seq_len}-token
-windows of the packed train stream, batch {cfg.batch_size}, AdamW (lr {cfg.lr:g}, betas {cfg.adam_betas},
+windows of the packed train stream, batch {cfg.batch_size}, AdamW (lr {cfg.lr:g}, \
+betas {cfg.adam_betas},
 weight decay {cfg.weight_decay:g}), linear warmup {cfg.warmup_fraction:.0%} then cosine decay to
 {cfg.min_lr_fraction:g}x, gradient clipping at {cfg.grad_clip:g}, seed {cfg.seed}
 (`mx.random.seed` for the init, numpy for batches).
 
-* steps: **{cfg.steps}**, tokens seen: **{r.tokens_seen:,}** ({r.tokens_seen / r.train_tokens:.2f} epochs)
+* steps: **{cfg.steps}**, tokens seen: **{r.tokens_seen:,}** \
+({r.tokens_seen / r.train_tokens:.2f} epochs)
 * final train loss (mean of the last {cfg.log_every} steps): {final_train:.4f}
-* **final validation loss: {final_val:.4f}** (perplexity {math.exp(final_val):.1f}; ln(vocab) = {math.log(model_cfg['vocab_size']):.2f};
+* **final validation loss: {final_val:.4f}** (perplexity {math.exp(final_val):.1f}; \
+ln(vocab) = {math.log(model_cfg['vocab_size']):.2f};
   a unigram model of the train split scores {r.unigram_val_loss:.4f} on validation)
 
 | step | val loss | val ppl |
 |---|---|---|
-{curve}
+{curve}"""
 
-## Build
+
+def _card_build(cfg: TinyModelConfig, r: BuildResult, v: dict, command: str | None) -> str:
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    blas = os.environ.get("LD_PRELOAD") or "reference BLAS bundled with mlx (slow)"
+    threads = os.environ.get("OPENBLAS_NUM_THREADS", "default")
+    cmd = command or (f"jacrl tiny-model --out {display_path(r.out_dir)} --steps {cfg.steps} "
+                      f"--seed {cfg.seed}")
+    tok_per_s = r.tokens_seen / r.train_s if r.train_s else 0.0
+    return f"""Build
 ```
 {cmd}
 ```
 * wall time: **{r.wall_s:.0f} s** (training {r.train_s:.0f} s, {tok_per_s:,.0f} tok/s)
-* CPU time: {r.cpu_s:.0f} s in all, {r.train_cpu_s:.0f} s training ({r.tokens_seen / max(r.train_cpu_s, 1e-9):,.0f} tokens per CPU-second)
+* CPU time: {r.cpu_s:.0f} s in all, {r.train_cpu_s:.0f} s training \
+({r.tokens_seen / max(r.train_cpu_s, 1e-9):,.0f} tokens per CPU-second)
 * machine: {platform.machine()}, {cpus()} CPUs available, load average {load}
 * BLAS: `{blas}`, OPENBLAS_NUM_THREADS={threads}
 * versions: {', '.join(f'{k} {val}' for k, val in v.items())}
@@ -185,9 +207,12 @@ build on an idle machine. Without OpenBLAS (reference BLAS bundled with mlx) a b
 
 Determinism: same seed, same versions -> bit-identical `model.safetensors`. Checked while
 writing the builder (two 4-step builds at these dimensions gave the same sha256, with 1 and
-with 2 OpenBLAS threads); `tests/test_models.py` re-checks it on a small build.
+with 2 OpenBLAS threads); `tests/test_models.py` re-checks it on a small build."""
 
-## Build knobs
+
+def _card_knobs(cfg: TinyModelConfig) -> str:
+    knobs = "\n".join(f"| `{k}` | {val} |" for k, val in dataclasses.asdict(cfg).items())
+    return f"""Build knobs
 | knob | value |
 |---|---|
 {knobs}

@@ -1,0 +1,64 @@
+"""jacrl.jsonl: the one JSONL writer and reader (whole file atomically, one-line appends with
+fsync under a lock, a torn last line closed or dropped on append and skipped on read, any other
+bad line a one-line error naming the file and the line)."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+
+import pytest
+
+from jacrl import jsonl
+
+
+def test_write_then_read_keeps_order_and_unicode(tmp_path):
+    recs = [{"b": 1, "a": "é→λ"}, {"x": [1, 2]}]
+    p = jsonl.write(tmp_path / "d" / "f.jsonl", recs)
+    assert jsonl.read(p) == recs
+    assert p.read_text(encoding="utf-8").splitlines()[0] == '{"b": 1, "a": "é→λ"}'
+    jsonl.write(p, recs[:1])  # replaced whole
+    assert jsonl.read(p) == recs[:1] and [q.name for q in p.parent.iterdir()] == ["f.jsonl"]
+
+
+def test_a_torn_last_line_is_skipped_on_read_and_dropped_on_append(tmp_path):
+    p = tmp_path / "f.jsonl"
+    p.write_text('{"a": 1}\n{"a": 2, "b"')  # a crash mid-write
+    with pytest.warns(UserWarning, match=r"f.jsonl:2: skipped a torn last line"):
+        assert jsonl.read(p) == [{"a": 1}]
+    with pytest.warns(UserWarning, match="dropped a torn last line"):
+        jsonl.append(p, {"a": 3})
+    assert p.read_text() == '{"a": 1}\n{"a": 3}\n'
+    p.write_text('{"a": 1}')  # whole, only its newline missing: closed, kept
+    jsonl.append(p, {"a": 2})
+    assert jsonl.read(p) == [{"a": 1}, {"a": 2}]
+
+
+def test_a_bad_middle_line_is_a_one_line_error(tmp_path):
+    p = tmp_path / "f.jsonl"
+    p.write_text('{"a": 1}\nnope\n{"a": 2}\n')
+    with pytest.raises(jsonl.JSONLError, match=r"f.jsonl:2: not JSON") as e:
+        jsonl.read(p)
+    assert "\n" not in str(e.value)
+    p.write_text('{"a": 1}\n[1]\n')
+    with pytest.raises(jsonl.JSONLError, match=r"f.jsonl:2: not a JSON object"):
+        jsonl.read(p)
+
+
+def _appender(path: str, who: int, n: int) -> None:
+    for i in range(n):
+        jsonl.append(path, {"who": who, "i": i, "pad": "x" * 5000})
+
+
+def test_concurrent_appends_never_interleave(tmp_path):
+    p = tmp_path / "f.jsonl"
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_appender, args=(str(p), w, 100)) for w in range(3)]
+    for q in procs:
+        q.start()
+    for q in procs:
+        q.join(60)
+    assert [q.exitcode for q in procs] == [0, 0, 0]
+    recs = jsonl.read(p)
+    assert sorted((r["who"], r["i"]) for r in recs) == [
+        (w, i) for w in range(3) for i in range(100)
+    ]
