@@ -17,6 +17,7 @@ from jacrl.cli import build_parser, main
 from jacrl.cli.ladder import config_from_args
 from jacrl.notebooks import QUICK_SETS
 from jacrl.provenance import data_hash
+from jacrl.samples import read_samples
 from jacrl.stats import mcnemar_exact, wilson
 from jacrl.tasks import meta
 
@@ -220,6 +221,10 @@ def test_a_ladder_run_with_both_formats_pairs_its_rows(tiny, data_dir, tmp_path,
             assert hole["provenance"]["data_hash"] != conv["provenance"]["data_hash"]
     sft_train = {r["ladder"]["artifacts"]["sft"] for r in rows if r["condition"] == "sft"}
     assert len(sft_train) == 2  # one SFT artifact per format
+    for r in rows:  # every cell keeps its completions beside its row
+        header, samples = read_samples(r["samples"])
+        assert Path(r["samples"]).parent.name == r["cell_key"]
+        assert len(samples) == len(r["per_task"]) * (1 + r["n"])
 
     assert main(["ladder", "show", "--results", str(res), "--figures", str(figs)]) == 0
     out = capsys.readouterr().out

@@ -97,3 +97,15 @@ def test_every_answer_shape_of_every_task_scores_one_on_a_busy_machine():
     print(f"\n{len(named)} shapes of {len(answers)} tasks, load {load:.1f}: slowest run "
           f"{slowest:.2f} s wall")
     assert not bad and len(named) >= len(answers) * 10, bad[:5]
+
+
+def test_splits_carry_the_tasks_answers():
+    """The split files copy each task's record: a rebuild of the tasks must reach them too (it
+    once did not, and the ladder graded with the old time-outs)."""
+    from jacrl.splits import SPLITS, load_split
+
+    answers = {t["meta"]["id"]: t["answer"] for t in read_tasks(ROOT / "data" / "tasks.jsonl")}
+    for name in SPLITS:
+        for t in load_split(name, ROOT / "data"):
+            tid = json.loads(t["answer"])["id"]
+            assert t["answer"] == answers[tid], (name, tid)

@@ -20,6 +20,7 @@ from jacrl.evaluate import evaluate
 from jacrl.ladder.plan import STAGE_CONFIGS, Cell, make_cell
 from jacrl.ladder.taskset import cell_tasks
 from jacrl.notebooks import scaled
+from jacrl.samples import cell_samples_path
 
 KEY_PARTS_IN_ROWS = ("model_hash", "data_hash", "code_version", "notebook")
 
@@ -126,7 +127,7 @@ def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None =
         cfg = EvalConfig(n=n, k=tuple(e["k"]) if n else (1,), temperature=temp,
                          seed=cell.seed, max_tokens=e["max_tokens"], batch_size=cell.batch_size)
         row = evaluate(cell.model, adapter, ts, cfg, tag=cell.tag(kind), split=split, kind=kind,
-                       log=log)
+                       log=log, samples=cell_samples_path(cell.results, cell.key, kind))
         row.update({
             "cell_key": cell.key, "model_name": cell.label, "rung": cell.rung,
             "condition": cell.condition, "format": cell.format, "paired": cell.paired,

@@ -15,7 +15,8 @@ from jacrl.ladder.plan import plan
 from jacrl.ladder.run import run, show
 from jacrl.ladder.settings import LadderConfig, from_env, validate
 from jacrl.models import resolve
-from jacrl.project import path_or
+from jacrl.project import ROWS_FILE, path_or
+from jacrl.results import read_rows
 
 # jac-tiny is a 4M-parameter test fixture, not a recipe for real models. The demo's SFT is sized
 # so its plumbing gate is visible: greedy decoding must reproduce the trained gold bodies (mem).
@@ -85,15 +86,53 @@ def ensure_data(data_dir: str | os.PathLike | None = None,
         splits.build_splits(d)
 
 
+def compare_rows(reference: list[dict], fresh: list[dict]) -> str:
+    """The fresh rows beside the reference's, one line per evaluation tag: pass@1 and run % of
+    each, whether the cell keys match, and for a differing adapter whether it is training noise
+    (the same artifact key) or changed inputs (`provenance.rows_verdict`)."""
+    from jacrl.provenance import rows_verdict
+
+    ref = {r["tag"]: r for r in reference}
+    lines = [f"{'evaluation':28} {'reference':>14} {'this run':>14}  same key  adapter"]
+    same = 0
+    for r in fresh:
+        old = ref.get(r["tag"])
+        now = f"{r['pass1']}/{r['tasks']} {r['run_pct']:.0f}%run"
+        if old is None:
+            lines.append(f"{r['tag']:28} {'-':>14} {now:>14}  (no reference row)")
+            continue
+        was = f"{old['pass1']}/{old['tasks']} {old['run_pct']:.0f}%run"
+        key = "yes" if old.get("cell_key") == r.get("cell_key") else "no"
+        why = rows_verdict(old, r) or "same"
+        same += was == now
+        lines.append(f"{r['tag']:28} {was:>14} {now:>14}  {key:8}  {why}")
+    lines.append(f"{same} of {len(fresh)} evaluations give the reference's pass@1 and run %")
+    return "\n".join(lines)
+
+
+def fresh_results_dir() -> str:
+    """results/demo/<UTC time>: where `jacrl demo` writes unless told (gitignored)."""
+    return str(path_or(None, "results") / "demo" / time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
+
+
 def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
          artifacts_dir: str = "", model: str = "jac-tiny",
          log: Callable[[str], None] = print) -> dict:
     """Tasks/splits if needed; the demo ladder (rungs 1 and 3, four conditions, jac-tiny);
-    the table; figures/ladder.png (+ ladder_passk.png) and figures/training.png (the last rung's
-    SFT and GRPO curves, `training_runs`), each with its rows' provenance; any figure there left
-    stale is listed after the table. Returns {"seconds", "statuses", "table", "figures"}."""
+    the table; ladder.png (+ ladder_passk.png) and training.png (the last rung's SFT and GRPO
+    curves, `training_runs`), each with its rows' provenance; any figure there left stale is
+    listed after the table. Without results_dir the rows go to a fresh `fresh_results_dir()`
+    and the figures beside them, tracked files untouched, and the rows are printed beside the
+    project's committed ones (`compare_rows`). Returns {"seconds", "statuses", "table",
+    "figures", "results_dir"}."""
     t0 = time.time()
     resolve(model)  # before the slow task build; the error says how to build jac-tiny
+    reference = path_or(None, "results") / ROWS_FILE
+    if not results_dir:
+        results_dir = fresh_results_dir()
+        figures_dir = figures_dir or str(Path(results_dir) / "figures")
+        log(f"demo: rows and figures go to {results_dir}/ (the committed {reference} is the "
+            "reference they are compared with)")
     ensure_data(data_dir or None, None, log)
     cfg = from_env(demo_config(models=(model,), results_dir=results_dir, figures_dir=figures_dir,
                                data_dir=data_dir, artifacts_dir=artifacts_dir))
@@ -109,6 +148,10 @@ def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
     log(table + (f"\n\n{note}" if note else ""))
     for p in figs:
         log(f"wrote {p}")
+    mine = Path(cfg.results_dir) / ROWS_FILE
+    if reference.is_file() and mine.resolve() != reference.resolve() and mine.is_file():
+        log("\n" + compare_rows(read_rows(reference), read_rows(mine)))
     secs = round(time.time() - t0, 1)
     log(f"demo: {secs:.0f} s")
-    return {"seconds": secs, "statuses": statuses, "table": table, "figures": figs}
+    return {"seconds": secs, "statuses": statuses, "table": table, "figures": figs,
+            "results_dir": cfg.results_dir}
