@@ -35,6 +35,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 test: setup
+	$(VENV)/bin/ruff check .  # the house's lint: pyflakes, errors, 100 columns (pyproject.toml)
 	$(VENV)/bin/pytest -q -n 2 --dist loadfile  # two workers, one test file each at a time
 
 tasks: setup

@@ -62,7 +62,8 @@ def main() -> None:
         return
     for threads in sorted({"1", fast["OPENBLAS_NUM_THREADS"]}, key=int):
         gf = child({**fast, "OPENBLAS_NUM_THREADS": threads}, args.n, args.reps)
-        print(f"OpenBLAS {threads:>2}thr : {gf:8.1f} GFLOP/s  ratio {gf / ref:5.1f}x  ({fast['LD_PRELOAD']})")
+        print(f"OpenBLAS {threads:>2}thr : {gf:8.1f} GFLOP/s  ratio {gf / ref:5.1f}x  "
+              f"({fast['LD_PRELOAD']})")
 
 
 if __name__ == "__main__":

@@ -209,7 +209,8 @@ def check_splits(s: Splits, rungs=RUNGS) -> list[str]:
 
 def report(s: Splits) -> str:
     def fams(ts):
-        return ", ".join(f"{k} {v}" for k, v in sorted(Counter(meta(t)["family"] for t in ts).items()))
+        return ", ".join(f"{k} {v}" for k, v in
+                         sorted(Counter(meta(t)["family"] for t in ts).items()))
 
     lines = [f"holdout   {len(s.holdout):4d}  ({fams(s.holdout)})",
              f"          sources: {', '.join(s.holdout_sources)}",

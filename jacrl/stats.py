@@ -1,7 +1,8 @@
 """The few statistics the harness reports: Wilson intervals, unbiased pass@k, exact McNemar.
 
-* `wilson(k, n)` — the 95 % Wilson score interval for a binomial proportion k/n (what the reference's
-  `show_ladder` printed; equal to scipy's `binomtest(k, n).proportion_ci(method="wilson")`).
+* `wilson(k, n)` — the 95 % Wilson score interval for a binomial proportion k/n (what the
+  reference's `show_ladder` printed; equal to scipy's
+  `binomtest(k, n).proportion_ci(method="wilson")`).
 * `pass_at_k(n, c, k)` — the unbiased estimator of Chen et al. 2021 ("Evaluating Large Language
   Models Trained on Code"): the probability that at least one of k samples drawn without
   replacement from n generated samples, c of them correct, is correct.

@@ -47,7 +47,8 @@ def harness(executor):
 
 @pytest.fixture(scope="session")
 def harness_tasks(tmp_path_factory):
-    """The harness drivers built into real task records ({"prompt", "answer"}) in a temp data dir."""
+    """The harness drivers built into real task records ({"prompt", "answer"}) in a temp data
+    dir."""
     import shutil
 
     from jacrl.build import build_tasks

@@ -4,10 +4,10 @@ its own holding only the marker and the models, JACRL_RAY_SCRATCH = its own scra
 shares a file with another or with the driver.
 
 Ray's token authentication is on, with the cluster's own token (`Cluster.auth`, which drivers
-need in their environment). Lean for a 2-core machine: each node offers 1 CPU and one `mlx`, a 100 MB object store, no
-dashboard and no log monitor; a dead node is noticed within ~3 s. `stop` ends every process of
-every node (SIGTERM to each node's process group, then SIGKILL) — never `ray stop`, which would
-end every Ray process on the machine.
+need in their environment). Lean for a 2-core machine: each node offers 1 CPU and one `mlx`, a
+100 MB object store, no dashboard and no log monitor; a dead node is noticed within ~3 s. `stop`
+ends every process of every node (SIGTERM to each node's process group, then SIGKILL) — never
+`ray stop`, which would end every Ray process on the machine.
 """
 
 from __future__ import annotations

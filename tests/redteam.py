@@ -153,8 +153,8 @@ NO_CODE = {  # exactly 0.0: no code once comments, blank lines and placeholders 
 }
 
 PROBE = 'with entry { print("probe", 6 * 7); }'
-LOOK = ('import os;\nwith entry { print(sorted(set(os.listdir("/tmp")) | set(os.listdir("/dev/shm"))'
-        ' | set(os.listdir("/var/tmp")))); }')
+LOOK = ('import os;\nwith entry { print(sorted(set(os.listdir("/tmp"))'
+        ' | set(os.listdir("/dev/shm")) | set(os.listdir("/var/tmp")))); }')
 
 
 def fill(body: str, ctx: dict) -> str:
@@ -293,7 +293,8 @@ def memory_probe(executor=None) -> dict:
     """Jobs that print a marker (one in the previous batch, one earlier in the same batch) and
     jobs whose source holds a marker (in each batch); then, while a spy job of the second batch
     sleeps, every process forked from the zygote (the zygote itself, the spy's shim, init and
-    job) is read whole from outside. Returns what was found where; all lists empty = nothing leaks."""
+    job) is read whole from outside. Returns what was found where; all lists empty = nothing
+    leaks."""
     from jacrl.executor import Executor
 
     tag = os.urandom(6).hex()
@@ -383,7 +384,9 @@ def _as_user(name: str, argv: list[str]) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
 
     def mount(src, target, fstype, flags, data=None):
-        enc = (lambda x: x.encode() if isinstance(x, str) else x)
+        def enc(x):
+            return x.encode() if isinstance(x, str) else x
+
         if libc.mount(enc(src), enc(target), enc(fstype), flags, enc(data)) != 0:
             raise OSError(ctypes.get_errno(), f"mount {target}")
 

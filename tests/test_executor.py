@@ -23,19 +23,21 @@ HOSTILE = {
     "parser_hang": HANG,
     "busy_loop": 'with entry { print("start"); while True { } }',
     "sleep": "import time;\nwith entry { time.sleep(1000); }",
-    "kill_parent": "import os;\nimport signal;\nwith entry { os.kill(os.getppid(), signal.SIGKILL); "
-                   "print(\"still here\"); }",
+    "kill_parent": "import os;\nimport signal;\nwith entry { os.kill(os.getppid(), "
+                   "signal.SIGKILL); print(\"still here\"); }",
     "kill_all": "import os;\nimport signal;\nwith entry { os.kill(-1, signal.SIGKILL); }",
     "flood": 'with entry { while True { print("x" * 10000); } }',
     "fork_sleep": 'import subprocess;\nwith entry { subprocess.Popen(["sleep", "60"]); '
                   'print("forked"); }',
     "setsid_escape": "import os;\nimport time;\nwith entry {\n    if os.fork() == 0 {\n"
-                     "        os.setsid();\n        time.sleep(60);\n    }\n    print(\"parent\");\n}",
+                     "        os.setsid();\n        time.sleep(60);\n    }\n"
+                     "    print(\"parent\");\n}",
     "read_stdin": "with entry { x = input(); print(x); }",
     "write_files": 'import os;\nwith entry {\n    open("out.txt", "w").write("a");\n'
                    '    os.makedirs("sub/dir", exist_ok=True);\n'
                    '    open("sub/dir/f.txt", "w").write("b");\n'
-                   '    open("/tmp/jacrl_escape_probe.txt", "w").write("c");\n    print("wrote");\n}',
+                   '    open("/tmp/jacrl_escape_probe.txt", "w").write("c");\n'
+                   '    print("wrote");\n}',
     "memory_hog": "with entry { x = bytearray(8 * 1024 * 1024 * 1024); print(len(x)); }",
     "recursion": "def f(n: int) -> int { return f(n + 1); }\nwith entry { print(f(0)); }",
     "exit_3": "import sys;\nwith entry { sys.exit(3); }",
@@ -51,7 +53,8 @@ def test_hostile_job_is_contained(executor, name):
     elapsed = time.perf_counter() - t0
     assert elapsed < wall_limit(TIMEOUT) + 1.0, (name, elapsed)
     assert executor.server_pid == pid, f"{name} killed the server"
-    probe = executor.run(PROBE + f"\n# {name} {time.time_ns()}")  # a fresh job after the hostile one
+    # a fresh job after the hostile one
+    probe = executor.run(PROBE + f"\n# {name} {time.time_ns()}")
     assert probe.ran and probe.stdout == "probe 42\n"
     assert not os.path.exists("/tmp/jacrl_escape_probe.txt")
     assert not v.ran or name in ("kill_parent", "fork_sleep", "setsid_escape", "write_files",

@@ -126,7 +126,8 @@ def test_splicing_gold_restores_the_driver(d):
 
 
 def test_braces_and_keywords_inside_strings_and_comments_are_not_code():
-    src = 'def f() -> str {\n    s = "def g() {";  # } can h with X entry {\n    return f"{{{s}}}";\n}\n'
+    src = ('def f() -> str {\n    s = "def g() {";  # } can h with X entry {\n'
+           '    return f"{{{s}}}";\n}\n')
     mask = code_mask(src)
     assert [h.name for h in headers(src, mask)] == ["f"]
     assert match_brace(mask, src.index("{")) == len(src) - 2

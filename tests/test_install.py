@@ -81,7 +81,8 @@ def test_the_wheel_holds_the_whole_package(venv):
     names = set(zipfile.ZipFile(venv["wheel"]).namelist())
     need = {p.relative_to(ROOT).as_posix() for p in (ROOT / "jacrl").rglob("*")  # data too
             if p.is_file() and "__pycache__" not in p.parts}
-    assert {"jacrl/executor/server.py", "jacrl/executor/child.py"} <= need <= names, sorted(need - names)
+    assert {"jacrl/executor/server.py", "jacrl/executor/child.py"} <= need <= names, \
+        sorted(need - names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "jacrl = jacrl.cli:main" in zipfile.ZipFile(venv["wheel"]).read(entry).decode()
     where = subprocess.run([venv["py"], "-c", "import jacrl; print(jacrl.__file__)"],

@@ -32,7 +32,8 @@ with entry {
 def test_inventory_of_a_tree(tmp_path):
     (tmp_path / "app.jac").write_text(PROGRAM)
     (tmp_path / "lib").mkdir()
-    (tmp_path / "lib" / "m.jac").write_text("obj Box { has n: int = 0; def get() -> int { return self.n; } }\n")
+    (tmp_path / "lib" / "m.jac").write_text(
+        "obj Box { has n: int = 0; def get() -> int { return self.n; } }\n")
     df = inventory(tmp_path)
     assert set(df.kind) == {"node", "walker", "can", "def", "obj"}
     step = df[df.name == "step"].iloc[0]

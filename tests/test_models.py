@@ -1,5 +1,5 @@
-"""Tests for jacrl.models (resolution, the cached loader), jacrl.blas (fast BLAS) and jacrl.tiny_model
-(the offline jac-tiny build).
+"""Tests for jacrl.models (resolution, the cached loader), jacrl.blas (fast BLAS) and
+jacrl.tiny_model (the offline jac-tiny build).
 
 Real MLX, no mocks of the model stack; the build test uses tiny dimensions so it runs in seconds.
 """
@@ -181,7 +181,8 @@ def test_ensure_fast_blas_reexecs_once(monkeypatch):
     assert argv[0] == exe
 
     # Already re-exec'd, already preloaded, or opted out: no-op.
-    for var, val in [(blas.REEXEC_GUARD, "1"), ("LD_PRELOAD", "/x.so"), ("JACRL_NO_FAST_BLAS", "1")]:
+    for var, val in [(blas.REEXEC_GUARD, "1"), ("LD_PRELOAD", "/x.so"),
+                     ("JACRL_NO_FAST_BLAS", "1")]:
         monkeypatch.setenv(var, val)
         blas.ensure_fast_blas()
         monkeypatch.delenv(var)
@@ -207,8 +208,9 @@ def test_tiny_build_is_deterministic_and_loadable(tmp_path):
     assert "final validation loss" in card and a.sha256 in card
 
     model, tok = models.load(tmp_path / "a")
-    ids = tok.apply_chat_template([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
-                                  add_generation_prompt=True)
+    ids = tok.apply_chat_template(
+        [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
+        add_generation_prompt=True)
     assert model(mx.array([ids])).shape == (1, len(ids), cfg["vocab_size"])
 
     c = tiny_model.build_tiny_model(tmp_path / "c", log=lambda m: None, **{**TINY_KNOBS, "seed": 1})

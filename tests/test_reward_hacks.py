@@ -157,7 +157,9 @@ def _doing_nothing_vs_trying(executor, formula: str) -> dict:
     tries = score_completions(list(comps), list(ans), formula=formula, executor=executor)
     gold = score_completions([redteam.fenced(json.loads(a)["gold"]) for a in answers], answers,
                              formula=formula, executor=executor)
-    mean = (lambda xs: sum(xs) / len(xs))
+    def mean(xs):
+        return sum(xs) / len(xs)
+
     return dict(constant={b: mean([s.score for s in v]) for b, v in const.items()},
                 crash=mean([s.score for s in tries if s.tier in ("compiles", "none")]),
                 near_miss=[s.score for s in tries if s.tier == "runs"],

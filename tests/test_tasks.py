@@ -41,7 +41,8 @@ def test_committed_data_matches_drivers():
     for t in tasks:
         meta = t["meta"]
         assert list(meta)[:4] == ["id", "source", "expected_output", "timeout"]
-        assert PROMPT_SENTENCE in t["prompt"] and "# TODO: write the body for this unit" in t["prompt"]
+        assert PROMPT_SENTENCE in t["prompt"]
+        assert "# TODO: write the body for this unit" in t["prompt"]
         assert t["prompt"].endswith("\n\n```")
         assert (ROOT / "data" / "templates" / f"{meta['id']}.jac").read_text() == meta["template"]
         assert meta["gold"] not in t["prompt"]
@@ -66,9 +67,12 @@ def _hole_in_entry_block(text: str) -> str:
 
 
 BAD = {
-    "no_hole": ("syn_bad_nohole", lambda t: t.replace("# >>>HOLE", "# >>>HOPE"), ":1: expected exactly one '>>>HOLE'"),
-    "random": ("syn_bad_random", lambda t: t.replace('"""Harness', 'import random;\n"""Harness').replace(
-        'print(f"{n} -> {collatz_steps(n)}");', 'print(f"{n} -> {collatz_steps(n)} {random.random()}");'),
+    "no_hole": ("syn_bad_nohole", lambda t: t.replace("# >>>HOLE", "# >>>HOPE"),
+                ":1: expected exactly one '>>>HOLE'"),
+    "random": ("syn_bad_random", lambda t: t.replace(
+        '"""Harness', 'import random;\n"""Harness').replace(
+        'print(f"{n} -> {collatz_steps(n)}");',
+        'print(f"{n} -> {collatz_steps(n)} {random.random()}");'),
         "nondeterministic stdout"),
     "hole_unused": ("syn_bad_unused", lambda t: t.replace("collatz_steps(n)}", "n}"),
                     "empty body gives the same output"),

@@ -254,8 +254,9 @@ def add(subparsers) -> None:
     q.add_argument("--include-stale", action="store_true", help="keep the rows whose model, "
                    "adapter or tasks changed on disk since (marked in a `stale` column)")
     q.set_defaults(func=run_show)
-    p = subparsers.add_parser("demo", help="a small ladder on jac-tiny: results/ and "
-                                           "figures/ladder.png in minutes")
+    p = subparsers.add_parser(
+        "demo", help="a small ladder on jac-tiny in minutes: rows and figures in a fresh "
+        "results/demo/<time>/ (--results DIR for another), printed beside the committed rows")
     _paths(p)
     p.add_argument("--model", default="jac-tiny", help="registry name or MLX model dir")
     p.set_defaults(func=run_demo)

@@ -31,7 +31,8 @@ def add(sub) -> None:
 
 
 def run_file(args: argparse.Namespace) -> int:
-    """Print the program's stdout/stderr, then its verdict as JSON on stderr; exit 1 unless it ran."""
+    """Print the program's stdout/stderr, then its verdict as JSON on stderr; exit 1 unless it
+    ran."""
     with open(args.file) as fh:
         source = fh.read()
     if args.subprocess:

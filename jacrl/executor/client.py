@@ -114,7 +114,8 @@ class _Server:
             try:
                 self.proc = subprocess.Popen(
                     launch.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
-                    pass_fds=launch.fds, env={"PATH": os.defpath, "LANG": "C.UTF-8"}, cwd="/", start_new_session=True)
+                    pass_fds=launch.fds, env={"PATH": os.defpath, "LANG": "C.UTF-8"}, cwd="/",
+                    start_new_session=True)
             finally:
                 launch.close()
         else:

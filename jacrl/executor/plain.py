@@ -31,7 +31,8 @@ def _run_cli(args: list[str], cwd: str, timeout: float,
                             stderr=subprocess.PIPE, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), False
+        return (proc.returncode, out.decode("utf-8", "replace"),
+                err.decode("utf-8", "replace"), False)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()

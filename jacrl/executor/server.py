@@ -279,7 +279,7 @@ def zygote_main(args: argparse.Namespace, scratch: str, commands: int, events: i
     code = 0
     try:
         out = os.fdopen(events, "w")
-        send = (lambda obj: (out.write(json.dumps(obj) + "\n"), out.flush()))
+        send = (lambda obj: (out.write(json.dumps(obj) + "\n"), out.flush()))  # noqa: E731
         child.prctl(child.PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the collector
         zygote = Zygote(json.loads(args.limits), scratch, not args.no_namespaces,
                         json.loads(args.keep))

@@ -4,7 +4,8 @@ training curves from an artifact's metrics.jsonl; and hole-fill vs conversion on
 (`format_comparison`: Wilson intervals and paired exact McNemar).
 
 A row belongs to a ladder cell through its `model_name`, `rung`, `condition` and `kind` fields, or,
-for rows without them (the reference harness's), through a four-part tag `r<N>/<model>/<cond>/<kind>`.
+for rows without them (the reference harness's), through a four-part tag
+`r<N>/<model>/<cond>/<kind>`.
 A row's task format is its `format` field (`hole` when absent) and `paired` says it comes from a
 plan with conversion cells (only the ids that have a conversion task; `jacrl.ladder.cell_tasks`).
 When several rows share (model, rung, condition, format, paired, kind) the last one wins (as in
@@ -15,12 +16,16 @@ copied from a row.
 | column | meaning |
 |---|---|
 | `pass1_pct`, `ci_lo`, `ci_hi` | greedy exact pass rate and its 95 % Wilson interval (percent) |
-| `passk_pct`, `k` | unbiased pass@k (Chen et al. 2021) at the row's largest k, from its `pass_at_k` (percent); NaN when no samples were drawn. Never the rows' `greedy_or_k_pct` |
+| `passk_pct`, `k` | unbiased pass@k (Chen et al. 2021) at the row's largest k, from its |
+|   | `pass_at_k` (percent); NaN when no samples were drawn; never `greedy_or_k_pct` |
 | `tasks`, `pass1` | tasks graded and greedy exact passes of the row |
 | `run_pct`, `near_pct`, `avg_osim`, `truncation_pct` | as in the row (see `jacrl.evaluate`) |
-| `model`, `rung`, `condition`, `format`, `paired`, `kind`, `cell_key` | the ladder cell the row belongs to |
+| `model`, `rung`, `condition`, `format`, `paired`, `kind`, `cell_key` | the row's ladder cell |
 | `mem` | (pivot) the mem row's greedy pass rate on the rung's own training tasks |
-| `stale` | why a row no longer describes what is on disk ("" when it does): its model, adapter or tasks changed since it was made |
+| `stale` | why a row no longer describes what is on disk ("" when it does): its model, |
+|   | adapter (another artifact key) or tasks changed since it was made |
+| `rebuilt` | the row's adapter folder holds a rebuild of the same key with other weights |
+|   | (training noise, same inputs): kept, and said |
 
 Provenance is enforced, not just recorded: `show_text` leaves stale rows out (and says how many)
 unless asked to include them; `stale_reasons` compares each row's recorded model, adapter and

@@ -71,7 +71,8 @@ def jaclang_jac_files() -> tuple[Path, list[Path]]:
     return root, files
 
 
-def split_files(root: Path, files: list[Path], val_fraction: float) -> tuple[list[Path], list[Path]]:
+def split_files(root: Path, files: list[Path],
+                val_fraction: float) -> tuple[list[Path], list[Path]]:
     """Deterministic by-file split: a file's side depends only on its package-relative path."""
 
     def bucket(p: Path) -> float:
@@ -167,8 +168,10 @@ def corpus(cfg: TinyModelConfig, log: Callable[[str], None]) -> Corpus:
     val_ids = _pack(tok, val_texts, eos_id)
     T = cfg.seq_len
     if len(train_ids) <= T + 1 or len(val_ids) <= T + 1:
-        raise ModelError(f"corpus too small for seq_len {T}: {len(train_ids)}/{len(val_ids)} tokens")
-    log(f"tokenizer: vocab {tok.get_vocab_size()}, {len(train_ids)} train / {len(val_ids)} val tokens")
+        raise ModelError(f"corpus too small for seq_len {T}: {len(train_ids)}/{len(val_ids)} "
+                         "tokens")
+    log(f"tokenizer: vocab {tok.get_vocab_size()}, {len(train_ids)} train / {len(val_ids)} val "
+        "tokens")
     # Baseline for the card: val cross-entropy of add-one-smoothed train unigram frequencies.
     counts = np.bincount(train_ids, minlength=tok.get_vocab_size()) + 1.0
     unigram_val_loss = float(-np.log(counts[val_ids] / counts.sum()).mean())
