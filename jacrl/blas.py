@@ -102,7 +102,10 @@ def blas_record() -> dict:
     bytes depend on the library and the kernel family, not on the thread count (measured on
     jac-tiny with 1, 2 and 4 threads: see `jacrl.train.artifacts.DETERMINISM`)."""
     libs = _mapped_libraries()
-    openblas = [p for p in libs if "openblas" in os.path.basename(p).lower()]
+    # numpy's and scipy's own OpenBLAS builds (libscipy_openblas*, prefixed symbols) are not
+    # what MLX calls; the mapped list is sorted by path, so they may come first
+    openblas = [p for p in libs if "openblas" in os.path.basename(p).lower()
+                and "scipy_openblas" not in os.path.basename(p).lower()]
     other = [p for p in libs if os.path.basename(p).lower().startswith("libblas")]
     rec = {"library": (openblas or other or [""])[0], "openblas_core": "", "threads": 1,
            "cpu": _cpu_model()}

@@ -221,9 +221,9 @@ def test_a_ladder_run_with_both_formats_pairs_its_rows(tiny, data_dir, tmp_path,
             assert hole["provenance"]["data_hash"] != conv["provenance"]["data_hash"]
     sft_train = {r["ladder"]["artifacts"]["sft"] for r in rows if r["condition"] == "sft"}
     assert len(sft_train) == 2  # one SFT artifact per format
-    for r in rows:  # every cell keeps its completions beside its row
-        header, samples = read_samples(r["samples"])
-        assert Path(r["samples"]).parent.name == r["cell_key"]
+    for r in rows:  # every cell keeps its completions beside its row (path: from the rows' dir)
+        header, samples = read_samples(res / r["samples"])
+        assert r["samples"] == f"cells/{r['cell_key']}/samples-{r['kind']}.jsonl.gz"
         assert len(samples) == len(r["per_task"]) * (1 + r["n"])
 
     assert main(["ladder", "show", "--results", str(res), "--figures", str(figs)]) == 0

@@ -128,6 +128,8 @@ def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None =
                          seed=cell.seed, max_tokens=e["max_tokens"], batch_size=cell.batch_size)
         row = evaluate(cell.model, adapter, ts, cfg, tag=cell.tag(kind), split=split, kind=kind,
                        log=log, samples=cell_samples_path(cell.results, cell.key, kind))
+        if row.get("samples"):  # relative to the rows file's folder: the same on every engine
+            row["samples"] = os.path.relpath(row["samples"], Path(cell.results).parent)
         row.update({
             "cell_key": cell.key, "model_name": cell.label, "rung": cell.rung,
             "condition": cell.condition, "format": cell.format, "paired": cell.paired,
