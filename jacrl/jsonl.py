@@ -40,7 +40,7 @@ def write(path: str | os.PathLike, records: Iterable[Mapping]) -> Path:
     return path
 
 
-def _last_line_start(fd: int, size: int) -> int:
+def last_line_start(fd: int, size: int) -> int:
     """Offset just after the file's last newline (0 when it has none), read backwards."""
     pos = size
     while pos > 0:
@@ -52,7 +52,8 @@ def _last_line_start(fd: int, size: int) -> int:
     return 0
 
 
-def _is_record(data: bytes) -> bool:
+def is_record(data: bytes) -> bool:
+    """Whether data is one JSON object (a whole line, not a torn one)."""
     try:
         return isinstance(json.loads(data), dict)
     except ValueError:
@@ -70,15 +71,17 @@ def append(path: str | os.PathLike, record: Mapping) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":  # a last line without its newline
-            start = _last_line_start(fd, size)
-            if _is_record(os.pread(fd, size - start, start)):
+            start = last_line_start(fd, size)
+            if is_record(os.pread(fd, size - start, start)):
                 data = b"\n" + data
             else:
                 warnings.warn(
                     f"{path}: dropped a torn last line ({size - start} bytes)", stacklevel=2
                 )
                 os.ftruncate(fd, start)
-        os.write(fd, data)
+        written = os.write(fd, data)
+        if written != len(data):
+            raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from jacrl.jsonl import is_record, last_line_start
 from jacrl.models import read_registry
 
 KINDS = ("gen", "mem")  # a ladder cell's rows: the holdout sample, the rung's own tasks
@@ -37,26 +38,6 @@ class RowsError(ValueError):
     """A results file line that is not a JSON row and is not a torn last line."""
 
 
-def _tail_start(fd: int, size: int) -> int:
-    """Offset just after the last newline of the file (0 when it has none)."""
-    pos, chunk = size, 1 << 16
-    while pos > 0:
-        step = min(chunk, pos)
-        pos -= step
-        data = os.pread(fd, step, pos)
-        i = data.rfind(b"\n")
-        if i >= 0:
-            return pos + i + 1
-    return 0
-
-
-def _is_row(data: bytes) -> bool:
-    try:
-        return isinstance(json.loads(data), dict)
-    except ValueError:
-        return False
-
-
 def append_row(path: str | os.PathLike, row: dict) -> None:
     """Append one row as one line: a single write + fsync, holding an exclusive lock on the file.
     A last line without its newline is closed first when it is a whole row, else (a torn write
@@ -69,8 +50,8 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)  # another writer's row is never taken for a torn one
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
-            start = _tail_start(fd, size)
-            if _is_row(os.pread(fd, size - start, start)):
+            start = last_line_start(fd, size)
+            if is_record(os.pread(fd, size - start, start)):
                 data = b"\n" + data
             else:
                 line = os.pread(fd, start, 0).count(b"\n") + 1
