@@ -171,23 +171,27 @@ def _cond_values(d: Draw, op: str, n: int, k: int) -> list[int]:
             return xs
 
 
-def _filter(d: Draw, combo: str):
-    op, plural = combo, d.pick("plural")
+def _list_fn(d: Draw, op: str, returns: str):
+    """(plural, n, item, unit, calls) of a function over a list of ints whose body tests each
+    item with `op` against n: the filter's and the fold's shared frame (draws in this order)."""
+    plural = d.pick("plural")
     n, item = d.pick("number"), plural[:-1]
     fn = f"{d.pick('verb')}_{plural}"
-    unit = [f"def {fn}({plural}: list[int]) -> list[int] {{", "{HOLE}", "}"]
+    unit = [f"def {fn}({plural}: list[int]) -> {returns} {{", "{HOLE}", "}"]
     calls = [f"    print({fn}({_cond_values(d, op, n, 5)}));" for _ in range(3)]
+    return plural, n, item, unit, calls
+
+
+def _filter(d: Draw, combo: str):
+    op = combo
+    plural, n, item, unit, calls = _list_fn(d, op, "list[int]")
     return [], unit, calls, f"Return the {plural} that are {CMPS[op]} {n}.", [
         f"return [{item} for {item} in {plural} if {item} {op} {n}];"]
 
 
 def _fold(d: Draw, combo: str):
     fold, op = combo.split(",")
-    plural = d.pick("plural")
-    n, item = d.pick("number"), plural[:-1]
-    fn = f"{d.pick('verb')}_{plural}"
-    unit = [f"def {fn}({plural}: list[int]) -> int {{", "{HOLE}", "}"]
-    calls = [f"    print({fn}({_cond_values(d, op, n, 5)}));" for _ in range(3)]
+    plural, n, item, unit, calls = _list_fn(d, op, "int")
     return [], unit, calls, f"Return the {fold} of the {plural} that are {CMPS[op]} {n}.", [
         f"return {FOLDS[fold]}([{item} for {item} in {plural} if {item} {op} {n}]);"]
 
