@@ -8,7 +8,7 @@ from mlx.utils import tree_flatten, tree_map
 
 from jacrl.config import GRPOConfig
 from jacrl.models import resolve
-from jacrl.train.grpo_loss import _supported, shared_prompt_loss
+from jacrl.train.grpo_loss import shares_prompt, shared_prompt_loss
 from jacrl.train.mlx_compat import lora_model
 from jacrl.train.reference import frozen_view
 
@@ -17,7 +17,7 @@ from jacrl.train.reference import frozen_view
 def setup(tiny, tmp_path_factory):
     policy, tok, _ = lora_model(resolve(tiny), GRPOConfig(lora_layers=-1, grad_checkpoint=False),
                                 tmp_path_factory.mktemp("loss"))
-    assert _supported(policy)  # the shared-prompt path, not the fallback, is what is compared
+    assert shares_prompt(policy)  # the shared-prompt path, not the fallback, is what is compared
     ref = frozen_view(policy)
     mx.random.seed(1)
     policy.update(tree_map(lambda a: a + 0.02 * mx.random.normal(a.shape),
@@ -65,7 +65,7 @@ def test_checkpointing_is_set_per_training_and_falls_back(tiny, tmp_path):
     takes mlx-lm-lora's loss (the shared prompt's gradient cannot pass a checkpoint)."""
     on, _, _ = lora_model(resolve(tiny), GRPOConfig(lora_layers=1, grad_checkpoint=True),
                           tmp_path)
-    assert not _supported(on)
+    assert not shares_prompt(on)
     off, _, _ = lora_model(resolve(tiny), GRPOConfig(lora_layers=1, grad_checkpoint=False),
                            tmp_path)
-    assert _supported(off) and _supported(on)  # one class: off for both now
+    assert shares_prompt(off) and shares_prompt(on)  # one class: off for both now

@@ -4,6 +4,7 @@ its rows hold (the sources recorded in it by `stamp.save_figure`: unchanged, pre
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -18,6 +19,7 @@ class _Disk:
     def __init__(self):
         self._dirs: dict[str, str | None] = {}
         self._tasks: dict[str, dict[str, dict]] = {}
+        self.verdicts: dict[tuple, str] = {}  # `_adapter_verdict`'s, asked by two questions
 
     def dir_hash(self, path: Path) -> str | None:
         key = str(path)
@@ -95,7 +97,10 @@ def _adapter_verdict(row: dict, disk: _Disk) -> str:
     now = disk.dir_hash(apath)
     if now is None or now == prov["adapter_hash"]:
         return ""
-    return rebuild_verdict(row, apath)
+    key = (str(apath), row.get("artifact"), json.dumps(prov, sort_keys=True))
+    if key not in disk.verdicts:  # reads manifests: once per row, for stale and rebuilt alike
+        disk.verdicts[key] = rebuild_verdict(row, apath)
+    return disk.verdicts[key]
 
 
 def rebuilt_note(row: dict, disk: _Disk | None = None) -> str:

@@ -35,10 +35,9 @@ from jacrl.train.artifacts import (
     write_jsonl,
 )
 from jacrl.train.grpo_compat import grpo_hooks, rollout_concurrency
-from jacrl.train.grpo_loss import shared_prompt_groups, shared_prompt_loss
+from jacrl.train.grpo_loss import shared_prompt_groups, shared_prompt_loss, shares_prompt
 from jacrl.train.mlx_compat import (
     MetricsLog,
-    checkpointed,
     lora_model,
     seed_all,
     trainable,
@@ -190,7 +189,7 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
         "reference_model": "base + parent adapter" if (ref is not None and parent) else
                            ("base" if ref is not None else "none (beta = 0)"),
         "reference_weights": reference if ref is not None else None,
-        "update_loss": "shared prompt" if not checkpointed(policy) else "mlx-lm-lora",
+        "update_loss": "shared prompt" if shares_prompt(policy) else "mlx-lm-lora",
         "first_reward_mean": tr[0]["reward_mean"] if tr else None,
         "last_reward_mean": tr[-1]["reward_mean"] if tr else None,
         "reward_mean": _mean("reward_mean", tr), "reward_std": _mean("reward_std", tr),

@@ -62,7 +62,7 @@ def _group_logps(model, prompt: list[int], completions: list):
     return _select_token_logps(mx.concatenate(logits, axis=1), tokens, mask), mask
 
 
-def _supported(model) -> bool:
+def shares_prompt(model) -> bool:
     """A decoder whose layers take a plain KV cache (no model-made caches: SSM or sliding
     window layers need their own), not under gradient checkpointing (a checkpointed layer
     returns only its output: the gradient through the prompt's keys and values would be lost)."""
@@ -96,7 +96,7 @@ def shared_prompt_loss(model, ref_model, batch, completions=None, completion_tex
     import mlx.core as mx
     from mlx_lm_lora.trainer import grpo_trainer as gt
 
-    if not _supported(model):  # mlx-lm-lora's own loss
+    if not shares_prompt(model):  # mlx-lm-lora's own loss
         return _ORIGINAL.get("grpo_loss", gt.grpo_loss)(
             model, ref_model, batch, completions, completion_texts, batch_indices, advantages,
             reward_metrics, beta, epsilon, epsilon_high, max_tokens, importance_sampling_level,
