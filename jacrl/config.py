@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from jacrl.reward import DEFAULT_FORMULA, FORMULAS, check_formula, default_formula
-
+# The reward formula knob's choices; jacrl.reward implements one function per name and checks at
+# import that they are these, so the knob catalogue does not depend on the grader.
+REWARD_FORMULAS = ("dependent", "tiered", "additive")
+DEFAULT_FORMULA = "dependent"
 MAX_TOKENS = 512  # the completion budget of every eval; GRPO rollouts and RFT samples use the same
 
 
@@ -23,10 +26,28 @@ def _f(default, help: str):
     return field(default=default, metadata={"help": help})
 
 
+def check_formula(formula: str) -> str:
+    """`formula`, or ValueError (one line) when it names no reward formula."""
+    if formula not in REWARD_FORMULAS:
+        raise ValueError(f"unknown reward formula {formula!r}; choose from "
+                         f"{', '.join(REWARD_FORMULAS)}")
+    return formula
+
+
+def default_formula(env: Mapping[str, str] = os.environ) -> str:
+    """JACRL_REWARD_FORMULA, else DEFAULT_FORMULA. Training configs read it once, when created
+    (the formula is then part of the artifact key); training never relies on it at call time."""
+    value = env.get("JACRL_REWARD_FORMULA", "").strip() or DEFAULT_FORMULA
+    if value not in REWARD_FORMULAS:
+        raise ValueError(f"JACRL_REWARD_FORMULA={value!r} is not a reward formula; choose from "
+                         f"{', '.join(REWARD_FORMULAS)}")
+    return value
+
+
 def _formula(what: str):
     """The reward formula knob, resolved when the config is created (so the key holds it)."""
     return field(default_factory=default_formula, metadata={
-        "help": f"reward formula grading {what} ({' | '.join(FORMULAS)}); default: "
+        "help": f"reward formula grading {what} ({' | '.join(REWARD_FORMULAS)}); default: "
                 f"JACRL_REWARD_FORMULA when the config is created, else {DEFAULT_FORMULA}"})
 
 

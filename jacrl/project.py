@@ -62,6 +62,11 @@ class Project:
         return self.results / ROWS_FILE
 
     @property
+    def scratch(self) -> Path:
+        """Where a ladder cell run by hand files its rows unless told otherwise (gitignored)."""
+        return self.results / "scratch"
+
+    @property
     def eval_rows(self) -> Path:
         """Where ad hoc `jacrl eval` runs go by default (not tracked; never the ladder's rows)."""
         return self.results / "eval" / "eval.jsonl"

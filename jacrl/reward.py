@@ -31,16 +31,15 @@ import atexit
 import dataclasses
 import difflib
 import json
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import lru_cache
 
+from jacrl.config import DEFAULT_FORMULA, REWARD_FORMULAS, check_formula, default_formula
 from jacrl.drivers import Unit
 from jacrl.executor import Executor, Verdict
 from jacrl.extract import dedent, extract_body, splice
 from jacrl.jacsyntax import has_code, idiom_score
 
-DEFAULT_FORMULA = "dependent"
 MAX_BODY = 16_384  # characters; the longest gold body is under 1,000, a 512-token answer ~3,000
 
 
@@ -167,6 +166,11 @@ def _additive(e: Evidence) -> float:
             + 0.10 * (idiom_score(e.body) if e.ran else 0.0) + 0.15 * e.sim)
 
 
+if tuple(FORMULAS) != REWARD_FORMULAS:  # the knob's choices (jacrl.config) are what is here
+    raise ImportError(f"reward formulas {tuple(FORMULAS)} != config.REWARD_FORMULAS "
+                      f"{REWARD_FORMULAS}")
+
+
 def score(body: str, verdict: Verdict | None, hole: Hole, formula: str = DEFAULT_FORMULA
           ) -> Scored:
     """Grade one extracted body given its run verdict (None: nothing was run)."""
@@ -216,22 +220,6 @@ def _pair(completions: list[str], answer: list[str]) -> list[str]:
         return list(answer) * len(completions)
     raise ValueError(f"{len(completions)} completions but {len(answer)} answers: expected one "
                      "answer per completion (or a single answer for all)")
-
-
-def check_formula(formula: str) -> str:
-    if formula not in FORMULAS:
-        raise ValueError(f"unknown reward formula {formula!r}; choose from {', '.join(FORMULAS)}")
-    return formula
-
-
-def default_formula(env: Mapping[str, str] = os.environ) -> str:
-    """JACRL_REWARD_FORMULA, else DEFAULT_FORMULA. Training configs read it once, when created
-    (the formula is then part of the artifact key); training never relies on it at call time."""
-    value = env.get("JACRL_REWARD_FORMULA", "").strip() or DEFAULT_FORMULA
-    if value not in FORMULAS:
-        raise ValueError(f"JACRL_REWARD_FORMULA={value!r} is not a reward formula; choose from "
-                         f"{', '.join(FORMULAS)}")
-    return value
 
 
 def score_completions(completions: list[str], answers: list[str], *,

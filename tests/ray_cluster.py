@@ -27,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RAY = str(Path(sys.executable).with_name("ray"))
 OBJECT_STORE = 100 * 2**20
+START_TRIES = 2  # `ray start` per node: a loaded machine can make a raylet miss Ray's 30 s window
+GCS_WAIT_S = "120"  # how long a node waits for the GCS to start (Ray's default: 30 s)
 FAST_DEATH = {  # the head's health checks: a node whose raylet died is declared dead in ~3 s
     "RAY_health_check_initial_delay_ms": "1000", "RAY_health_check_period_ms": "1000",
     "RAY_health_check_timeout_ms": "1000", "RAY_health_check_failure_threshold": "3"}
@@ -121,7 +123,23 @@ class Cluster:
         return f"127.0.0.1:{self.port}"
 
     def start_node(self, name: str, project: Path, head: bool = False,
-                   timeout: float = 120) -> Node:
+                   timeout: float = 180) -> Node:
+        """`ray start` for one node, tried START_TRIES times: on a loaded machine a raylet can
+        miss Ray's fixed 30 s window to register (`ray start` then exits 1); a failed try's
+        processes are ended before the next (a head's on a fresh port)."""
+        for attempt in range(1, START_TRIES + 1):
+            node, rc = self._start_node(name, project, head, timeout)
+            if rc == 0:
+                return node
+            self._end(node)
+            if head:
+                self.port = free_port()
+            print(f"ray start ({name}) try {attempt} exited {rc}:\n{node.log.read_text()[-1500:]}")
+        raise AssertionError(f"ray start ({name}) failed {START_TRIES} times:\n"
+                             f"{node.log.read_text()[-3000:]}")
+
+    def _start_node(self, name: str, project: Path, head: bool,
+                    timeout: float) -> tuple[Node, int | None]:
         args = [RAY, "start", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
                 "--resources", '{"mlx": 1}', "--temp-dir", str(self.temp / name),
                 "--object-store-memory", str(OBJECT_STORE), "--include-log-monitor=false",
@@ -130,7 +148,8 @@ class Cluster:
             else ["--address", self.address]
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
         env.update(FAST_DEATH, **self.auth, JACRL_ROOT=str(project), JACRL_RAY_SCRATCH=str(
-            project.parent / f"{name}-scratch"), RAY_USAGE_STATS_ENABLED="0")
+            project.parent / f"{name}-scratch"), RAY_USAGE_STATS_ENABLED="0",
+            RAY_gcs_server_port_wait_time_s=GCS_WAIT_S)
         log = self.temp / f"{name}.log"
         t0 = time.monotonic()
         with open(log, "w") as out:
@@ -138,10 +157,23 @@ class Cluster:
                                     stderr=subprocess.STDOUT, start_new_session=True)
         node = Node(name, project, Path(env["JACRL_RAY_SCRATCH"]), proc.pid, log, 0.0)
         self.nodes[name] = node  # stopped even when its start fails
-        rc = proc.wait(timeout=timeout)
-        assert rc == 0, f"ray start ({name}) exited {rc}:\n{log.read_text()[-3000:]}"
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            rc = None
         node.start_s = round(time.monotonic() - t0, 2)
-        return node
+        return node, rc
+
+    def _end(self, node: Node) -> None:
+        """SIGKILL every process of one node and wait until they are gone."""
+        deadline = time.monotonic() + 10
+        while (pids := node.pids()) and time.monotonic() < deadline:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.2)
 
     def kill_raylet(self, name: str) -> int:
         """SIGKILL the node's raylet (the node dies; its workers follow). Returns its pid."""

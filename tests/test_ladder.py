@@ -5,6 +5,7 @@ jac-tiny, real jaclang) leaving exactly one row per evaluation."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -23,6 +24,7 @@ from jacrl import ladder, report, results
 from jacrl.cli import build_parser, main
 from jacrl.cli.ladder import config_from_args
 from jacrl.models import resolve
+from jacrl.project import project
 from jacrl.stats import mcnemar_exact, wilson
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,19 +188,26 @@ def test_plan_runs_nothing_and_keys_are_stable(tiny, data_dir, tmp_path, capsys)
     # everything that defines a cell changes its key
     one = {"rung": "1", "model": "jac-tiny", "condition": "sft", "data_dir": data_dir,
            "sft_iters": 4}
-    k0 = ladder.make_cell(**one).key
-    assert ladder.make_cell(**{**one, "sft_iters": 5}).key != k0
-    assert ladder.make_cell(**{**one, "seed": 1}).key != k0
-    assert ladder.make_cell(**{**one, "gen_limit": 3}).key != k0
-    assert ladder.make_cell(**{**one, "sft_set": {"learning_rate": 1e-3}}).key != k0
-    assert ladder.make_cell(**{**one, "rung": "3"}).key != k0
+    k0 = ladder.notebook_cell(**one).key
+    assert ladder.notebook_cell(**{**one, "sft_iters": 5}).key != k0
+    assert ladder.notebook_cell(**{**one, "seed": 1}).key != k0
+    assert ladder.notebook_cell(**{**one, "gen_limit": 3}).key != k0
+    assert ladder.notebook_cell(**{**one, "sft_set": {"learning_rate": 1e-3}}).key != k0
+    assert ladder.notebook_cell(**{**one, "rung": "3"}).key != k0
     other = tmp_path / "data"
     shutil.copytree(Path(data_dir) / "splits", other / "splits")
     lines = (other / "splits" / "holdout.jsonl").read_text().splitlines(keepends=True)
     (other / "splits" / "holdout.jsonl").write_text("".join(lines[:-1]))
-    assert ladder.make_cell(**{**one, "data_dir": str(other)}).key != k0
+    assert ladder.notebook_cell(**{**one, "data_dir": str(other)}).key != k0
     # the paths where things are written do not define the cell
-    assert ladder.make_cell(**{**one, "results": str(res / "x.jsonl")}).key == k0
+    assert ladder.notebook_cell(**{**one, "results_dir": str(res)}).key == k0
+    # every training seed is a cell of its own; the first is the one-seed ladder's cell
+    assert ladder.notebook_cell(**one, train_seed=0).key == k0
+    s1 = ladder.notebook_cell(**one, train_seed=1)
+    assert s1.key != k0 and s1.key.startswith("r1-jac-tiny-sft-s1-") and s1.sft.seed == 1
+    assert s1.name == "r1/jac-tiny/sft/s1" and s1.key_parts["seed"] == 0  # the eval seed
+    # by hand, rows go to the project's scratch results, never the ladder's own
+    assert ladder.notebook_cell(**one).results == str(project().scratch / "rl_ladder.jsonl")
 
 
 GRADING_CONDITIONS = [c for c, v in ladder.CONDITIONS.items() if v.grades]
@@ -232,22 +241,21 @@ def test_reward_formula_keys_grading_cells_only(data_dir, tmp_path, monkeypatch,
     cfg = config_from_args(_args(*argv[1:]))
     cell = next(c for c in ladder.plan(cfg) if c.condition == "raw_grpo")
     cmd = ladder.command(cfg, cell)
-    assert cmd[-3:] == ["-r", "cell_json", cell.as_parameter()]  # the one papermill parameter
-    assert json.loads(cmd[-1])["reward_formula"] == "additive"
+    assert cmd[-3:] == ["-r", "cell_json", cell.to_json()]  # the one papermill parameter
+    assert json.loads(cmd[-1])["cfg"]["reward_formula"] == "additive"
     assert ladder.notebook_cell(cmd[-1], env={}) == cell  # what notebook 30 resolves from it
     one = {"rung": "1", "model": "jac-tiny", "data_dir": data_dir, "sft_iters": 4,
            "grpo_iters": 4, "env": {}}
     for c in ladder.CONDITIONS:
-        cell = ladder.make_cell(condition=c, reward_formula="additive", **one)
+        cell = ladder.notebook_cell(condition=c, reward_formula="additive", **one)
         assert cell.key == additive[c]
         if c in GRADING_CONDITIONS:
             stage = ladder.CONDITIONS[c].last
-            assert cell.stages[stage]["reward_formula"] == cell.reward_formula == "additive"
-            assert cell.params()["reward_formula"] == "additive"  # the notebook gets it resolved
-            assert ladder.make_cell(condition=c, **{f"{stage}_set": {
+            assert cell.stages[stage].reward_formula == cell.reward_formula == "additive"
+            assert ladder.notebook_cell(condition=c, **{f"{stage}_set": {
                 "reward_formula": "additive"}}, **one).key == additive[c]
         else:
-            assert cell.reward_formula == "" and cell.params()["reward_formula"] == ""
+            assert cell.reward_formula == ""
 
 
 def test_unknown_reward_formula_is_a_one_line_error(data_dir, monkeypatch, capsys):
@@ -255,24 +263,22 @@ def test_unknown_reward_formula_is_a_one_line_error(data_dir, monkeypatch, capsy
     for bad in ({"reward_formula": "v3"}, {"env": {"JACRL_REWARD_FORMULA": "v3"}},
                 {"grpo_set": {"reward_formula": "v3"}}):
         with pytest.raises(ValueError, match="v3.*choose from dependent, tiered, additive") as e:
-            ladder.make_cell(**one, **bad)
+            ladder.notebook_cell(**one, **bad)
         assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="unknown reward formula 'v3'"):
         ladder.validate(ladder.LadderConfig(reward_formula="v3"))
     assert main(["ladder", "plan", "--reward-formula", "v3"]) == 2  # a usage error, one line
     assert "invalid choice: 'v3'" in capsys.readouterr().err
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")  # base and sft cells never grade rollouts
-    assert ladder.make_cell(**{**one, "condition": "sft"}, env=os.environ).reward_formula == ""
+    assert ladder.notebook_cell(**{**one, "condition": "sft"}, env=os.environ).reward_formula == ""
 
 
 def test_an_unknown_cell_parameter_is_a_one_line_error(data_dir):
     one = {"rung": "1", "model": "jac-tiny", "condition": "base", "data_dir": data_dir}
     with pytest.raises(TypeError, match=r"unknown cell parameter 'nn' \(did you mean 'n'\?\); "
-                                        r"known: rung, model, condition, seed, ") as e:
-        ladder.make_cell(**one, nn=4)
-    assert "\n" not in str(e.value) and "cell_key" in str(e.value)
-    with pytest.raises(TypeError, match="unknown cell parameter 'nn'"):
+                                        r"known: artifacts_dir, batch_size, ") as e:
         ladder.notebook_cell(env={}, **one, nn=4)
+    assert "\n" not in str(e.value) and "train_seed" in str(e.value)
     # what notebook 30 passes on: the public names bound before its first import
     ns = {"__name__": "__main__", "rung": "1", "nn": 4, "plt": os, "cell": None, "rows": []}
     assert ladder.notebook_params(ns) == {"rung": "1", "nn": 4}
@@ -288,12 +294,13 @@ def test_a_misspelled_papermill_parameter_fails_notebook_30(data_dir, tmp_path):
                                    kernel_name="python3", cwd=str(ROOT), progress_bar=False)
 
 
-def test_rows_record_the_training_reward_formula(tiny, data_dir):
+def test_rows_record_the_training_reward_formula(tiny, data_dir, tmp_path):
     """evaluate_cell's rows name the formula the cell trained with (None without GRPO)."""
     kw = {"rung": "1", "model": tiny, "data_dir": data_dir, "gen_limit": 1, "mem_limit": 1,
+          "results_dir": str(tmp_path),
           "n": 0, "k": "1", "max_tokens": 8, "reward_formula": "additive", "env": {}}
     for cond, want in (("raw_grpo", "additive"), ("sft", None)):
-        rows = ladder.evaluate_cell(ladder.make_cell(condition=cond, **kw), {}, progress=False)
+        rows = ladder.evaluate_cell(ladder.notebook_cell(condition=cond, **kw), {}, progress=False)
         assert [r["kind"] for r in rows] == ["gen", "mem"]
         assert all(r["reward_formula"] == want for r in rows)
         assert all((r["ladder"]["grpo"] or {}).get("reward_formula") == want for r in rows)
@@ -313,17 +320,18 @@ def test_rft_and_star_cells_train_their_stages_on_jac_tiny(tiny, data_dir, tmp_p
 
     kw = {"rung": "1", "model": tiny, "data_dir": data_dir, "sft_iters": 3, "gen_limit": 1,
           "mem_limit": 1, "n": 0, "k": "1", "max_tokens": 16, "env": {},
-          "sft_set": QUICK_SETS["sft_set"], "artifacts": str(tmp_path / "a"),
+          "sft_set": QUICK_SETS["sft_set"], "artifacts_dir": str(tmp_path / "a"),
+          "results_dir": str(tmp_path / "r"),
           "rft_set": TINY_SAMPLING, "star_set": {**TINY_SAMPLING, "rounds": 1}}
-    rft_cell = ladder.make_cell(condition="sft_rft", **kw)
+    rft_cell = ladder.notebook_cell(condition="sft_rft", **kw)
     arts = ladder.train_cell(rft_cell, log=lambda _: None)
     assert list(arts) == ["sft", "rft"] and not arts["sft"].reused
-    sft = ladder.train_cell(ladder.make_cell(condition="sft", **kw), log=lambda _: None)
+    sft = ladder.train_cell(ladder.notebook_cell(condition="sft", **kw), log=lambda _: None)
     assert sft["sft"].reused and sft["sft"].key == arts["sft"].key  # one gold SFT artifact
     assert arts["rft"].manifest["sampled_from"] == str(arts["sft"].path)
     assert arts["rft"].path.name.startswith("sft_rft-")
     assert ladder.adapter_of(arts) == Path(arts["rft"].adapter_path)
-    star_cell = ladder.make_cell(condition="star", **kw)
+    star_cell = ladder.notebook_cell(condition="star", **kw)
     star = ladder.train_cell(star_cell, log=lambda _: None)
     assert list(star) == ["star"] and star["star"].path.name.startswith("star1-")
     assert star["star"].manifest["round"] == 1
@@ -331,7 +339,8 @@ def test_rft_and_star_cells_train_their_stages_on_jac_tiny(tiny, data_dir, tmp_p
         rows = ladder.evaluate_cell(cell, a, progress=False)
         assert [r["kind"] for r in rows] == ["gen", "mem"]
         stage = ladder.CONDITIONS[cell.condition].last
-        assert all(r["ladder"][stage] == cell.stages[stage] and r["condition"] == cell.condition
+        assert all(r["ladder"][stage] == dataclasses.asdict(cell.stages[stage])
+                   and r["condition"] == cell.condition
                    and r["reward_formula"] == cell.reward_formula and r["cell_key"] == cell.key
                    for r in rows)
         assert rows[0]["ladder"]["artifacts"][stage] == str(a[stage].path)

@@ -49,7 +49,7 @@ def test_formats_knob_env_flag_and_errors():
         with pytest.raises(ValueError, match="each once, of hole, conversion"):
             ladder.from_env(ladder.LadderConfig(), {"JACRL_LADDER_FORMATS": bad})
     with pytest.raises(ValueError, match="unknown task format 'python'"):
-        ladder.make_cell("1", format="python")
+        ladder.notebook_cell(rung="1", format="python")
 
 
 def test_a_hole_cell_keys_and_names_as_before(data_dir):
@@ -57,24 +57,25 @@ def test_a_hole_cell_keys_and_names_as_before(data_dir):
     a hole cell's key is the sha256 of exactly the parts it had before formats existed."""
     one = {"rung": "1", "model": "jac-tiny", "condition": "sft", "data_dir": data_dir,
            "sft_iters": 4, "gen_limit": 3}
-    hole = ladder.make_cell(**one)
-    assert ladder.make_cell(**one, format="hole", paired="False").key == hole.key
+    hole = ladder.notebook_cell(**one)
+    assert ladder.notebook_cell(**one, format="hole", paired="False").key == hole.key
     assert set(hole.key_parts) == {"rung", "model", "model_hash", "condition", "seed", "sft",
                                    "grpo", "eval", "data_hash", "code_version", "notebook"}
     digest = hashlib.sha256(json.dumps(hole.key_parts, sort_keys=True).encode()).hexdigest()
     assert hole.key == f"r1-jac-tiny-sft-{digest[:12]}"
     assert hole.name == "r1/jac-tiny/sft" and hole.tag("gen") == "r1/jac-tiny/sft/gen"
     assert (hole.format, hole.paired) == ("hole", False)
-    assert hole.params()["format"] == "hole" and hole.params()["paired"] is False
-    paired = ladder.make_cell(**one, paired=True)
+    planned = json.loads(hole.to_json())
+    assert planned["format"] == "hole" and planned["paired"] is False
+    paired = ladder.notebook_cell(**one, paired=True)
     assert paired.key_parts["paired"] is True and paired.key != hole.key
     assert paired.name == hole.name  # a hole cell keeps its name
-    conv = ladder.make_cell(**one, format="conversion")
+    conv = ladder.notebook_cell(**one, format="conversion")
     assert conv.key_parts["format"] == "conversion" and conv.paired  # conversion is paired
     assert conv.key.startswith("r1-jac-tiny-sft-conversion-")
     assert conv.name == "r1/jac-tiny/sft/conversion"
     assert conv.tag("mem") == "r1/jac-tiny/sft/conversion/mem"
-    assert ladder.make_cell(**one, format="conversion", paired="True").key == conv.key
+    assert ladder.notebook_cell(**one, format="conversion", paired="True").key == conv.key
 
 
 def test_a_plan_with_both_formats_trains_and_evaluates_the_same_ids(data_dir, tmp_path):

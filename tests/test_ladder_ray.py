@@ -229,6 +229,35 @@ def test_engine_mistakes_are_one_line_errors(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "r" / "rl_ladder.jsonl").exists()
 
 
+def _ray_driver(env: dict, d: Path, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
+    """`jacrl ladder run --engine ray` of one base cell in its own process with `env` (no
+    RAY_* from ours), and how long it took."""
+    argv = [sys.executable, "-m", "jacrl.cli", "ladder", "run", "--engine", "ray", "--models",
+            "jac-tiny", "--rungs", "1", "--conditions", "base", "--data-dir", str(DATA),
+            "--results", str(d / "results"), "--artifacts", str(d / "artifacts"), *extra]
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_")}, **env}
+    t0 = time.monotonic()
+    run = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return run, time.monotonic() - t0
+
+
+def test_a_local_ray_that_cannot_start_is_tried_again_then_one_line(tmp_path):
+    """Ray failing to start a local instance (here a RAY_TMPDIR too long for its unix sockets)
+    is tried once more, then one line saying what failed and what to try, exit 2, no traceback,
+    nothing written; in seconds."""
+    long_tmp = tmp_path / ("x" * 110)
+    long_tmp.mkdir()
+    run, took = _ray_driver({"RAY_TMPDIR": str(long_tmp), "RAY_AUTH_MODE": "token",
+                             "RAY_AUTH_TOKEN": secrets.token_hex(32)}, tmp_path)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert took < 90
+    last = run.stderr.strip().splitlines()[-1]
+    assert re.match(r"jacrl: ladder run: Ray could not start a local instance \(2 tries\): "
+                    r".*AF_UNIX path length.* \(try `ray start --head --resources", last), last
+    assert "ray: a local instance did not start (" in run.stdout + run.stderr
+    assert not (tmp_path / "results" / "rl_ladder.jsonl").exists()
+
+
 def test_without_an_address_a_local_ray_instance_runs_the_cells(tmp_path):
     """`JACRL_LADDER_ENGINE=ray jacrl ladder run` with no address works on one machine: it starts
     a local Ray instance, runs the cell there, files its rows, and leaves no Ray process."""
@@ -255,6 +284,21 @@ def test_without_an_address_a_local_ray_instance_runs_the_cells(tmp_path):
 # -------------------------------------------------------------------------------------------
 # on the cluster
 # -------------------------------------------------------------------------------------------
+
+
+def test_a_driver_without_the_clusters_token_fails_in_one_line(cluster, tmp_path):
+    """Joining a cluster with another token is one line naming the cluster, Ray's reason and
+    what to try; Ray's own retries cut to 2 s (RAY_gcs_server_port_wait_time_s) to stay fast."""
+    run, took = _ray_driver({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 64,
+                             "RAY_gcs_server_port_wait_time_s": "2"}, tmp_path,
+                            "--address", cluster.address)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert took < 90
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"jacrl: ladder run: Ray could not join the cluster at "
+                           f"{cluster.address}: "), last
+    assert "InvalidAuthToken" in last and "the driver needs the cluster's token" in last
+    assert not (tmp_path / "results" / "rl_ladder.jsonl").exists()
 
 
 def test_rows_equal_the_local_engines(cluster, tmp_path):

@@ -228,8 +228,9 @@ def trained(project):
 
 def test_30_training_defaults(project, trained):
     nb, s = trained
-    results = project / "results" / "rl_ladder.jsonl"
+    results = project / "results" / "scratch" / "rl_ladder.jsonl"  # by hand: never the ladder's
     assert s["project"] == str(project) and s["results"] == str(results)
+    assert not (project / "results" / "rl_ladder.jsonl").exists()
     assert s["cell"].endswith("/sft") and s["appended"] == 2 and set(s["artifacts"]) == {"sft"}
     q = notebooks.QUICK["30_training"]
     assert s["iters"] == {"sft": q["sft_iters"]}
@@ -253,8 +254,10 @@ def test_30_training_defaults(project, trained):
 
 def test_40_ladder_analysis_defaults(project, trained):
     results = project / "results" / "rl_ladder.jsonl"
+    trained_rows = report.load_rows(project / "results" / "scratch" / "rl_ladder.jsonl")
+    append_cell_rows(results, trained_rows)  # notebook 30's rows (by hand: in scratch)
     base = []
-    for r in report.load_rows(results):  # a base cell beside the trained one: McNemar has pairs
+    for r in trained_rows:  # a base cell beside the trained one: McNemar has pairs
         b = json.loads(json.dumps(r))
         b.update(condition="base", cell_key="base-" + r["cell_key"], pass1=r["tasks"],
                  tag=r["tag"].replace("/sft/", "/base/"), pass1_pct=100.0)
@@ -329,8 +332,8 @@ def test_notebook_cell_reports_a_key_mismatch_and_keeps_the_planned_key():
                 k="1,2,4,8", max_tokens=512, data_dir=data)
     logged = []
     by_hand = ladder.notebook_cell(env=quick, log=logged.append, **args)
-    assert by_hand.sft["iters"] == 3 and by_hand.eval["n"] == 2 and by_hand.eval["k"] == [1, 2]
-    assert by_hand.sft["lora_layers"] == 2 and "JACRL_NOTEBOOK_QUICK=1" in logged[0]
+    assert by_hand.sft.iters == 3 and by_hand.eval["n"] == 2 and by_hand.eval["k"] == [1, 2]
+    assert by_hand.sft.lora_layers == 2 and "JACRL_NOTEBOOK_QUICK=1" in logged[0]
     planned = ladder.notebook_cell(env={}, log=logged.append, **args)
     logged.clear()
     cell = ladder.notebook_cell(cell_key=planned.key, env=quick, log=logged.append, **args)

@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import typing
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from jacrl import kernel, ladder
 from jacrl.cli import train as train_cli
 from jacrl.cli.evaluate import int_list
 from jacrl.conditions import STAGES
-from jacrl.ladder import CONDITIONS, FORMATS, LadderConfig, comma_list, parse_iters
+from jacrl.config import configure
+from jacrl.ladder import LadderConfig, parse_iters
 from jacrl.recipe import DEMO_GATE_THRESHOLD, GATE_THRESHOLD, RECIPE
 from jacrl.reward import FORMULAS
 
@@ -44,26 +47,29 @@ def parse_sets(items: Sequence[str]) -> dict[str, dict[str, str]]:
     return out
 
 
-# LadderConfig's scalar knobs, each a flag generated from its field (`add_fields`): adding one is
-# its field in jacrl.ladder.settings and its name here
-FIELD_FLAGS = ("seed", "reward_formula", "gen_limit", "mem_limit", "temperature", "max_tokens",
-               "batch_size", "cell_timeout")
+# Every LadderConfig field is a flag generated from the field (`add_fields`) except these, which
+# have flags of their own below (a stage's overrides, pass@k, paths, the recipe); adding a knob is
+# its field in jacrl.ladder.settings
+OWN_FLAGS = ("n", "k", "data_dir", "results_dir", "figures_dir", "artifacts_dir", "recipe",
+             *(f"{s}_set" for s in STAGES))
+FIELD_FLAGS = tuple(f.name for f in dataclasses.fields(LadderConfig) if f.name not in OWN_FLAGS)
 FLAG_CHOICES = {"reward_formula": FORMULAS}
 
 
 def _help(name: str) -> str:
-    """A knob's help and its LadderConfig default."""
+    """A knob's help, its environment variable and its LadderConfig default."""
     f = next(f for f in dataclasses.fields(LadderConfig) if f.name == name)
     d = ",".join(map(str, f.default)) if isinstance(f.default, tuple) else repr(f.default) \
         if f.default == "" else f.default
-    return f"{f.metadata['help']} (default: {d})"
+    return f"{f.metadata['help']} (env JACRL_LADDER_{name.upper()}; default: {d})"
 
 
 def add_fields(p: argparse.ArgumentParser, cls, names: Sequence[str],
                choices: Mapping[str, Sequence[str]] | None = None) -> None:
-    """One `--field-name` flag per named scalar field of the dataclass `cls`: its type from the
-    annotation, its help and default from the field (`_f`'s metadata); unset flags are None, so
-    `field_values` passes on only what was given. Our own 15 lines instead of tyro or
+    """One `--field-name` flag per named field of the dataclass `cls`: its type from the
+    annotation (a tuple is a comma list, converted by `configure`), its help and default from the
+    field (`_f`'s metadata); unset flags are None, so `field_values` passes on only what was
+    given. Our own 15 lines instead of tyro or
     simple-parsing: no new pinned dependency, and the parser keeps the CLI's one-line errors,
     help formatter and the layering defaults -> env -> flags that `config_from_args` does."""
     hints = typing.get_type_hints(cls)
@@ -82,18 +88,6 @@ def field_values(args: argparse.Namespace, names: Sequence[str]) -> dict:
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of `ladder plan` / `ladder run`."""
     d = LadderConfig()
-    p.add_argument("--rungs", help="comma list (env JACRL_LADDER_RUNGS; default "
-                                   f"{','.join(d.rungs)})")
-    p.add_argument("--models", help="comma list of registry names / model dirs "
-                                    f"(env JACRL_LADDER_MODELS; default {','.join(d.models)})")
-    p.add_argument("--conditions", help=f"comma list of {', '.join(CONDITIONS)} (env "
-                                        "JACRL_LADDER_CONDITIONS; default "
-                                        f"{','.join(d.conditions)})")
-    p.add_argument("--formats", help=f"comma list of {', '.join(FORMATS)} (env "
-                                     "JACRL_LADDER_FORMATS; default "
-                                     f"{','.join(d.formats)}); with conversion, every cell keeps "
-                                     "only the ids that have a conversion task, so the formats "
-                                     "are compared on the same ids")
     p.add_argument("--iters", help="N or sft=N,grpo=M (env JACRL_LADDER_ITERS; default "
                                    f"sft={d.sft_iters},grpo={d.grpo_iters})")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="STAGE.KEY=V",
@@ -136,15 +130,7 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.envir
     """Defaults (or the demo's), then JACRL_LADDER_* env vars, then flags."""
     cfg = ladder.demo_config() if args.demo else LadderConfig()
     cfg = ladder.from_env(cfg, env)
-    ch: dict = {}
-    if args.rungs:
-        ch["rungs"] = comma_list(args.rungs)
-    if args.models:
-        ch["models"] = comma_list(args.models)
-    if args.conditions:
-        ch["conditions"] = comma_list(args.conditions)
-    if args.formats:
-        ch["formats"] = comma_list(args.formats)
+    ch: dict = field_values(args, FIELD_FLAGS)
     if args.iters:
         ch.update({f"{k}_iters": v for k, v in parse_iters(args.iters).items()})
     if args.recipe:
@@ -153,7 +139,6 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.envir
     k = tuple(int_list(args.k)) if args.k else None
     if k is None and args.samples is not None:  # -n alone: the default k that n samples give
         k = tuple(x for x in cfg.k if x <= max(args.samples, 1))
-    ch.update(field_values(args, FIELD_FLAGS))
     if args.samples is not None:
         ch["n"] = args.samples
     if k is not None:
@@ -161,7 +146,7 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.envir
     ch.update({f"{st}_set": {**getattr(cfg, f"{st}_set"), **sets[st]} for st in STAGES})
     ch.update(data_dir=args.data_dir, results_dir=args.results,
               figures_dir=getattr(args, "figures", None) or "", artifacts_dir=args.artifacts)
-    return ladder.validate(dataclasses.replace(cfg, **ch))
+    return ladder.validate(configure(cfg, ch))
 
 
 def recipe_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.environ):
@@ -206,16 +191,53 @@ def run_run(args: argparse.Namespace) -> int:
         statuses = ladder.run(cfg, engine=engine)
     if args.figures is not None:  # --figures DIR: the figures of all rows, after the run
         for p in ladder.show(cfg.results_dir, cfg.figures_dir)[1]:
-            print(f"wrote {p}")
+            print(f"wrote {p} (+ .svg, .pdf)")
     return 1 if any(s["status"] == "failed" for s in statuses) else 0
 
 
+def _has_a_row(path: Path, lines: int = 100) -> bool:
+    """Whether a file looks like JSON Lines: one of its first non-blank lines is a JSON object
+    (an empty file is left to `ladder.show`, which says it holds no rows)."""
+    seen = 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                if isinstance(json.loads(line), dict):
+                    return True
+            except ValueError:
+                pass
+            seen += 1
+            if seen >= lines:
+                break
+    return seen == 0
+
+
+def results_of(arg: str) -> Path:
+    """`ladder show --results`: the results folder holding rl_ladder.jsonl, or a rows file; a
+    path that is neither is one line saying what was expected."""
+    from jacrl.project import path_or
+
+    want = (f"expected the results folder that holds {ladder.RESULTS_FILE} (as `jacrl ladder "
+            "run --results DIR` writes it), or a rows file")
+    path = path_or(arg or None, "results")
+    if not path.exists():
+        raise ValueError(f"--results {path}: no such file or folder; {want}")
+    rows = path if path.is_file() else path / ladder.RESULTS_FILE
+    if rows.is_file() and not _has_a_row(rows):
+        raise ValueError(f"--results {path}: {rows.name} is not a rows file (no line of it is a "
+                         f"JSON object); {want}")
+    return path
+
+
 def run_show(args: argparse.Namespace) -> int:
-    text, figs = ladder.show(args.results or None, None if args.no_figures else args.figures,
-                             include_stale=args.include_stale)
+    text, figs = ladder.show(results_of(args.results),
+                             None if args.no_figures else args.figures,
+                             include_stale=args.include_stale, where=args.where)
     print(text)
-    for p in figs:
-        print(f"wrote {p}")
+    for p in figs:  # each PNG has an .svg and a .pdf beside it
+        print(f"wrote {p} (+ .svg, .pdf)")
     return 0
 
 
@@ -248,11 +270,22 @@ def add(subparsers) -> None:
                    "(default: RAY_ADDRESS, else a local Ray instance)")
     q = sub.add_parser("show", help="pivot, Wilson CIs, McNemar vs base and hole vs "
                                     "conversion; figures")
-    q.add_argument("--results", default="", help="results dir (default: the project's results/)")
-    q.add_argument("--figures", default="", help="figures dir (default: the project's figures/)")
+    q.add_argument("--results", default="", metavar="DIR|FILE", help="the results folder that "
+                   f"holds {ladder.RESULTS_FILE}, or a rows file (default: the project's "
+                   "results/)")
+    q.add_argument("--figures", default="", help="figures dir: PNG, SVG and PDF of each figure "
+                   "(default: the project's figures/)")
     q.add_argument("--no-figures", action="store_true", help="print the table only")
     q.add_argument("--include-stale", action="store_true", help="keep the rows whose model, "
                    "adapter or tasks changed on disk since (marked in a `stale` column)")
+    q.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                   help="only the rows made with this setting, for the table and the figures; "
+                   "KEY is an evaluation setting (n, k, temperature, max_tokens, gen_limit, "
+                   "mem_limit, seed, train_seed) or a training stage's STAGE.FIELD (sft.iters, "
+                   "grpo.group_size, ...: rows without that stage, e.g. base for sft.*, are "
+                   "kept); repeat for more (all must hold; a KEY twice: either value), e.g. "
+                   "--where n=8 --where sft.iters=100. Without it, a cell whose rows were made "
+                   "with other settings is flagged below the table")
     q.set_defaults(func=run_show)
     p = subparsers.add_parser(
         "demo", help="a small ladder on jac-tiny in minutes: rows and figures in a fresh "

@@ -1,6 +1,7 @@
 """`jacrl train STAGE`: train (or reuse) one content-addressed LoRA artifact and print its path
 and key. Hyperparameters are `jacrl.config`'s; `--set KEY=VALUE` overrides them after the
-JACRL_<STAGE>_<FIELD> environment variables."""
+JACRL_<STAGE>_<FIELD> environment variables. `--report-to wandb` tracks the build (not a knob:
+no key changes)."""
 
 from __future__ import annotations
 
@@ -64,9 +65,14 @@ def run_train(args: argparse.Namespace) -> int:
         print(config_help(cls))
         print(json.dumps(dataclasses.asdict(cfg), indent=1))
         return 0
+    try:  # before any work; a missing package is a user's mistake here (one line, exit 2)
+        report_to = ",".join(train.report_services(args.report_to))
+    except ImportError as e:
+        raise ValueError(str(e)) from None
     train_tasks, valid_tasks = _tasks(args)
     parent = train.Artifact.load(args.parent) if args.parent else None
-    kw = {"condition": args.condition or args.stage}
+    kw = {"condition": args.condition or args.stage, "report_to": report_to,
+          "project": args.project}
     if args.stage in CHAINED:
         kw["parent"] = parent
     elif parent is not None:
@@ -100,5 +106,11 @@ def add(subparsers) -> None:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a hyperparameter (dotted for nested, e.g. sft.iters=50); "
                         "JACRL_<STAGE>_<FIELD> env vars apply first")
+    p.add_argument("--report-to", default=None, metavar="SERVICES",
+                   help="track the build's metrics: wandb, swanlab or wandb,swanlab (default: "
+                        "JACRL_REPORT_TO, else none; WANDB_MODE=offline works offline); not a "
+                        "hyperparameter, so no key changes")
+    p.add_argument("--wandb-project", "--project-name", dest="project", default=None,
+                   help="the tracking project (default: WANDB_PROJECT, else jacrl)")
     p.add_argument("--show-config", action="store_true", help="print the knobs and exit")
     p.set_defaults(func=run_train)

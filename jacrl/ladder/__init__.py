@@ -2,7 +2,9 @@
 notebooks/30_training.ipynb, whose executed copy is kept as the cell's record.
 
     settings.py  LadderConfig, its JACRL_LADDER_* overrides (`from_env`), `validate`
-    plan.py   `make_cell` (a cell resolved: its stages' configs and its key), `plan`
+    plan.py   `Cell` (a LadderConfig, the cell's pick of its grid, its stages' typed configs, its
+              key; `to_json`/`from_json`), `make_cell(cfg, rung, model, condition, format)`,
+              `plan` (every cell; trained ones once per `train_seeds` seed)
     taskset.py  which tasks a cell trains and evaluates on (`cell_tasks`), in which format
     cell.py   what notebook 30 runs for one cell: `notebook_cell`, `train_cell`, `evaluate_cell`
     status.py   a cell's directory, status file, lock and state (shared by the engines)
@@ -35,7 +37,7 @@ cell, each row one write + fsync, under a lock, skipping (cell key, kind) pairs 
 (`jacrl.results.append_cell_rows`).
 
 Cell key = sha256 of everything that defines the cell: rung, model (name + file hashes),
-condition, seed, each stage's resolved hyperparameters (iterations and, for grading stages, the
+condition, seed (the evaluation's), each stage's (its seed = the cell's training seed) resolved hyperparameters (iterations and, for grading stages, the
 reward formula included; base and sft cells do not depend on the formula), the evaluation
 settings, the hash of the tasks it trains/validates/evaluates on, the code version
 (`jacrl.provenance.code_version`) and the training notebook's code. `make_cell` computes it; the
@@ -51,8 +53,15 @@ JACRL_LADDER_ITERS ("50" for both stages, or "sft=50,grpo=20"). Hyperparameters
 (`stage_configs`): the `jacrl.config` dataclasses' defaults (a grading stage's reward formula's
 is JACRL_REWARD_FORMULA, else the default formula), then JACRL_<STAGE>_* env vars, then the
 ladder's iterations, seed and `--reward-formula`, then `--set STAGE.KEY=V` (sft, rft, star,
-grpo), then the condition's scales. The resolved formula is passed to the notebook as a
-parameter and recorded in each row (`reward_formula`).
+grpo), then the condition's scales. The resolved formula is part of the cell notebook 30 gets and is
+recorded in each row (`reward_formula`).
+
+Training seeds (`--train-seeds 0,1,2`): every cell that trains is planned once per seed, each
+its own key (`-s<seed>` in key and name unless it is `seed`), the evaluation sampling with `seed`
+throughout; base is one cell. Rows carry `train_seed`; `jacrl.report` aggregates the replicates.
+
+By hand (notebook 30 without `cell_json`): the parameters pick a cell and set LadderConfig
+fields; the rows go to results/scratch/ unless `results_dir` is given, never the ladder's rows.
 """
 
 from jacrl.conditions import CONDITIONS, DEFAULT_CONDITIONS, Condition

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -15,11 +17,13 @@ from tqdm.auto import tqdm  # a widget in a notebook, text elsewhere
 
 from jacrl import train
 from jacrl.conditions import condition_of, parent_stage
-from jacrl.config import EvalConfig, GRPOConfig, configure, from_dict
+from jacrl.config import EvalConfig, GRPOConfig, configure
 from jacrl.evaluate import evaluate
-from jacrl.ladder.plan import STAGE_CONFIGS, Cell, make_cell
+from jacrl.ladder.plan import Cell, make_cell
+from jacrl.ladder.settings import LadderConfig
 from jacrl.ladder.taskset import cell_tasks
 from jacrl.notebooks import scaled
+from jacrl.project import project
 from jacrl.samples import cell_samples_path
 
 KEY_PARTS_IN_ROWS = ("model_hash", "data_hash", "code_version", "notebook")
@@ -44,36 +48,58 @@ def notebook_params(namespace: Mapping) -> dict:
     return out
 
 
+PICK = ("rung", "model", "condition", "format", "paired", "train_seed")  # a cell of the grid
+
+
 def notebook_cell(cell_json: str = "", cell_key: str = "", log: Callable[[str], None] = print,
                   env: Mapping[str, str] = os.environ, **params) -> Cell:
-    """The cell notebook 30 runs. Run by the ladder: `cell_json` (`Cell.as_parameter`) is the
-    whole cell and the other parameters are not read; its rows are filed under the planned key
-    in it (see `make_cell`). By hand: from the parameters ("" paths: the project's), with
-    JACRL_NOTEBOOK_QUICK=1 scaling the costly settings down (jacrl.notebooks) unless a
-    `cell_key` is given."""
+    """The cell notebook 30 runs. Run by the ladder: `cell_json` (`Cell.to_json`) is the whole
+    cell and the other parameters are not read; its rows are filed under the planned key in it
+    (see `make_cell`). By hand: `PICK` picks the cell and every other parameter is a
+    `LadderConfig` field (one that is not is an error); with no `results_dir` the rows go to the
+    project's results/scratch/, never the ladder's own rows; JACRL_NOTEBOOK_QUICK=1 scales the
+    costly settings down (jacrl.notebooks) unless a `cell_key` is given."""
     if cell_json:
-        return make_cell(**json.loads(cell_json), env=env, log=log)
+        return Cell.from_json(cell_json, env=env, log=log)
     if not cell_key:
         params = scaled("30_training", params, env, log)
-    return make_cell(cell_key=cell_key, env=env, log=log, **params)
+    pick = {k: params.pop(k) for k in PICK if k in params}
+    known = {f.name for f in dataclasses.fields(LadderConfig)}
+    if set(params) - known:
+        raise TypeError(unknown_params(set(params) - known, known | set(PICK)))
+    sets = {k: json.loads(v) if isinstance(v, str) else v
+            for k, v in params.items() if k.endswith("_set")}
+    cfg = configure(LadderConfig(), {**params, **sets})
+    if not cfg.results_dir:
+        cfg = dataclasses.replace(cfg, results_dir=str(project().scratch))
+    return make_cell(cfg, cell_key=cell_key, env=env, log=log, **pick)
+
+
+def unknown_params(unknown, known) -> str:
+    """The one-line error for parameters a cell does not know (with the closest known name)."""
+    names = []
+    for name in sorted(unknown):
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        names.append(repr(name) + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return f"unknown cell parameter {', '.join(names)}; known: {', '.join(sorted(known))}"
 
 
 def _train_stage(cell: Cell, stage: str, tasks: Mapping, parent, log) -> object:
     """One stage's artifact, continuing or sampling from `parent` (the previous stage's)."""
-    cfg = from_dict(STAGE_CONFIGS[stage], cell.stages[stage])
-    args = (cell.model, tasks["train"], tasks["valid"], cfg, cell.artifacts)
+    args = (cell.model, tasks["train"], tasks["valid"], cell.stages[stage], cell.cfg.artifacts_dir)
+    kw = {"log": log, "report_to": cell.cfg.report_to or None}  # None: the trainers' default
     if stage == "sft":  # labelled "sft" for every condition: the sft cell's artifact is shared
-        return train.sft(*args, condition="sft", log=log)
+        return train.sft(*args, condition="sft", **kw)
     if stage == "star":
-        return train.star(*args, condition=cell.condition, log=log)[-1]  # the last round
+        return train.star(*args, condition=cell.condition, **kw)[-1]  # the last round
     trainer = {"rft": train.rft, "grpo": train.grpo}[stage]
-    return trainer(*args, parent=parent, condition=cell.condition, log=log)
+    return trainer(*args, parent=parent, condition=cell.condition, **kw)
 
 
 def train_cell(cell: Cell, log: Callable[[str], None] = print) -> dict:
     """Train (or reuse) the cell's artifacts: {stage: Artifact} in the condition's order, each
     stage continuing the previous one's (`jacrl.conditions`)."""
-    tasks = cell_tasks(cell.rung, cell.data_dir, format=cell.format, paired=cell.paired)
+    tasks = cell_tasks(cell.rung, cell.cfg.data_dir, format=cell.format, paired=cell.paired)
     cond = condition_of(cell.condition)
     arts: dict = {}
     for stage in cell.stages:
@@ -101,7 +127,7 @@ def rollout_temperature(cell: Cell, arts: Mapping, tasks: list[dict]) -> float |
     from jacrl.models import load
     from jacrl.train.grpo import calibrate_temperature
 
-    cfg = configure(GRPOConfig(), {**cell.grpo_set, "seed": cell.seed})
+    cfg = configure(GRPOConfig(), {**cell.cfg.grpo_set, "seed": cell.train_seed})
     if cfg.temperature > 0:
         return cfg.temperature
     lm, tok = load(cell.model, str(adapter))
@@ -114,27 +140,30 @@ def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None =
     (the rung's tasks, greedy + n samples at the rollout temperature when the cell has an
     adapter, see `rollout_temperature`) of the cell, in its task format, filed under its key (not
     yet written)."""
-    e = cell.eval
-    tasks = cell_tasks(cell.rung, cell.data_dir, e["gen_limit"], e["mem_limit"], cell.format,
-                       cell.paired)
+    c = cell.cfg
+    tasks = cell_tasks(cell.rung, c.data_dir, c.gen_limit, c.mem_limit, cell.format, cell.paired)
     adapter = adapter_of(arts)
-    mem_t = rollout_temperature(cell, arts, tasks["mem"]) if e["n"] else None
-    plans = [("gen", "holdout", tasks["gen"], e["n"], e["temperature"]),
-             ("mem", "rung", tasks["mem"], e["n"] if mem_t else 0, mem_t or e["temperature"])]
+    mem_t = rollout_temperature(cell, arts, tasks["mem"]) if c.n else None
+    plans = [("gen", "holdout", tasks["gen"], c.n, c.temperature),
+             ("mem", "rung", tasks["mem"], c.n if mem_t else 0, mem_t or c.temperature)]
+    shared = {f.name: getattr(c, f.name) for f in dataclasses.fields(EvalConfig)
+              if hasattr(c, f.name)}  # the ladder's eval knobs named like EvalConfig's
     rows = []
     for kind, split, ts, n, temp in tqdm(plans, desc=f"eval {cell.name}", unit="eval",
                                          disable=not progress):
-        cfg = EvalConfig(n=n, k=tuple(e["k"]) if n else (1,), temperature=temp,
-                         seed=cell.seed, max_tokens=e["max_tokens"], batch_size=cell.batch_size)
+        cfg = configure(EvalConfig(), {**shared, "n": n, "k": c.k if n else (1,),
+                                       "temperature": temp})
         row = evaluate(cell.model, adapter, ts, cfg, tag=cell.tag(kind), split=split, kind=kind,
                        log=log, samples=cell_samples_path(cell.results, cell.key, kind))
         if row.get("samples"):  # relative to the rows file's folder: the same on every engine
             row["samples"] = os.path.relpath(row["samples"], Path(cell.results).parent)
         row.update({
             "cell_key": cell.key, "model_name": cell.label, "rung": cell.rung,
+            "train_seed": cell.train_seed,
             "condition": cell.condition, "format": cell.format, "paired": cell.paired,
             "reward_formula": cell.reward_formula or None,
-            "ladder": {"sft": None, "grpo": None, **cell.stages, "eval": cell.eval,
+            "ladder": {"sft": None, "grpo": None, "eval": cell.eval,
+                       **{s: dataclasses.asdict(sc) for s, sc in cell.stages.items()},
                        "artifacts": {s: str(a.path) for s, a in arts.items()},
                        "artifact_keys": {s: a.key for s, a in arts.items()},
                        "key_parts": {k: v for k, v in cell.key_parts.items()

@@ -7,9 +7,7 @@ Nothing here trains, evaluates or writes; `plan` reads the splits and the model 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
-import inspect
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -20,14 +18,12 @@ from jacrl.conditions import STAGES, condition_of
 from jacrl.config import GRPOConfig, RFTConfig, SFTConfig, STaRConfig, configure
 from jacrl.ladder.settings import (
     DEFAULTS,
-    RESULTS_FILE,
     LadderConfig,
     default_notebook,
     validate,
 )
 from jacrl.ladder.taskset import cell_tasks, pool_size, task_format
 from jacrl.models import ModelError, resolve
-from jacrl.project import path_or
 from jacrl.provenance import code_version, data_hash, dir_hash
 from jacrl.results import model_label
 from jacrl.reward import default_formula
@@ -39,73 +35,81 @@ from jacrl.reward import default_formula
 
 SET_NAMES = tuple(f"{s}_set" for s in STAGES)  # sft_set, rft_set, star_set, grpo_set
 STAGE_CONFIGS = {"sft": SFTConfig, "rft": RFTConfig, "star": STaRConfig, "grpo": GRPOConfig}
+StageConfig = SFTConfig | RFTConfig | STaRConfig | GRPOConfig
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One ladder cell, fully resolved. `params()` are the notebook's papermill parameters."""
+    """One ladder cell, fully resolved: the ladder's settings it was made from (`cfg`, paths
+    absolute), what picks the cell out of the grid, its stages' typed configs and its key.
+    `to_json` is the one papermill parameter notebook 30 gets; `from_json` reads it back."""
 
+    cfg: LadderConfig
     rung: str
     model: str  # as given (registry name or path)
     label: str  # the model's name in tags and tables
     condition: str
-    seed: int
-    sft_iters: int
-    grpo_iters: int
-    sets: dict  # {stage: the user's overrides}, every stage of STAGES
-    stages: dict  # {stage: its resolved config's fields}, in training order ({} = base)
-    reward_formula: str  # the grading stage's resolved formula; "" without one
-    eval: dict  # gen_limit, mem_limit, n, k, temperature, max_tokens
-    batch_size: int
-    data_dir: str
-    results: str
-    artifacts: str
+    format: str  # the task format it trains and evaluates on (FORMATS)
+    paired: bool  # only the ids with a conversion task (always so for conversion)
+    train_seed: int  # every stage's seed; the evaluation samples with cfg.seed
+    stages: dict[str, StageConfig]  # in training order ({} = base)
     key: str  # the key its rows are filed under
     key_parts: dict = field(repr=False, default_factory=dict)
-    format: str = "hole"  # the task format it trains and evaluates on (FORMATS)
-    paired: bool = False  # only the ids with a conversion task (always so for conversion)
 
     @property
-    def sft(self) -> dict | None:
-        """The gold SFT stage's fields (None: the condition has none)."""
+    def sft(self) -> SFTConfig | None:
+        """The gold SFT stage's config (None: the condition has none)."""
         return self.stages.get("sft")
 
     @property
-    def grpo(self) -> dict | None:
+    def grpo(self) -> GRPOConfig | None:
         return self.stages.get("grpo")
 
     @property
-    def grpo_set(self) -> dict:
-        return self.sets.get("grpo", {})
+    def eval(self) -> dict:
+        """The evaluation settings in the key (`eval_settings`)."""
+        return eval_settings(self.cfg)
+
+    @property
+    def reward_formula(self) -> str:
+        """The last grading stage's formula; "" without one."""
+        grading = [c for s, c in self.stages.items() if s != "sft" and hasattr(c, "reward_formula")]
+        return grading[-1].reward_formula if grading else ""
+
+    @property
+    def results(self) -> str:
+        return str(self.cfg.results_file)
 
     @property
     def name(self) -> str:
-        """r<rung>/<model>/<condition>, then /<format> unless it is hole."""
+        """r<rung>/<model>/<condition>, then /<format> unless hole, /s<seed> unless cfg.seed."""
         tail = "" if self.format == "hole" else f"/{self.format}"
-        return f"r{self.rung}/{self.label}/{self.condition}{tail}"
+        seed = "" if self.train_seed == self.cfg.seed else f"/s{self.train_seed}"
+        return f"r{self.rung}/{self.label}/{self.condition}{tail}{seed}"
 
     def tag(self, kind: str) -> str:
         return f"{self.name}/{kind}"
 
-    def as_parameter(self) -> str:
-        """The cell as the one papermill parameter the ladder hands notebook 30 (`cell_json`):
-        its `params()` as JSON, which `make_cell` resolves again on the node."""
-        return json.dumps(self.params(), sort_keys=True)
+    def to_json(self) -> str:
+        """The cell as one JSON string: its ladder settings, what picks it, and its key."""
+        return json.dumps({"cfg": dataclasses.asdict(self.cfg), "rung": self.rung,
+                           "model": self.model, "condition": self.condition,
+                           "format": self.format, "paired": self.paired,
+                           "train_seed": self.train_seed, "cell_key": self.key}, sort_keys=True)
 
-    def params(self) -> dict:
-        """make_cell's arguments that rebuild this cell, the planned key included."""
-        e = self.eval
-        return {"rung": self.rung, "model": self.model, "condition": self.condition,
-                "seed": self.seed, "sft_iters": self.sft_iters, "grpo_iters": self.grpo_iters,
-                **{f"{s}_set": json.dumps(self.sets.get(s, {}), sort_keys=True)
-                   for s in STAGES},
-                "reward_formula": self.reward_formula,
-                "gen_limit": e["gen_limit"], "mem_limit": e["mem_limit"], "n": e["n"],
-                "k": ",".join(map(str, e["k"])), "temperature": e["temperature"],
-                "max_tokens": e["max_tokens"], "batch_size": self.batch_size,
-                "format": self.format, "paired": self.paired,
-                "data_dir": self.data_dir, "results": self.results, "artifacts": self.artifacts,
-                "cell_key": self.key}
+    @staticmethod
+    def from_json(text: str, env: Mapping[str, str] = os.environ,
+                  log: Callable[[str], None] = print) -> Cell:
+        """`to_json`'s cell, resolved again here (a changed key is logged; see `make_cell`)."""
+        d = json.loads(text)
+        cfg = configure(LadderConfig(), d.pop("cfg"))
+        return make_cell(cfg, env=env, log=log, **d)
+
+
+def eval_settings(cfg: LadderConfig) -> dict:
+    """The ladder's evaluation settings that a cell's key holds: its fields marked eval."""
+    return {f.name: list(v) if isinstance(v := getattr(cfg, f.name), tuple) else v
+            for f in dataclasses.fields(cfg) if f.metadata.get("eval")}
 
 
 def model_fingerprint(model: str) -> str:
@@ -165,91 +169,57 @@ def stage_configs(condition: str, seed: int, sft_iters: int, grpo_iters: int,
     return out
 
 
-def _sets(given: Mapping) -> dict:
-    """{stage: overrides} from the *_set parameters (dicts, or JSON strings from papermill)."""
-    return {s: json.loads(v) if isinstance(v, str) else dict(v or {})
-            for s, v in ((s, given.get(f"{s}_set")) for s in STAGES)}
-
-
 def key_of(parts: Mapping) -> str:
-    """r<rung>-<label>-<condition>[-<format>]-<12 hex of the parts>."""
+    """r<rung>-<label>-<condition>[-<format>][-s<train seed>]-<12 hex of the parts>."""
     digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
     fmt = parts.get("format", "hole")
+    seed = f"-s{parts['train_seed']}" if "train_seed" in parts else ""
     return (f"r{parts['rung']}-{parts['model']}-{parts['condition']}"
-            f"{'' if fmt == 'hole' else '-' + fmt}-{digest[:12]}")
+            f"{'' if fmt == 'hole' else '-' + fmt}{seed}-{digest[:12]}")
 
 
-def make_cell(rung, model: str = DEFAULTS.models[0], condition: str = "base", *,
-              seed: int = DEFAULTS.seed, sft_iters: int = DEFAULTS.sft_iters,
-              grpo_iters: int = DEFAULTS.grpo_iters, sft_set=None, rft_set=None, star_set=None,
-              grpo_set=None, reward_formula: str = "", gen_limit: int = 0, mem_limit: int = 0,
-              n: int = DEFAULTS.n, k=DEFAULTS.k, temperature: float = DEFAULTS.temperature,
-              max_tokens: int = DEFAULTS.max_tokens, batch_size: int = DEFAULTS.batch_size,
-              format: str = "hole", paired: bool | str = False,
-              data_dir: str | None = None, results: str | None = None,
-              artifacts: str | None = None, notebook: str | os.PathLike | None = None,
-              cell_key: str = "", env: Mapping[str, str] = os.environ,
-              log: Callable[[str], None] = print, **unknown) -> Cell:
-    """Resolve one cell and compute its key. Accepts the notebook's parameters as papermill gives
-    them (JSON strings for the *_set dicts, a comma string for k); a parameter it does not know
-    is an error. `cell_key`: the key the ladder planned the cell under ("" = the one computed
-    here). When the two differ (code or data changed since planning) the difference is logged
-    and the rows are filed under the planned key, so `ladder run` finds them. `format`,
-    `paired`: see `cell_tasks`; in the key only when not plain unpaired hole-fill (whose key
-    is thus the one it had before formats existed). The key holds `sft` and `grpo` (None when
-    the condition lacks them) and any other stage only when it has it, so adding a condition
-    leaves the keys of the others as they were."""
-    if unknown:
-        raise TypeError(unknown_params(unknown))
-    data_dir = str(path_or(data_dir, "data").resolve())
-    results = str(path_or(results, "rows").resolve())
-    artifacts = str(path_or(artifacts, "artifacts").resolve())
-    rung = str(rung)
-    sets = _sets({"sft_set": sft_set, "rft_set": rft_set, "star_set": star_set,
-                  "grpo_set": grpo_set})
-    ks = tuple(int(x) for x in (k.split(",") if isinstance(k, str) else k) if str(x).strip())
-    stages = {s: dataclasses.asdict(c) for s, c in stage_configs(
-        condition, int(seed), int(sft_iters), int(grpo_iters), sets, env,
-        str(reward_formula or "")).items()}
-    ev = {"gen_limit": int(gen_limit), "mem_limit": int(mem_limit), "n": int(n), "k": list(ks),
-          "temperature": float(temperature), "max_tokens": int(max_tokens)}
-    fmt, paired = task_format(format, paired)
-    tasks = cell_tasks(rung, data_dir, int(gen_limit), int(mem_limit), fmt, paired)
+def make_cell(cfg: LadderConfig, rung, model: str = DEFAULTS.models[0], condition: str = "base",
+              format: str = "hole", *, paired: bool | str | None = None,
+              train_seed: int | None = None, cell_key: str = "",
+              env: Mapping[str, str] = os.environ, log: Callable[[str], None] = print) -> Cell:
+    """Resolve one cell of `cfg`'s grid and compute its key. `paired` None: the plan's
+    (`paired_plan`); `train_seed` None: cfg.seed. `cell_key`: the key the ladder planned the
+    cell under ("" = the one computed here); when the two differ (code or data changed since
+    planning) the difference is logged and the rows are filed under the planned key, so
+    `ladder run` finds them. The key holds the stages' configs (`sft` and `grpo` None when the
+    condition lacks them; any other stage only when it has it, so a new condition leaves the
+    others' keys as they were), the eval settings (`eval_settings`), the tasks, model, code and
+    notebook; `format`/`paired` only when not plain hole-fill, `train_seed` only when it is not
+    cfg.seed (so a one-seed ladder's keys are the ones it had before seeds)."""
+    cfg = validate(cfg)
+    rung, seed = str(rung), cfg.seed if train_seed is None else int(train_seed)
+    fmt, paired = task_format(format, paired_plan(cfg) if paired is None else paired)
+    sets = {s: dict(getattr(cfg, f"{s}_set")) for s in STAGES}
+    stages = stage_configs(condition, seed, rung_sft_iters(cfg, rung), cfg.grpo_iters, sets,
+                           env, cfg.reward_formula)
+    tasks = cell_tasks(rung, cfg.data_dir, cfg.gen_limit, cfg.mem_limit, fmt, paired)
     label = model_label(str(model))
+    asdicts = {s: dataclasses.asdict(c) for s, c in stages.items()}
     parts = {
         "rung": rung, "model": label, "model_hash": model_fingerprint(str(model)),
-        "condition": condition, "seed": int(seed),
-        "sft": stages.get("sft"), "grpo": stages.get("grpo"),
-        **{s: v for s, v in stages.items() if s not in ("sft", "grpo")},
-        "eval": ev,
+        "condition": condition, "seed": cfg.seed,
+        "sft": asdicts.get("sft"), "grpo": asdicts.get("grpo"),
+        **{s: v for s, v in asdicts.items() if s not in ("sft", "grpo")},
+        "eval": eval_settings(cfg),
         "data_hash": data_hash([t for name in ("train", "valid", "gen", "mem")
                                 for t in tasks[name]]),
         "code_version": code_version(),
-        "notebook": notebook_hash(notebook),
+        "notebook": notebook_hash(cfg.notebook),
         **({"format": fmt} if fmt != "hole" else {"paired": True} if paired else {}),
+        **({"train_seed": seed} if seed != cfg.seed else {}),
     }
     key = key_of(parts)
     if cell_key and cell_key != key:
         log(f"warning: planned as {cell_key}, computed {key} here (code or data changed since "
             "planning); filing rows under the planned key")
-    grading = [s for s in stages if s != "sft" and "reward_formula" in stages[s]]
-    return Cell(rung=rung, model=str(model), label=label, condition=condition, seed=int(seed),
-                sft_iters=int(sft_iters), grpo_iters=int(grpo_iters), sets=sets, stages=stages,
-                reward_formula=stages[grading[-1]]["reward_formula"] if grading else "",
-                eval=ev, batch_size=int(batch_size), data_dir=str(data_dir),
-                results=str(results), artifacts=str(artifacts), key=cell_key or key,
-                key_parts=parts, format=fmt, paired=paired)
-
-
-def unknown_params(unknown: Mapping) -> str:
-    """The one-line error for parameters make_cell does not know (with the closest known name)."""
-    known = [p for p, v in inspect.signature(make_cell).parameters.items()
-             if v.kind is not inspect.Parameter.VAR_KEYWORD and p not in ("env", "log")]
-    names = []
-    for name in sorted(unknown):
-        close = difflib.get_close_matches(name, known, n=1)
-        names.append(repr(name) + (f" (did you mean {close[0]!r}?)" if close else ""))
-    return f"unknown cell parameter {', '.join(names)}; known: {', '.join(known)}"
+    return Cell(cfg=cfg, rung=rung, model=str(model), label=label, condition=condition,
+                format=fmt, paired=paired, train_seed=seed, stages=stages, key=cell_key or key,
+                key_parts=parts)
 
 
 def rung_sft_iters(cfg: LadderConfig, rung: str) -> int:
@@ -285,14 +255,12 @@ def plan(cfg: LadderConfig) -> list[Cell]:
             m = model if not Path(model).expanduser().is_dir() \
                 else str(Path(model).expanduser().resolve())
             for cond, fmt in ((c, f) for c in cfg.conditions for f in cfg.formats):
-                cells.append(make_cell(
-                    rung, m, cond, format=fmt, paired=paired_plan(cfg),
-                    seed=cfg.seed, sft_iters=rung_sft_iters(cfg, rung),
-                    grpo_iters=cfg.grpo_iters, **{n: getattr(cfg, n) for n in SET_NAMES},
-                    reward_formula=cfg.reward_formula, gen_limit=cfg.gen_limit,
-                    mem_limit=cfg.mem_limit, n=cfg.n, k=cfg.k,
-                    temperature=cfg.temperature, max_tokens=cfg.max_tokens,
-                    batch_size=cfg.batch_size, data_dir=cfg.data_dir,
-                    results=str(Path(cfg.results_dir) / RESULTS_FILE),
-                    artifacts=cfg.artifacts_dir, notebook=cfg.notebook))
+                # a condition that trains nothing (base) is one cell, whatever the seeds
+                seeds = train_seeds(cfg) if condition_of(cond).stages else (cfg.seed,)
+                cells += [make_cell(cfg, rung, m, cond, fmt, train_seed=s) for s in seeds]
     return cells
+
+
+def train_seeds(cfg: LadderConfig) -> tuple[int, ...]:
+    """The training seeds of every trained cell: cfg.train_seeds, else (cfg.seed,)."""
+    return tuple(cfg.train_seeds) or (cfg.seed,)

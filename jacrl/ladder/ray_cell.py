@@ -169,11 +169,12 @@ def localize(cfg: LadderConfig, cell: Cell, work: Path, store: Path,
     """The config and cell as this node runs them in the scratch project `work`, with the
     node's artifact store."""
     proj = Project(work)
-    rcfg = dataclasses.replace(cfg, data_dir=str(proj.data), results_dir=str(proj.results),
-                               figures_dir=str(proj.figures), artifacts_dir=str(store),
-                               notebook=str(proj.notebooks / Path(cfg.notebook).name))
-    rcell = dataclasses.replace(cell, data_dir=rcfg.data_dir, artifacts=str(store),
-                                results=str(proj.results / Path(cfg.results_file).name))
+
+    def here(c: LadderConfig) -> LadderConfig:
+        return dataclasses.replace(c, data_dir=str(proj.data), results_dir=str(proj.results),
+                                   figures_dir=str(proj.figures), artifacts_dir=str(store),
+                                   notebook=str(proj.notebooks / Path(c.notebook).name))
+    rcfg, rcell = here(cfg), dataclasses.replace(cell, cfg=here(cell.cfg))
     return rcfg, rcell
 
 

@@ -37,8 +37,7 @@ attempt names the node and the log there.
 
 from __future__ import annotations
 
-import os
-import socket
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -49,7 +48,6 @@ from tqdm.auto import tqdm
 from jacrl.conditions import CONDITIONS
 from jacrl.ladder.plan import Cell
 from jacrl.ladder.ray_cell import (
-    STORE_ENV,
     Progress,
     artifact_key,
     cell_task,
@@ -58,17 +56,16 @@ from jacrl.ladder.ray_cell import (
     pack_dir,
     unpack,
 )
+from jacrl.ladder.ray_connect import RESOURCE, connect
 from jacrl.ladder.run import Engine
 from jacrl.ladder.settings import LadderConfig
 from jacrl.ladder.status import cell_dir, claim_cell, write_status
 from jacrl.models import portable
-from jacrl.project import ROOT_ENV, find_root
 from jacrl.provenance import now
 from jacrl.results import append_cell_rows, is_done, read_rows, rows_by_key
 
 RETRIES = 2  # reruns of a cell whose worker process or node died, before it is recorded failed
 CELL_CPUS = 1  # CPUs a cell asks for; its `mlx` resource is what keeps cells apart
-RESOURCE = "mlx"  # the custom resource a node offers once per accelerator
 
 
 # -------------------------------------------------------------------------------------------
@@ -81,7 +78,7 @@ def sft_parents(cells: list[Cell]) -> dict[str, Cell]:
     next stage's parent): the plan's sft cell whose artifact it reuses}: same rung, model, seed,
     task format and resolved SFT config (so the same content-addressed artifact)."""
     def group(c: Cell) -> tuple:
-        return c.rung, c.model, c.seed, c.format, c.paired
+        return c.rung, c.model, c.train_seed, c.format, c.paired
 
     sft = {group(c): c for c in cells if c.condition == "sft"}
     out = {}
@@ -120,43 +117,6 @@ def localize_rows(rows: list[dict], cell: Cell, installed: dict[str, Path]) -> l
 # -------------------------------------------------------------------------------------------
 # the driver
 # -------------------------------------------------------------------------------------------
-
-
-def reachable(address: str, timeout: float = 3.0) -> bool:
-    """Whether something listens at a host:port address (other forms, e.g. ray:// or auto, are
-    left to Ray), checked first because Ray itself retries a dead address for minutes."""
-    host, sep, port = address.rpartition(":")
-    if not sep or "://" in address or not port.isdigit():
-        return True
-    try:
-        socket.create_connection((host, int(port)), timeout=timeout).close()
-    except OSError:
-        return False
-    return True
-
-
-def connect(address: str | None, store: str) -> bool:
-    """Join the cluster at `address` (else RAY_ADDRESS), or start a local instance offering one
-    `mlx`, whose cells run in this project and keep artifacts in `store`. True when this call
-    initialized Ray."""
-    if ray.is_initialized():
-        return False
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no reporting home
-    address = address or os.environ.get("RAY_ADDRESS") or None
-    quiet = {"log_to_driver": False, "logging_level": "WARNING"}
-    if address and not reachable(address):
-        raise ValueError(f"no Ray cluster at {address} (start one with `ray start --head`)")
-    if address:
-        ray.init(address=address, **quiet)
-    else:
-        ray.init(address="local", resources={RESOURCE: 1}, include_dashboard=False,
-                 runtime_env={"env_vars": {ROOT_ENV: str(find_root()), STORE_ENV: store}},
-                 **quiet)
-    if ray.cluster_resources().get(RESOURCE, 0) < 1:
-        ray.shutdown()
-        raise ValueError(f"no node of the Ray cluster at {address} offers the {RESOURCE!r} "
-                         f"resource: start nodes with --resources '{{\"{RESOURCE}\": 1}}'")
-    return True
 
 
 class Driver:
@@ -275,7 +235,7 @@ class Driver:
                   "engine": "ray", "finished": now(), "attempts": self.shown.get(cell.key, 0),
                   **{k: result[k] for k in ("node", "host", "pid", "log", "seconds", "command",
                                             "returncode") if result.get(k) is not None},
-                  "params": cell.params(), "key_parts": cell.key_parts}
+                  "planned": json.loads(cell.to_json()), "key_parts": cell.key_parts}
         if not done:
             status["error"] = result.get("error") or "the notebook finished without writing " \
                                                      "both rows"
@@ -290,7 +250,7 @@ def run_cells(cfg: LadderConfig, plan: list[Cell], todo: list[Cell], heads: dict
     the order given. `heads` names each cell in log lines; `bar` (tqdm) advances per cell."""
     if not todo:
         return []
-    started = connect(address, cfg.artifacts_dir)
+    started = connect(address, cfg.artifacts_dir, log)
     try:
         drv = Driver(cfg, plan, heads, log, bar)
         pending = set(c.key for c in todo)

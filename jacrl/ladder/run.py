@@ -50,7 +50,7 @@ def command(cfg: LadderConfig, cell: Cell) -> list[str]:
     out = cell_dir(cfg, cell) / Path(cfg.notebook).name
     cmd = [sys.executable, "-m", "papermill", str(Path(cfg.notebook).resolve()), str(out),
            "--cwd", str(find_root()), "--log-output", "--no-progress-bar", "-k", for_cells()]
-    return cmd + ["-r", "cell_json", cell.as_parameter()]
+    return cmd + ["-r", "cell_json", cell.to_json()]
 
 
 def notebook_error(nb_path: Path, log_path: Path) -> str:
@@ -123,7 +123,7 @@ def run_cell(cfg: LadderConfig, cell: Cell, log: Callable[[str], None] = print) 
     d.mkdir(parents=True, exist_ok=True)
     cmd = command(cfg, cell)
     status = {"key": cell.key, "cell": cell.name, "status": "running", "started": now(),
-              "pid": os.getpid(), "command": shlex.join(cmd), "params": cell.params(),
+              "pid": os.getpid(), "command": shlex.join(cmd), "planned": json.loads(cell.to_json()),
               "key_parts": cell.key_parts}
     write_status(d / "status.json", status)
     t0 = time.time()
@@ -233,23 +233,28 @@ def plan_text(cfg: LadderConfig) -> str:
 
 
 def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.PathLike | None = "",
-         include_stale: bool = False, check_figures: bool = True) -> tuple[str, list[Path]]:
+         include_stale: bool = False, check_figures: bool = True,
+         where: Sequence[str] = ()) -> tuple[str, list[Path]]:
     """The printed table and the figures written (none when figures_dir is None; "" = the
-    project's figures/). results_dir None: the project's results/. Stale rows (made with a model,
-    adapter or tasks no longer on disk) are left out of both unless include_stale. The figures
-    carry the rows file's provenance; with check_figures the text ends by listing each figure in
-    that folder (None: the project's) whose rows changed since it was drawn, or that has no
-    provenance (`report.figures_note`)."""
+    project's figures/). results_dir None: the project's results/; a file: that rows file. Stale
+    rows (made with a model, adapter or tasks no longer on disk) are left out of both unless
+    include_stale. The figures carry the rows file's provenance; with check_figures the text ends
+    by listing each figure in that folder (None: the project's) whose rows changed since it was
+    drawn, or that has no provenance (`report.figures_note`). `where` (KEY=VALUE, e.g. n=8,
+    sft.iters=100): the table and figures of only the rows made with those settings
+    (`report.where_rows`)."""
     from jacrl import report  # pandas and matplotlib: only for the table and figures
 
-    path = path_or(results_dir, "results") / RESULTS_FILE
+    path = path_or(results_dir, "results")
+    path = path if path.is_file() else path / RESULTS_FILE  # a rows file itself, or its folder
     if not path.is_file():  # a missing or empty rows file is an error, never blank figures
         raise FileNotFoundError(f"{path}: no rows file (`jacrl ladder run` writes it)")
     source = report.source_stamp(path)  # before reading: a row appended after makes it stale
     rows = report.load_rows(path)
     if not any(report.cell_of(r) for r in rows):
         raise ValueError(f"{path}: no ladder rows in it")
-    text = report.show_text(rows, include_stale)
+    text = report.show_text(rows, include_stale, where)
+    rows = report.where_rows(rows, where)  # the figures show the rows the table does
     killed = interrupted_cells(path.parent)
     if killed:
         text += f"\ninterrupted (killed mid-run, no rows; rerun `ladder run`): {', '.join(killed)}"

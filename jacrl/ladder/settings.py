@@ -32,6 +32,11 @@ LADDER_N = 8  # the ladder's own choice: 8 temperature samples per gen task (Eva
 # -------------------------------------------------------------------------------------------
 
 
+def _eval(default, help: str):
+    """An evaluation knob: in every cell's key (`plan.eval_settings`)."""
+    return field(default=default, metadata={"help": help, "eval": True})
+
+
 @dataclass(frozen=True)
 class LadderConfig:
     """Every knob of a ladder run. The iterations and the eval knobs it shares with
@@ -47,7 +52,9 @@ class LadderConfig:
         "conversion, every cell trains and evaluates only the ids "
         "that have a conversion task (paired across formats)",
     )
-    seed: int = _f(0, "training and sampling seed")
+    seed: int = _f(0, "evaluation sampling seed, and the training seed without train_seeds")
+    train_seeds: tuple[int, ...] = _f((), "train every trained cell once per seed, e.g. 0,1,2 "
+                                      "(replicates: distinct keys; () = seed only)")
     sft_iters: int = _f(SFTConfig.iters, "SFT iterations (every SFT run of a cell)")
     grpo_iters: int = _f(GRPOConfig.iters, "GRPO iterations")
     sft_iters_per_task: int = _f(
@@ -76,18 +83,21 @@ class LadderConfig:
         "star), of jacrl.reward's ('' = JACRL_REWARD_FORMULA, else "
         "the default)",
     )
-    gen_limit: int = _f(0, "N holdout tasks for gen, taken round-robin by family (0 = all)")
-    mem_limit: int = _f(0, "first N rung tasks for mem (0 = all)")
-    n: int = _f(LADDER_N, "temperature samples per gen task")
-    k: tuple[int, ...] = _f(EvalConfig.k, "pass@k values reported (each <= n)")
-    temperature: float = _f(EvalConfig.temperature, "gen sampling temperature")
-    max_tokens: int = _f(EvalConfig.max_tokens, "completion budget for every eval")
+    # eval knobs (in a cell's key): one named like an EvalConfig field reaches EvalConfig as is
+    gen_limit: int = _eval(0, "N holdout tasks for gen, taken round-robin by family (0 = all)")
+    mem_limit: int = _eval(0, "first N rung tasks for mem (0 = all)")
+    n: int = _eval(LADDER_N, "temperature samples per gen task")
+    k: tuple[int, ...] = _eval(EvalConfig.k, "pass@k values reported (each <= n)")
+    temperature: float = _eval(EvalConfig.temperature, "gen sampling temperature")
+    max_tokens: int = _eval(EvalConfig.max_tokens, "completion budget for every eval")
     batch_size: int = _f(EvalConfig.batch_size, "sequences decoded together (throughput only)")
     data_dir: str = _f("", "tasks.jsonl + splits/ ('' = the project's data/)")
     results_dir: str = _f("", f"{RESULTS_FILE} and cells/ ('' = the project's results/)")
     figures_dir: str = _f("", "where show writes PNGs ('' = the project's figures/)")
     artifacts_dir: str = _f("", "training artifacts ('' = the project's artifacts/)")
     notebook: str = _f("", f"the per-cell notebook ('' = the project's notebooks/{NOTEBOOK})")
+    report_to: str = _f("", "experiment tracking of every training stage, e.g. wandb ('' = none; "
+                        "in no key: tracking never changes an artifact)")
     cell_timeout: int = _f(0, "seconds per cell before it is killed and marked failed (0 = none)")
     recipe: str = _f(
         "",
@@ -151,6 +161,8 @@ def validate(cfg: LadderConfig) -> LadderConfig:
     if not cfg.rungs or not cfg.models or not cfg.conditions or not cfg.formats:
         raise ValueError("the ladder needs at least one rung, model, condition and format")
     check_k(cfg.k, cfg.n)
+    if len(set(cfg.train_seeds)) != len(cfg.train_seeds):
+        raise ValueError(f"train_seeds {list(cfg.train_seeds)}: each seed once")
     if cfg.recipe not in ("", RECIPE):
         raise ValueError(f"unknown recipe {cfg.recipe!r}; choose {RECIPE!r} (or none)")
     if cfg.reward_formula:

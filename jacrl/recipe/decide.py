@@ -23,7 +23,16 @@ interval, the top clearly above the start) from being read as flat. Cases:
   there is no E and that model gets no sft_grpo arms (its raw_grpo control still runs);
 * a manual override (`RecipeConfig.elbow`) wins; the record keeps the rule's own pick beside it.
 
-Rows are matched to cells by (model label, rung, condition, kind), the last one winning.
+Training seeds. When a rung's sft gen rows come from several training seeds (`train_seed`; a row
+without one is seed 0), its point is their mean pass@1 and its interval the seeds x tasks
+bootstrap of `jacrl.report.seeds` (wider than one run's Wilson interval by the between-seed
+variance), and the rule compares those intervals; its figure then counts k passes of n = seeds x
+tasks and adds `seeds`, `seed_rates` and `interval`. A rung whose seeds lack per-task outcomes
+has no interval (NaN) and neither beats nor is beaten. With one seed nothing changes. The GRPO
+arms against sft at E (`grpo_vs_sft`) are paired by train seed and task id the same way.
+
+Rows are matched to cells by (model label, rung, condition, kind), the last one winning (per
+train seed, when there are several).
 """
 
 from __future__ import annotations
@@ -31,10 +40,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from jacrl.config import _f
 from jacrl.results import model_label
-from jacrl.stats import wilson
+from jacrl.stats import mcnemar_exact, wilson
+
+if TYPE_CHECKING:
+    from jacrl.report.seeds import SeedStat
 
 GATE_THRESHOLD = 0.9  # mem pass rate a real model's SFT must reach on the first rung
 # jac-tiny (the demo): rung 1 is one task, so any threshold in (0, 1] asks that its gold body be
@@ -45,6 +58,8 @@ RULE = "no-later-rung-better"
 RULE_TEXT = ("E = the smallest rung that no larger rung is significantly better than (its 95% "
              "Wilson interval of sft gen pass@1 lies entirely above E's); ties go to the smaller "
              "rung")
+SEEDS_TEXT = ("; at a rung with several training seeds the interval is the seeds x tasks "
+              "bootstrap of their mean pass@1")
 
 
 @dataclass(frozen=True)
@@ -99,6 +114,20 @@ def index_rows(rows: Sequence[Mapping]) -> dict[tuple[str, str, str, str], Mappi
         if c is not None:
             out[c] = r
     return out
+
+
+def rows_by_seed(rows: Sequence[Mapping]) -> dict[tuple[str, str, str, str], dict[int, Mapping]]:
+    """{(label, rung, condition, kind): {train seed: row}} (seeds in order); the last row of a
+    cell, kind and train seed wins."""
+    from jacrl.report import cell_of
+    from jacrl.report.seeds import train_seed
+
+    out: dict[tuple[str, str, str, str], dict[int, Mapping]] = {}
+    for r in rows:
+        c = cell_of(dict(r))
+        if c is not None:
+            out.setdefault(c, {})[train_seed(r)] = r
+    return {k: dict(sorted(v.items())) for k, v in out.items()}
 
 
 def _count(row: Mapping | None) -> tuple[int, int] | None:
@@ -179,28 +208,53 @@ class Elbow:
         return dataclasses.asdict(self)
 
 
-def curve(cfg, rows: Sequence[Mapping], model: str) -> dict[str, tuple[int, int] | None]:
-    """{rung: (greedy passes, tasks) of the sft gen row, or None} in rung order."""
-    idx = index_rows(rows)
-    return {r: _count(idx.get((model_label(model), r, "sft", "gen"))) for r in ordered_rungs(cfg)}
+def curve(cfg, rows: Sequence[Mapping], model: str
+          ) -> dict[str, tuple[int, int] | SeedStat | None]:
+    """{rung: (greedy passes, tasks) of the sft gen row, or None} in rung order; a rung with sft
+    gen rows of several train seeds gets their `jacrl.report.seeds.SeedStat` instead."""
+    from jacrl.report.seeds import seed_stat
+
+    idx, seeded = index_rows(rows), rows_by_seed(rows)
+    out = {}
+    for r in ordered_rungs(cfg):
+        key = (model_label(model), r, "sft", "gen")
+        by_seed = seeded.get(key, {})
+        out[r] = seed_stat(by_seed) if len(by_seed) > 1 else _count(idx.get(key))
+    return out
 
 
-def elbow(points: Mapping[str, tuple[int, int] | None], override: str | None = None) -> Elbow:
-    """The elbow rung of a curve {rung: (k, n) or None} (the rule and its cases: the module
-    docstring); `override` (a rung of the curve) replaces the rule's pick. Figures are fractions;
-    lo, hi the 95 % Wilson interval; beaten_by the larger rungs significantly better."""
+def _point(rung: str, c) -> dict | None:
+    """A curve point's figure: (k, n) with its Wilson interval, or a SeedStat's mean and
+    interval over seeds; None without tasks."""
+    if isinstance(c, Sequence):
+        if c[1] <= 0:
+            return None
+        lo, hi = wilson(*c)
+        return {"rung": rung, "k": c[0], "n": c[1], "rate": c[0] / c[1], "lo": lo, "hi": hi,
+                "beaten_by": []}
+    if c.tasks <= 0:
+        return None
+    return {"rung": rung, "k": c.passes, "n": c.n_seeds * c.tasks, "rate": c.rate, "lo": c.lo,
+            "hi": c.hi, "beaten_by": [], "seeds": c.n_seeds, "seed_rates": list(c.per_seed),
+            "interval": c.method}
+
+
+def elbow(points: Mapping[str, tuple[int, int] | SeedStat | None],
+          override: str | None = None) -> Elbow:
+    """The elbow rung of a curve {rung: (k, n), a SeedStat (several train seeds) or None} (the
+    rule and its cases: the module docstring); `override` (a rung of the curve) replaces the
+    rule's pick. Figures are fractions; lo, hi the 95 % Wilson interval (the seeds x tasks
+    bootstrap interval for a SeedStat); beaten_by the larger rungs significantly better."""
     rungs = sorted((str(r) for r in points), key=rung_size)
     if override is not None and str(override) not in rungs:
         raise ValueError(f"elbow override r{override}: not a rung of this curve ({rungs})")
     figs, missing = [], []
     for r in rungs:
-        c = points[r]
-        if c is None or c[1] <= 0:
+        f = None if points[r] is None else _point(r, points[r])
+        if f is None:
             missing.append(r)
             continue
-        lo, hi = wilson(*c)
-        figs.append({"rung": r, "k": c[0], "n": c[1], "rate": c[0] / c[1], "lo": lo, "hi": hi,
-                     "beaten_by": []})
+        figs.append(f)
     for i, a in enumerate(figs):
         a["beaten_by"] = [b["rung"] for b in figs[i + 1:] if b["lo"] > a["hi"]]
     pick = next((f for f in figs if not f["beaten_by"]), None)
@@ -216,12 +270,17 @@ def elbow(points: Mapping[str, tuple[int, int] | None], override: str | None = N
         reason += "; still rising at the last rung" if rising else ""
     if missing:
         reason += f" (no rows: {', '.join('r' + r for r in missing)})"
+    seeded = [f for f in figs if f.get("seeds", 1) > 1]
+    if seeded:
+        reason += (" (intervals across training seeds: "
+                   + ", ".join(f"r{f['rung']} {f['seeds']} seeds" for f in seeded) + ")")
+    text = RULE_TEXT + (SEEDS_TEXT if seeded else "")
     rule_pick = pick["rung"] if pick else None
     if override is not None:
         said = f"picks r{rule_pick}" if rule_pick else "has no pick: no rows"
         return Elbow(str(override), "manual", "set by hand", f"set by hand (the rule {said})",
                      figs, missing, rule_pick, rising)
-    return Elbow(rule_pick, RULE, RULE_TEXT, reason, figs, missing, rule_pick, rising)
+    return Elbow(rule_pick, RULE, text, reason, figs, missing, rule_pick, rising)
 
 
 def parse_elbow(text: str, models: Sequence[str]) -> dict[str, str]:
@@ -247,3 +306,42 @@ def elbows(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig()) ->
             for m in cfg.models}
 
 
+# -------------------------------------------------------------------------------------------
+# stage 3: the GRPO arms against sft
+# -------------------------------------------------------------------------------------------
+
+ARMS = ("sft_grpo", "sft_grpo_tuned")
+
+
+def grpo_vs_sft(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig(),
+                arms: Sequence[str] = ARMS, kind: str = "gen") -> dict[str, list[dict]]:
+    """{model label: per arm with rows at the model's E, the arm against sft there}: greedy
+    pass@1 `arm - sft` (fractions) paired by train seed and task id with its 95 % seeds x tasks
+    bootstrap interval `lo`-`hi` and `above0` (`jacrl.report.seeds.paired_stat`; with one seed a
+    side, the bootstrap over tasks alone, and `mcnemar_p` as `ladder show`'s McNemar);
+    `better` = lo > 0, `worse` = hi < 0. Each item: condition, rung, sft_seeds, arm_seeds,
+    pairing, seeds, n, sft, arm, diff, lo, hi, above0, better, worse, mcnemar_p (None with
+    several seeds)."""
+    from jacrl.report.seeds import outcomes, paired_stat
+
+    seeded = rows_by_seed(rows)
+    out: dict[str, list[dict]] = {}
+    for label, e in elbows(cfg, rows, rcfg).items():
+        out[label] = []
+        sft = seeded.get((label, e.rung, "sft", kind)) if e.rung else None
+        for arm in arms:
+            b = seeded.get((label, e.rung, arm, kind)) if e.rung else None
+            st = paired_stat(sft, b) if sft and b else None
+            if st is None:
+                continue
+            p = None
+            if len(sft) == 1 and len(b) == 1:
+                _, x = outcomes({0: next(iter(sft.values())), 1: next(iter(b.values()))})
+                p = mcnemar_exact([bool(v) for v in x[0]], [bool(v) for v in x[1]])["p"]
+            out[label].append({
+                "condition": arm, "rung": e.rung, "sft_seeds": st.a_seeds,
+                "arm_seeds": st.b_seeds, "pairing": st.pairing, "seeds": st.seeds,
+                "n": st.tasks, "sft": st.a_rate, "arm": st.b_rate, "diff": st.diff, "lo": st.lo,
+                "hi": st.hi, "above0": st.above0, "better": st.lo > 0, "worse": st.hi < 0,
+                "mcnemar_p": p})
+    return out

@@ -36,16 +36,25 @@ its own file, each source file's path, sha256, row count and the code versions i
 that has no such record (`ladder show` lists them).
 
     rows.py     a row's cell and task format (`cell_of`, `variant_of`), labels, orders
-    stamp.py    the provenance inside a figure file: `source_stamp`, `save_figure`, `read_stamp`
+    stamp.py    the provenance inside a figure file: `source_stamp`, `save_figure`,
+                `save_formats`, `read_stamp`
     stale.py    `stale_reasons`, `mark_stale`; `figure_stale_reasons`, `stale_figures`,
                 `figures_note`
+    seeds.py    aggregation over training seeds (`train_seed`): `seed_summary` (mean pass@1, each
+                seed's, a seeds x tasks bootstrap interval; Wilson with one seed),
+                `seed_comparisons` (paired by seed and task id), `seed_table`, `comparison_table`
+    settings.py the settings a row was made with (`settings_of`), rows picked by them
+                (`where_rows`: `ladder show --where n=8`), mixed settings flagged (`mixed_lines`)
     tables.py   `frame`, `pivot`, `ladder_table`, `mcnemar_vs_base`, `format_comparison`,
                 `show_text`
     grpo.py     what a GRPO run did per step, from its rollouts.jsonl and step events:
                 `tier_table`, `plot_tiers`, `last_groups`, `step_timings`, `plot_timings`
-    figures.py  `plot_curves`, `plot_formats`, `write_figures`, the training curves (matplotlib)
+    families.py the per-family breakdown: `family_table`, `plot_families`
+    figures.py  `plot_curves`, `plot_formats`, `write_figures` (each figure as PNG, SVG and
+                PDF), the training curves (matplotlib)
 """
 
+from jacrl.report.families import family_table, plot_families
 from jacrl.report.figures import (
     plot_curves,
     plot_formats,
@@ -72,6 +81,19 @@ from jacrl.report.rows import (
     load_rows,
     variant_of,
 )
+from jacrl.report.seeds import (
+    COMPARE_COLUMNS,
+    SEED_COLUMNS,
+    bootstrap_means,
+    comparison_table,
+    paired_stat,
+    seed_comparisons,
+    seed_stat,
+    seed_summary,
+    seed_table,
+    train_seed,
+)
+from jacrl.report.settings import mixed_lines, settings_of, where_rows
 from jacrl.report.stale import (
     figure_stale_reasons,
     figures_note,
@@ -79,7 +101,7 @@ from jacrl.report.stale import (
     stale_figures,
     stale_reasons,
 )
-from jacrl.report.stamp import read_stamp, save_figure, source_stamp
+from jacrl.report.stamp import read_stamp, save_figure, save_formats, source_stamp
 from jacrl.report.tables import (
     COLUMNS,
     FORMAT_COLUMNS,
@@ -102,4 +124,7 @@ __all__ = [
     "plot_training", "plot_training_runs", "read_stamp", "rollouts", "save_figure", "show_text",
     "source_stamp", "stale_figures", "stale_reasons", "step_events", "step_timings",
     "tier_table", "variant_of", "write_figures", "write_training_figure",
+    "mixed_lines", "settings_of", "where_rows", "family_table", "plot_families", "save_formats",
+    "COMPARE_COLUMNS", "SEED_COLUMNS", "bootstrap_means", "comparison_table", "paired_stat",
+    "seed_comparisons", "seed_stat", "seed_summary", "seed_table", "train_seed",
 ]

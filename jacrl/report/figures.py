@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from jacrl.report.families import KIND_TITLES, family_table, plot_families
 from jacrl.report.grpo import draw_timings
 from jacrl.report.rows import _order, cell_of
-from jacrl.report.stamp import rows_stamp, save_figure, source_stamp
+from jacrl.report.stamp import rows_stamp, save_figure, save_formats, source_stamp
 from jacrl.report.tables import format_comparison, frame, labels
 from jacrl.results import KINDS
 from jacrl.splits import RUNGS
@@ -26,47 +27,115 @@ def _pyplot():
     return plt
 
 
+MARKERS = "osD^vP*Xh<>p"  # one per condition label, with its colour: told apart without colour
+
+
+def _styles(labels_: list[str]) -> dict[str, dict]:
+    """Each condition label's look in every panel: colour and marker by condition, line by task
+    format (hole-fill solid; paired hole-fill dash-dot, markers half filled; conversion dashed,
+    markers hollow), so `sft/hole` and `sft/conversion` read as one condition in two formats."""
+    conds = list(dict.fromkeys(lab.partition("/")[0] for lab in labels_))
+    out = {}
+    for lab in labels_:
+        cond, _, fmt = lab.partition("/")
+        i = conds.index(cond)
+        out[lab] = {"color": f"C{i % 10}", "marker": MARKERS[i % len(MARKERS)],
+                    "linestyle": {"": "-", "hole": "-."}.get(fmt, "--"),
+                    "fillstyle": {"": "full", "hole": "left"}.get(fmt, "none")}
+    return out
+
+
+def _offsets(n: int) -> list[float]:
+    """x offsets within a rung for n condition labels: their intervals side by side, not on top
+    of each other (at most 0.7 of the gap between two rungs)."""
+    span = min(0.7, 0.13 * (n - 1))
+    return [0.0] if n < 2 else [-span / 2 + span * i / (n - 1) for i in range(n)]
+
+
+def _rung_ticks(ax, sub: pd.DataFrame, rungs: list[str]) -> None:
+    """Each rung's tick says how many tasks its rows were graded on (what the interval width
+    follows)."""
+    def n_of(r):
+        ns = sorted(set(sub[sub.rung == r].tasks))
+        return "" if not ns else f"\nn={ns[0]}" if len(ns) == 1 else f"\nn={ns[0]}-{ns[-1]}"
+
+    ax.set_xticks(range(len(rungs)), [f"{r}{n_of(r)}" for r in rungs])
+    ax.set_xlim(-0.6, len(rungs) - 0.4)
+
+
+def _draw_condition(ax, line: pd.DataFrame, x: list[float], value: str, style: dict,
+                    label: str, interval: bool) -> None:
+    """One condition's curve; with `interval` its Wilson intervals as error bars."""
+    y = line[value].to_numpy(float)
+    yerr = [y - line.ci_lo.to_numpy(float), line.ci_hi.to_numpy(float) - y] if interval else None
+    ax.errorbar(x, y, yerr=yerr, label=label, capsize=3, elinewidth=1.3, markersize=6,
+                linewidth=1.1, markeredgewidth=0.8, **style)
+
+
+def _curve_panel(ax, sub: pd.DataFrame, conds: list[str], rungs: list[str], value: str,
+                 interval: bool) -> None:
+    xpos = {r: i for i, r in enumerate(rungs)}
+    offsets = dict(zip(conds, _offsets(len(conds))))
+    styles = _styles(conds)
+    for cond in conds:
+        line = sub[(sub.condition == cond) & sub[value].notna()]
+        if line.empty:
+            continue
+        line = line.sort_values("rung", key=lambda s: s.map(xpos))
+        x = [xpos[r] + offsets[cond] for r in line.rung]  # dodged within the rung
+        _draw_condition(ax, line, x, value, styles[cond], cond, interval)
+    _rung_ticks(ax, sub, rungs)
+    ax.set_ylim(-4, 104)
+    ax.set_yticks(range(0, 101, 20))
+    ax.grid(alpha=0.3, axis="y")
+
+
+def _figure_legend(fig, axes, order: list[str]) -> None:
+    """One legend for every panel, below them all (never on the data), in `order`."""
+    seen: dict = {}
+    for ax in axes.flat:  # each label once, from whichever panel has it
+        for h, name in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(name, h)
+    names = [c for c in order if c in seen]
+    if names:
+        fig.legend([seen[c] for c in names], names, loc="outside lower center",
+                   ncol=min(len(names), 4), title="condition", frameon=False, fontsize=9)
+
+
 def plot_curves(rows: list[dict], value: str = "pass1_pct", band: bool = True):
-    """Learning curves vs rung: one column per model, one row per kind (gen, mem), one line per
-    condition label (conversion dashed), the Wilson band shaded. Returns the matplotlib Figure."""
+    """Learning curves vs rung: one column per model, one row per kind (gen, mem), one curve per
+    condition label (its own colour and marker; conversion dashed) with, for pass@1 and `band`,
+    its 95 % Wilson interval as error bars. Within a rung the conditions sit side by side (small
+    x offsets), so equal values and overlapping intervals stay visible; one legend for the
+    figure, outside the panels. Returns the matplotlib Figure."""
     plt = _pyplot()
     df = frame(rows)
-    names, conds_all = labels(df) if not df.empty else ([], [])
+    names, conds = labels(df) if not df.empty else ([], [])
     df = df.assign(condition=names)
     models = sorted(set(df.model)) or ["(no rows)"]
     kinds = [k for k in KINDS if k in set(df.kind)] or ["gen"]
-    fig, axes = plt.subplots(len(kinds), len(models), figsize=(5 * len(models), 3.2 * len(kinds)),
-                             squeeze=False, sharey=True)
     rungs = _order(set(df.rung), RUNGS) if not df.empty else list(RUNGS)
-    xpos = {r: i for i, r in enumerate(rungs)}
-    dodge = {c: (i - (len(conds_all) - 1) / 2) * 0.04 for i, c in enumerate(conds_all)}
+    fig, axes = plt.subplots(len(kinds), len(models), squeeze=False, sharey=True,
+                             figsize=(1.2 + 4.8 * len(models), 1.4 + 3.0 * len(kinds)),
+                             layout="constrained")
+    interval = band and value == "pass1_pct"
+    what = "greedy pass@1 %" if value == "pass1_pct" else \
+        "unbiased pass@k %" if value == "passk_pct" else value
     for i, kind in enumerate(kinds):
         for j, model in enumerate(models):
             ax = axes[i][j]
-            sub = df[(df.kind == kind) & (df.model == model)]
-            for cond in (c for c in conds_all if c in set(sub.condition)):
-                line = sub[sub.condition == cond].sort_values("rung", key=lambda s: s.map(xpos))
-                line = line[line[value].notna()]
-                if line.empty:
-                    continue
-                x = [xpos[r] + dodge[cond] for r in line.rung]  # dodged: equal lines stay visible
-                color = f"C{conds_all.index(cond) % 10}"  # one colour per label in every panel
-                ax.plot(x, line[value], marker="o", label=cond, color=color,
-                        linestyle="--" if cond.endswith("/conversion") else "-")
-                if band and value == "pass1_pct":
-                    ax.fill_between(x, line.ci_lo, line.ci_hi, alpha=0.15, color=color)
-            ax.set_xticks(range(len(rungs)), rungs)
-            ax.set_ylim(-2, 102)
-            ax.set_xlabel("rung (training tasks)")
-            what = "pass@1 %" if value == "pass1_pct" else value
-            ax.set_ylabel(f"{kind} {what}")
-            ax.set_title(f"{model} — {'holdout' if kind == 'gen' else 'rung tasks (mem)'}")
-            ax.grid(alpha=0.3)
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=8)
-    fig.suptitle("ladder: greedy pass@1 with 95% Wilson bands" if value == "pass1_pct"
-                 else f"ladder: {value}")
-    fig.tight_layout()
+            _curve_panel(ax, df[(df.kind == kind) & (df.model == model)], conds, rungs, value,
+                         interval)
+            ax.set_title(f"{model}: {KIND_TITLES.get(kind, kind)}", fontsize=10)
+            ax.set_ylabel(f"{kind} {what}" if j == 0 else "")
+            ax.set_xlabel("rung (training tasks); n = tasks graded" if i == len(kinds) - 1
+                          else "")
+    _figure_legend(fig, axes, conds)
+    k = sorted({int(x) for x in df.k.dropna()}) if value == "passk_pct" and not df.empty else []
+    fig.suptitle(f"ladder: {what}" + (f" (k = {', '.join(map(str, k))})" if k else "")
+                 + ("\nbars: 95 % Wilson interval" if interval else "")
+                 + ("; " if interval else "\n") + "conditions side by side within each rung",
+                 fontsize=10)
     return fig
 
 
@@ -226,9 +295,11 @@ def write_figures(rows: list[dict], out_dir: str | os.PathLike | None = None,
             ("ladder_passk.png", lambda: plot_curves(rows, "passk_pct"))]
     if not format_comparison(rows).empty:
         figs.append(("formats.png", lambda: plot_formats(rows)))
+    if not family_table(rows).empty:
+        figs.append(("ladder_families.png", lambda: plot_families(rows)))
     paths = []
     for name, draw in figs:
         fig = draw()
-        paths.append(save_figure(fig, out / name, [src], drawn_rows=len(rows)))
+        paths.append(save_formats(fig, out / name, [src], drawn_rows=len(rows)))
         plt.close(fig)
     return paths

@@ -159,7 +159,8 @@ def stale_figures(figures_dir: str | os.PathLike) -> dict[Path, str]:
 
 def figures_note(figures_dir: str | os.PathLike | None) -> str:
     """One line per stale figure in the folder (None: the project's figures/, when there is a
-    project), under a header; "" when none is stale."""
+    project), under a header, a figure's .png, .svg and .pdf on one line when they are stale for
+    the same reason; "" when none is stale."""
     from jacrl.project import ProjectNotFound, path_or
 
     try:
@@ -169,6 +170,13 @@ def figures_note(figures_dir: str | os.PathLike | None) -> str:
     stale = stale_figures(d)
     if not stale:
         return ""
-    lines = [f"{len(stale)} figure(s) in {d} not drawn from the rows on disk now (redraw them: "
+    same: dict[tuple[str, str], list[Path]] = {}  # a figure's .png, .svg and .pdf: one line
+    for p, why in stale.items():
+        same.setdefault((p.stem, why), []).append(p)
+    lines = [f"{len(same)} figure(s) in {d} not drawn from the rows on disk now (redraw them: "
              "`jacrl ladder show`, `jacrl demo`):"]
-    return "\n".join(lines + [f"  {p.name}: {why}" for p, why in stale.items()])
+    for (_, why), paths in same.items():
+        first, *rest = sorted(paths, key=lambda p: FIGURE_SUFFIXES.index(p.suffix.lower()))
+        lines.append(f"  {first.name}: {why}"
+                     + (f"; also {', '.join(p.name for p in rest)}" if rest else ""))
+    return "\n".join(lines)

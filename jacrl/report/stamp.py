@@ -108,10 +108,25 @@ def save_figure(fig, path: str | os.PathLike, sources: Sequence[dict],
     rec = {"figure": path.name, "drawn_rows": drawn_rows,
            "sources": [_recorded(s, path.parent) for s in sources]}
     text = json.dumps(rec, sort_keys=True)
-    meta = {".png": {KEY: text}, ".svg": {"Description": f"{KEY} {text}"},
-            ".pdf": {"Subject": f"{KEY} {text}"}}[fmt]
-    fig.savefig(path, dpi=dpi, metadata=meta)
+    # no dates and fixed SVG ids: the same figure gives the same bytes, so a redraw of unchanged
+    # rows leaves tracked figures unchanged
+    meta = {".png": {KEY: text}, ".svg": {"Description": f"{KEY} {text}", "Date": None},
+            ".pdf": {"Subject": f"{KEY} {text}", "CreationDate": None}}[fmt]
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.hashsalt": KEY}):
+        fig.savefig(path, dpi=dpi, metadata=meta)
     return path
+
+
+def save_formats(fig, png: str | os.PathLike, sources: Sequence[dict],
+                 drawn_rows: int | None = None) -> Path:
+    """fig saved as `png` and, beside it, as .svg and .pdf (for papers: vector, any size), each
+    carrying the provenance of `sources` (`save_figure`). Returns the PNG's path."""
+    png = Path(png)
+    for suffix in (".svg", ".pdf"):
+        save_figure(fig, png.with_suffix(suffix), sources, drawn_rows)
+    return save_figure(fig, png, sources, drawn_rows)
 
 
 def _raw(path: Path) -> str | None:

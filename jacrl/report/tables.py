@@ -4,6 +4,7 @@ hole-fill vs conversion (`format_comparison`), and what `jacrl ladder show` prin
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -16,6 +17,14 @@ from jacrl.report.rows import (
     condition_label,
     variant_of,
 )
+from jacrl.report.seeds import (
+    comparison_table,
+    seed_comparisons,
+    seed_lines,
+    seed_summary,
+    seed_table,
+)
+from jacrl.report.settings import settings_parts, where_rows
 from jacrl.report.stale import mark_stale
 from jacrl.results import KINDS
 from jacrl.splits import RUNGS
@@ -87,7 +96,8 @@ def pivot(df: pd.DataFrame, value: str = "pass1_pct", kind: str = "gen") -> pd.D
 
 
 def fmt_cell(gen: dict | None, mem: dict | None) -> str:
-    """`pass@1 [lo-hi] p@K pass@K m<mem>[/<sampled mem>@T<t>]` from frame lines; `·` for what is
+    """`pass@1 [lo-hi] p@K pass@K m<mem>[/<sampled mem>@T<t>][ (N seeds)]` from frame lines
+    (means over seeds where a line has `seeds` > 1: `seeds.seed_lines`); `·` for what is
     missing."""
     if gen is None or not gen["tasks"]:
         head = "·"
@@ -99,18 +109,23 @@ def fmt_cell(gen: dict | None, mem: dict | None) -> str:
     tail = f"m{mem['pass1_pct']:.0f}" if mem is not None and mem["tasks"] else "m·"
     if mem is not None and mem["tasks"] and not pd.isna(mem.get("sampled1_pct", math.nan)):
         tail += f"/{mem['sampled1_pct']:.0f}@T{mem['temperature']:g}"  # sampled at rollout T
-    return f"{head} {tail}"
+    seeds = max((int(x.get("seeds", 1)) for x in (gen, mem) if x is not None), default=1)
+    return f"{head} {tail}" + (f" ({seeds} seeds)" if seeds > 1 else "")
 
 
 def ladder_table(rows: list[dict]) -> pd.DataFrame:
     """The show pivot: rows (model, condition label), columns rungs, cells as `fmt_cell`
-    strings."""
+    strings; a cell trained under several train seeds shows their mean and across-seed interval
+    (`seeds.seed_summary`) and says how many seeds."""
     df = frame(rows)
     if df.empty:
         return pd.DataFrame()
     names, conds = labels(df)
     lines = {(r.model, r.rung, name, r.kind): r._asdict()
              for r, name in zip(df.itertuples(), names)}
+    for key, seeded in seed_lines(seed_summary(rows)).items():
+        if key in lines:
+            lines[key] = {**lines[key], **seeded}
     models = sorted(set(df.model))
     rungs = _order(set(df.rung), RUNGS)
     out = {}
@@ -224,11 +239,15 @@ def format_table(comparison: pd.DataFrame) -> pd.DataFrame:
          "conv_only", "p"]]
 
 
-def show_text(rows: list[dict], include_stale: bool = False) -> str:
+def show_text(rows: list[dict], include_stale: bool = False, where: Sequence[str] = ()) -> str:
     """What `jacrl ladder show` prints: the pivot, McNemar vs base and, when there are rows of
-    both formats, hole-fill vs conversion (`format_comparison`). Stale rows (see
-    `stale_reasons`) are left out and counted, unless include_stale."""
-    rows = mark_stale(rows)
+    both formats, hole-fill vs conversion (`format_comparison`); when a cell has rows of several
+    train seeds, each seed's value with the across-seed interval (`seeds.seed_table`) and the
+    paired comparisons over seeds x tasks (`seeds.comparison_table`). Stale rows (see
+    `stale_reasons`) are left out and counted, unless include_stale. `where` (KEY=VALUE): only
+    the rows made with those settings (`settings.where_rows`); rows of one cell made with other
+    settings are flagged (`settings.mixed_lines`)."""
+    total, rows = len(rows), mark_stale(where_rows(rows, where))
     stale = [r for r in rows if r["stale"]]
     rebuilt = [r for r in rows if r["rebuilt"] and not r["stale"]]
     note = (f"{len(rebuilt)} row(s) kept whose adapter on disk is a rebuild of the same key "
@@ -247,12 +266,17 @@ def show_text(rows: list[dict], include_stale: bool = False) -> str:
     df = frame(rows)
     gen = df[df.kind == "gen"]
     n = sorted(set(gen.tasks)) if not gen.empty else []
+    summary = seed_summary(rows)
+    seeded = not summary.empty and bool((summary.seeds > 1).any())
     with pd.option_context("display.width", 200, "display.max_columns", 20,
                            "display.max_colwidth", 40):
         parts = [
             ("gen pass@1 % [95% Wilson CI]  p@K unbiased pass@K %  m<mem recall %, greedy"
              "[/sampled pass@1 at the rollout temperature T]>"
              f"  (holdout n = {', '.join(map(str, n)) or '·'})"),
+            ("(N seeds): the mean over N training seeds, its CI a seeds x tasks bootstrap (each "
+             "seed's value below); a cell without it: 1 seed" if seeded else
+             "1 training seed behind every number"),
             table.to_string(),
             "",
             ("read pass@k and the intervals: a rung differs from another only where the CIs do "
@@ -261,12 +285,25 @@ def show_text(rows: list[dict], include_stale: bool = False) -> str:
         mc = mcnemar_vs_base(rows)
         if not mc.empty:
             parts += ["", ("paired exact McNemar vs base (same tasks; lost = base right, cond "
-                           "wrong; gained = the reverse)"), mc.to_string(index=False)]
+                           "wrong; gained = the reverse)")
+                      + ("; one run per cell: its last row, one train seed" if seeded else ""),
+                      mc.to_string(index=False)]
         fc = format_table(format_comparison(rows))
         if not fc.empty:
             parts += ["", "hole-fill vs conversion on the same task ids: greedy pass@1 % [95% "
                       "Wilson CI]", "(hole_only = hole-fill right, conversion wrong; conv_only = "
                       "the reverse; p = exact McNemar)", fc.to_string(index=False)]
+        if seeded:
+            parts += ["", "across training seeds: mean greedy pass@1 % [95% seeds x tasks "
+                      "bootstrap CI], each seed's value (train seed: %), their sd",
+                      seed_table(summary, min_seeds=2).to_string(index=False)]
+            ct = comparison_table(seed_comparisons(rows), min_seeds=2)
+            if not ct.empty:
+                parts += ["", "paired over train seeds x task ids: b - a in points [95% "
+                          "bootstrap CI], P(>0) = share of resamples above 0 (seeds a/b: a "
+                          "single seed is paired with each of the other's)",
+                          ct.to_string(index=False)]
+    parts += settings_parts(rows, where, total)
     if note:
         parts += ["", note]
     return "\n".join(parts)

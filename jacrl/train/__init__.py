@@ -15,11 +15,16 @@ Every knob is in `jacrl.config` (`SFTConfig`, `RFTConfig`, `STaRConfig`, `GRPOCo
 grpo and star grade with `cfg.reward_formula` (tiered | additive): a hyperparameter, so part of
 the key; its default is JACRL_REWARD_FORMULA (else tiered), read once when the config is created.
 `jacrl.train.mlx_compat` holds what adapts mlx-lm / mlx-lm-lora, and documents metrics.jsonl.
+
+Experiment tracking is a keyword of every stage, never a knob, so it changes no key:
+`report_to="wandb"` (or "swanlab", or "wandb,swanlab"; default JACRL_REPORT_TO, else none) and
+`project` (default WANDB_PROJECT, else "jacrl"); `report_services` checks a value up front.
 """
 
 from jacrl.train.artifacts import Artifact
 from jacrl.train.grpo import grpo
 from jacrl.train.rft import rft, star
-from jacrl.train.sft import fenced, gold_body, gold_records, sft
+from jacrl.train.sft import fenced, gold_body, gold_records, report_services, sft
 
-__all__ = ["Artifact", "fenced", "gold_body", "gold_records", "grpo", "rft", "sft", "star"]
+__all__ = ["Artifact", "fenced", "gold_body", "gold_records", "grpo", "report_services", "rft",
+           "sft", "star"]

@@ -10,7 +10,8 @@ second copy of the weights), so the KL term compares against the starting policy
 The completion budget equals the eval budget (`jacrl.config.MAX_TOKENS`): at 256 tokens ~70 % of
 rollouts were truncated. The share of truncated rollouts is logged. With `parent` (sft -> grpo)
 training continues the parent's adapter, so every artifact is "base + one adapter" and the reference
-model is base + parent adapter.
+model is base + parent adapter. `report_to` (W&B, SwanLab) sends what metrics.jsonl gets to a run
+(`jacrl.train.sft.tracking`; it changes no key).
 """
 
 from __future__ import annotations
@@ -37,22 +38,24 @@ from jacrl.train.artifacts import (
 from jacrl.train.grpo_compat import grpo_hooks, rollout_concurrency
 from jacrl.train.grpo_loss import shared_prompt_groups, shared_prompt_loss, shares_prompt
 from jacrl.train.mlx_compat import (
-    MetricsLog,
     lora_model,
     seed_all,
     trainable,
     warn_slow_blas,
 )
 from jacrl.train.reference import frozen_view
+from jacrl.train.sft import Tracking, metrics_log, tracking
 
 
 def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
          cfg: GRPOConfig | None = None, out_root: str | os.PathLike | None = None, *,
          parent: Artifact | None = None, condition: str = "grpo",
-         log: Callable[[str], None] = print) -> Artifact:
+         log: Callable[[str], None] = print, report_to: str | None = None,
+         project: str | None = None) -> Artifact:
     """GRPO with mlx-lm-lora and `jac_behavioral`. With `parent`, continues the parent's adapter
     (its LoRA shape wins over cfg.lora_*) and the KL reference is base + parent adapter.
-    out_root None: the project's artifacts/."""
+    out_root None: the project's artifacts/. report_to / project: experiment tracking of the
+    build (`jacrl.train.sft.tracking`; no key changes)."""
     cfg = cfg if cfg is not None else GRPOConfig()
     isolation = reward_isolation()  # refuses here, before any work, without a sandbox
     base = resolve_base(model, parent)
@@ -60,12 +63,13 @@ def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
     val = [{**prompt_answer(t), "system": SYSTEM_PROMPT} for t in valid_tasks or []]
     data = {"train": hash_json(records), "valid": hash_json(val) if val else None}
     parts = key_parts(condition, "grpo", base, data, cfg, parent)
+    track = tracking(report_to, project, condition, parts, cfg)
 
     def build(tmp: Path) -> dict:
         write_jsonl(tmp / "data" / "train.jsonl", records)
         if val:
             write_jsonl(tmp / "data" / "valid.jsonl", val)
-        summary = train_grpo(base, records, val, cfg, tmp, parent)
+        summary = train_grpo(base, records, val, cfg, tmp, parent, track=track)
         log(f"grpo ({cfg.reward_formula}): reward {summary['first_reward_mean']} -> "
             f"{summary['last_reward_mean']}, "
             f"kl {summary['last_kl']}, truncated {summary['truncated_mean']}")
@@ -146,12 +150,14 @@ def _mean(key: str, rows: list[dict]) -> float | None:
 
 
 def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig, out_dir: Path,
-               parent: Artifact | None = None, reference: str = "shared") -> dict:
+               parent: Artifact | None = None, reference: str = "shared",
+               track: Tracking | None = None) -> dict:
     """GRPO of `base` (+ the parent's adapter, trained further) on {prompt, answer, system}
-    records; writes adapters + adapter_config.json + metrics.jsonl into out_dir; returns a
-    summary for the manifest. With beta > 0 the KL reference is the starting policy: `reference`
-    "shared" (a view over the policy's own arrays) or "copy" (a second load of the weights, the
-    way it was done before; kept for bench/grpo_step.py: same KL, twice the weight memory)."""
+    records; writes adapters + adapter_config.json + metrics.jsonl into out_dir (and, with
+    `track`, the same records to its runs); returns a summary for the manifest. With beta > 0
+    the KL reference is the starting policy: `reference` "shared" (a view over the policy's own
+    arrays) or "copy" (a second load of the weights, the way it was done before; kept for
+    bench/grpo_step.py: same KL, twice the weight memory)."""
     import mlx.optimizers as optim  # heavy: loaded only when training
     from mlx_lm_lora.trainer.grpo_trainer import train_grpo as _train_grpo
 
@@ -162,7 +168,6 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
     ref = _reference(policy, base, adapter_in, reference) if cfg.beta > 0 else None
     train_ds, val_ds, prompt_tokens = _datasets(records, val, tok, cfg)
     batch = max(1, min(cfg.batch_size, len(records)))
-    metrics = MetricsLog(out_dir / "metrics.jsonl", "grpo")
     rollout = cfg.rollout_batch or batch * cfg.group_size
     reward = reward_function(cfg.reward_formula)  # bound: the env var is not read mid-training
     calibration = None
@@ -171,7 +176,8 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
         seed_all(cfg.seed)  # training starts from the same random state either way
         cfg = dataclasses.replace(cfg, temperature=temp)
     t0 = time.time()
-    with rollout_concurrency(rollout), shared_prompt_groups(cfg.group_size), grpo_hooks(
+    with metrics_log(out_dir / "metrics.jsonl", "grpo", track) as metrics, \
+            rollout_concurrency(rollout), shared_prompt_groups(cfg.group_size), grpo_hooks(
             reward, cfg.advantage, cfg.min_group_span, out_dir / "rollouts.jsonl", metrics,
             cfg.max_completion_length, tok.eos_token_ids):
         _train_grpo(model=policy, ref_model=ref, tokenizer=tok, loss_fn=shared_prompt_loss,

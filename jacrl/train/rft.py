@@ -10,7 +10,8 @@
 
 Grading uses `cfg.reward_formula`, a hyperparameter (so part of the key) passed explicitly: the
 environment cannot change what a cached artifact was trained on. The per-task run timeout is in
-the task's answer record (hashed with the training data).
+the task's answer record (hashed with the training data). `report_to` (W&B, SwanLab) tracks each
+build's SFT half, one run per artifact (`jacrl.train.sft.tracking`; it changes no key).
 """
 
 from __future__ import annotations
@@ -38,7 +39,17 @@ from jacrl.train.artifacts import (
     resolve_base,
     write_jsonl,
 )
-from jacrl.train.sft import gold_records, sft, sft_record, task_id, train_sft, valid_records
+from jacrl.train.sft import (
+    Tracking,
+    gold_records,
+    report_services,
+    sft,
+    sft_record,
+    task_id,
+    tracking,
+    train_sft,
+    valid_records,
+)
 
 
 def sample_verified(model, adapter, tasks: Sequence[dict], cfg: RFTConfig, seed: int) -> dict:
@@ -91,10 +102,12 @@ def _sampling_data(train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | No
 def _rft_round(tmp: Path, base: Path, adapter: Path | None, train_tasks: Sequence[dict],
                valid_tasks: Sequence[dict] | None, cfg: RFTConfig, *, seed: int, label: str,
                log: Callable[[str], None], prior: Sequence[dict] = (),
-               valid: tuple[list[dict], str] | None = None) -> Round:
+               valid: tuple[list[dict], str] | None = None,
+               track: Tracking | None = None) -> Round:
     """Sample from base + adapter, keep the verified bodies not already in `prior`, and SFT a
     fresh adapter from `base` on prior + those into tmp (data/ and the adapter). `valid`:
-    (records, source) to validate on; None = valid_tasks' gold, else the training records."""
+    (records, source) to validate on; None = valid_tasks' gold, else the training records.
+    `track`: the SFT's experiment tracking."""
     got = sample_verified(base, adapter, train_tasks, cfg, seed)
     seen = {json.dumps(x, sort_keys=True) for x in prior}
     fresh = [x for x in got.pop("records") if json.dumps(x, sort_keys=True) not in seen]
@@ -109,26 +122,29 @@ def _rft_round(tmp: Path, base: Path, adapter: Path | None, train_tasks: Sequenc
     val, valid_source = valid if valid is not None else valid_records(valid_tasks, records)
     write_jsonl(tmp / "data" / "train.jsonl", records)
     write_jsonl(tmp / "data" / "valid.jsonl", val)
-    summary = train_sft(base, records, val, cfg.sft, tmp)
+    summary = train_sft(base, records, val, cfg.sft, tmp, track)
     return Round(got, records, len(fresh), valid_source, summary)
 
 
 def rft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
         cfg: RFTConfig | None = None, out_root: str | os.PathLike | None = None, *,
         parent: Artifact | None = None, condition: str = "rft",
-        log: Callable[[str], None] = print) -> Artifact:
+        log: Callable[[str], None] = print, report_to: str | None = None,
+        project: str | None = None) -> Artifact:
     """Rejection-sampling fine-tuning: sample from model (+ parent's adapter), keep verified
     bodies, SFT a fresh adapter on the base model. The key covers the sampling inputs (model,
-    parent, tasks, config, seed), so a rerun skips sampling too. Raises when nothing passes."""
+    parent, tasks, config, seed), so a rerun skips sampling too. Raises when nothing passes.
+    report_to / project: experiment tracking of the build's SFT (no key changes)."""
     cfg = cfg if cfg is not None else RFTConfig()
     isolation = reward_isolation()  # refuses here, before any work, without a sandbox
     base = resolve_base(model, parent)
     data = _sampling_data(train_tasks, valid_tasks)
     parts = key_parts(condition, "rft", base, data, cfg, parent, {"system_prompt": SYSTEM_PROMPT})
+    track = tracking(report_to, project, condition, parts, cfg)
 
     def build(tmp: Path) -> dict:
         got = _rft_round(tmp, base, parent.adapter_path if parent else None, train_tasks,
-                         valid_tasks, cfg, seed=cfg.seed, label="rft", log=log)
+                         valid_tasks, cfg, seed=cfg.seed, label="rft", log=log, track=track)
         return {"stage": "rft", "isolation": isolation,
                 "data": {**data, "kept_hash": hash_json(got.train),
                          "valid_source": got.valid_source},
@@ -140,27 +156,32 @@ def rft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None =
 
 def star(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
          cfg: STaRConfig | None = None, out_root: str | os.PathLike | None = None, *,
-         condition: str = "star", log: Callable[[str], None] = print) -> list[Artifact]:
+         condition: str = "star", log: Callable[[str], None] = print,
+         report_to: str | None = None, project: str | None = None) -> list[Artifact]:
     """STaR: round 0 = gold SFT (`<condition>0`); round r = an RFT round sampling from round
     r-1's model (seed cfg.seed + r) that trains from the original base on everything kept so far
     plus the new verified bodies. Validation: valid_tasks' gold, else the train tasks' gold.
-    Returns one artifact per round; each round's key chains the previous round's key."""
+    Returns one artifact per round; each round's key chains the previous round's key.
+    report_to / project: experiment tracking, one run per round built (no key changes)."""
     cfg = cfg if cfg is not None else STaRConfig()
     isolation = reward_isolation()  # refuses here, before any work, without a sandbox
     base = resolve_base(model, None)
+    report_to = ",".join(report_services(report_to))  # checked (and the env read) once, up front
     valid = valid_records(valid_tasks, gold_records(train_tasks))
     arts = [sft(base, train_tasks, valid_tasks, cfg.sft, out_root, condition=f"{condition}0",
-                log=log)]
+                log=log, report_to=report_to, project=project)]
     for r in range(1, cfg.rounds + 1):
         prev = arts[-1]
         data = _sampling_data(train_tasks, valid_tasks, round=r)
         parts = key_parts(f"{condition}{r}", "star", base, data, cfg, prev,
                           {"system_prompt": SYSTEM_PROMPT})
+        track = tracking(report_to, project, f"{condition}{r}", parts, cfg)
 
-        def build(tmp: Path, prev=prev, r=r, data=data) -> dict:
+        def build(tmp: Path, prev=prev, r=r, data=data, track=track) -> dict:
             got = _rft_round(tmp, base, prev.adapter_path, train_tasks, valid_tasks, cfg,
                              seed=cfg.seed + r, label=f"star round {r}", log=log,
-                             prior=read_jsonl(prev.path / "data" / "train.jsonl"), valid=valid)
+                             prior=read_jsonl(prev.path / "data" / "train.jsonl"), valid=valid,
+                             track=track)
             return {"stage": "star", "isolation": isolation, "round": r,
                     "data": {**data, "train_hash": hash_json(got.train),
                              "valid_source": got.valid_source, "new_examples": got.new},

@@ -4,14 +4,23 @@ prompt masked, with mlx-lm's trainer, `sft_loss` and `iterate_all` (every exampl
 Every task given is trained on (none is carved off for validation); the batch is clamped to the
 data; validation is on the given valid tasks' gold bodies, else on the training set (the manifest
 says which). `train_sft` is also the training half of RFT and STaR.
+
+Experiment tracking (`report_to`: "wandb", "swanlab" — mlx-lm's reporting services — or both,
+comma-separated) is a keyword of every stage, never a hyperparameter: it changes no key. A run
+is opened only when a build trains (a reused artifact opens none), named after the artifact's
+directory (`<condition>-<key16>`), with the stage's hyperparameters and the artifact key as its
+config; it gets every record metrics.jsonl gets (`TrackedLog`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import importlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from jacrl.config import SFTConfig
@@ -20,6 +29,7 @@ from jacrl.prompts import chat_messages
 from jacrl.tasks import meta
 from jacrl.train.artifacts import (
     Artifact,
+    artifact_key,
     build_artifact,
     hash_json,
     key_parts,
@@ -38,6 +48,122 @@ from jacrl.train.mlx_compat import (
 )
 
 HEAD_SKIP = 64  # sft_loss skips the prompt's logits in multiples of this many positions
+
+# -------------------------------------------------------------------------------------------
+# experiment tracking (W&B, SwanLab): a keyword of the stages, never part of a key
+# -------------------------------------------------------------------------------------------
+
+TRACKERS = ("wandb", "swanlab")  # what mlx-lm reports to (mlx_lm.tuner.callbacks)
+REPORT_TO_ENV = "JACRL_REPORT_TO"  # report_to's default when a stage is not given one
+DEFAULT_PROJECT = "jacrl"  # the project's default after WANDB_PROJECT
+_NOT_LOGGED = ("event", "stage", "time", "iteration", "step")
+
+
+def report_services(report_to: str | None = None) -> tuple[str, ...]:
+    """The services `report_to` names: "wandb", "swanlab", "wandb,swanlab", "" for none; None
+    means JACRL_REPORT_TO (unset: none). An unknown name is a ValueError and a service whose
+    package is missing a one-line ImportError naming the install, both before any training."""
+    raw = os.environ.get(REPORT_TO_ENV, "") if report_to is None else report_to
+    names = tuple(dict.fromkeys(n.strip().lower() for n in raw.split(",") if n.strip()))
+    for name in names:
+        if name not in TRACKERS:
+            raise ValueError(f"unknown report_to {name!r}; choose from {', '.join(TRACKERS)}")
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            raise ImportError(f"report_to={name!r} needs the {name} package, which is not "
+                              f"installed: pip install {name}") from None
+    return names
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """Where one build's metrics go besides metrics.jsonl (see `tracking`)."""
+
+    services: tuple[str, ...]
+    project: str
+    name: str  # the artifact's directory name, <condition>-<key16>
+    stage: str
+    config: dict  # the stage's hyperparameters + artifact_key and condition
+
+
+def tracking(report_to: str | None, project: str | None, condition: str, parts: dict,
+             cfg) -> Tracking | None:
+    """The tracking of the build of the artifact keyed by `parts` (`key_parts`), None without a
+    service. project None: WANDB_PROJECT, else "jacrl"."""
+    services = report_services(report_to)
+    if not services:
+        return None
+    key = artifact_key(parts)
+    return Tracking(services, project or os.environ.get("WANDB_PROJECT") or DEFAULT_PROJECT,
+                    f"{condition}-{key[:16]}", parts["stage"],
+                    {**dataclasses.asdict(cfg), "artifact_key": key, "condition": condition})
+
+
+class TrackedLog(MetricsLog):
+    """`MetricsLog` that also sends each record's numbers to the open runs: train and val records
+    at the trainer's iteration under their metrics.jsonl names (train_loss, learning_rate,
+    tokens_per_second, val_loss, GRPO's reward_mean, kl, ...), GRPO step records at their step
+    as step/<name> (step/generation_s, step/reward_mean, ...)."""
+
+    def __init__(self, path: Path, stage: str, sinks: Sequence[Callable[[dict, int], None]]):
+        super().__init__(path, stage)
+        self.sinks, self.at = list(sinks), 0
+
+    def _send(self, rec: dict, step, prefix: str = "") -> None:
+        self.at = max(self.at, int(step or 0))  # a tracker's steps never go back
+        data = {prefix + k: v for k, v in rec.items()
+                if k not in _NOT_LOGGED and isinstance(v, int | float)}
+        for sink in self.sinks:
+            sink(data, self.at)
+
+    def on_train_loss_report(self, info: dict) -> None:
+        super().on_train_loss_report(info)
+        self._send(self.train[-1], self.train[-1].get("iteration"))
+
+    def on_val_loss_report(self, info: dict) -> None:
+        super().on_val_loss_report(info)
+        self._send(self.val[-1], self.val[-1].get("iteration"))
+
+    def step(self, info: dict) -> None:
+        super().step(info)
+        self._send(self.steps[-1], self.steps[-1].get("step"), "step/")
+
+
+def _open_run(service: str, t: Tracking) -> tuple[Callable[[dict, int], None],
+                                                   Callable[[bool], None]]:
+    """(log(data, step), finish(ok)) of a new run of `service`. W&B: a run of its own
+    (reinit="create_new": a run the caller has open is left alone), in WANDB_DIR (default
+    ./wandb), online or offline as WANDB_MODE says (W&B reads its environment once a process)."""
+    if service == "wandb":
+        import wandb
+
+        run = wandb.init(project=t.project, name=t.name, job_type=t.stage, config=t.config,
+                         reinit="create_new")
+        return (lambda data, step: run.log(data, step=step),
+                lambda ok: run.finish(exit_code=0 if ok else 1))
+    import swanlab  # the calls mlx-lm's SwanLabCallback makes
+
+    swanlab.init(project=t.project, experiment_name=t.name, config=t.config)
+    return (lambda data, step: swanlab.log(data, step=step), lambda ok: swanlab.finish())
+
+
+@contextlib.contextmanager
+def metrics_log(path: Path, stage: str, track: Tracking | None = None) -> Iterator[MetricsLog]:
+    """The training's metrics callback: metrics.jsonl, and with `track` its runs too (opened
+    here, finished on leaving, marked failed when training raised)."""
+    if track is None:
+        yield MetricsLog(path, stage)
+        return
+    with contextlib.ExitStack() as stack:
+        ok = [False]
+        sinks = []
+        for service in track.services:
+            log, finish = _open_run(service, track)
+            stack.callback(lambda finish=finish: finish(ok[0]))
+            sinks.append(log)
+        yield TrackedLog(path, stage, sinks)
+        ok[0] = True
 
 
 def fenced(body: str) -> str:
@@ -83,9 +209,10 @@ def _schedule(cfg: SFTConfig):
 
 
 def train_sft(base: Path, train_records: Sequence[dict], valid_records: Sequence[dict],
-              cfg: SFTConfig, out_dir: Path) -> dict:
+              cfg: SFTConfig, out_dir: Path, track: Tracking | None = None) -> dict:
     """LoRA SFT of `base` on chat records; writes adapters + adapter_config.json + metrics.jsonl
-    into out_dir; returns a summary for the manifest."""
+    into out_dir (and, with `track`, the same metrics to its runs); returns a summary for the
+    manifest."""
     import mlx.optimizers as optim  # heavy: loaded only when training
     from mlx_lm.tuner.datasets import CacheDataset, ChatDataset
     from mlx_lm.tuner.trainer import TrainingArgs, train
@@ -99,7 +226,6 @@ def train_sft(base: Path, train_records: Sequence[dict], valid_records: Sequence
     train_ds = CacheDataset(ChatDataset(list(train_records), tok, mask_prompt=cfg.mask_prompt))
     valid_ds = CacheDataset(ChatDataset(list(valid_records), tok, mask_prompt=cfg.mask_prompt))
     longest = max(len(train_ds[i][0]) for i in range(len(train_ds)))
-    metrics = MetricsLog(out_dir / "metrics.jsonl", "sft")
     args = TrainingArgs(batch_size=batch, iters=cfg.iters, val_batches=cfg.val_batches,
                         steps_per_report=cfg.steps_per_report, steps_per_eval=cfg.steps_per_eval,
                         steps_per_save=cfg.iters + 1, max_seq_length=cfg.max_seq_length,
@@ -112,9 +238,10 @@ def train_sft(base: Path, train_records: Sequence[dict], valid_records: Sequence
         return iterate_all(dataset, batch_size, max_seq_length, loop=loop,
                            seed=cfg.seed if loop else 0, head_skip=head_skip)
 
-    train(model=model, optimizer=optim.Adam(learning_rate=_schedule(cfg)),
-          train_dataset=train_ds, val_dataset=valid_ds, args=args, loss=sft_loss,
-          iterate_batches=batches, training_callback=metrics)
+    with metrics_log(out_dir / "metrics.jsonl", "sft", track) as metrics:
+        train(model=model, optimizer=optim.Adam(learning_rate=_schedule(cfg)),
+              train_dataset=train_ds, val_dataset=valid_ds, args=args, loss=sft_loss,
+              iterate_batches=batches, training_callback=metrics)
     wall = time.time() - t0
     last_train = metrics.train[-1] if metrics.train else {}
     last_val = metrics.val[-1] if metrics.val else {}
@@ -130,10 +257,12 @@ def train_sft(base: Path, train_records: Sequence[dict], valid_records: Sequence
 
 def sft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
         cfg: SFTConfig | None = None, out_root: str | os.PathLike | None = None, *,
-        condition: str = "sft", log: Callable[[str], None] = print) -> Artifact:
+        condition: str = "sft", log: Callable[[str], None] = print,
+        report_to: str | None = None, project: str | None = None) -> Artifact:
     """Gold LoRA SFT on ALL `train_tasks`; validation on `valid_tasks`' gold bodies, or on the
     train set when none are given (recorded in the manifest). out_root None: the project's
-    artifacts/."""
+    artifacts/. report_to / project: experiment tracking of the build (`tracking`; no key
+    changes)."""
     cfg = cfg if cfg is not None else SFTConfig()
     base = resolve_base(model, None)
     train_records = gold_records(train_tasks)
@@ -141,11 +270,12 @@ def sft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None =
     data = {"train": hash_json(train_records), "valid": hash_json(valid),
             "valid_source": valid_source}
     parts = key_parts(condition, "sft", base, data, cfg, None)
+    track = tracking(report_to, project, condition, parts, cfg)
 
     def build(tmp: Path) -> dict:
         write_jsonl(tmp / "data" / "train.jsonl", train_records)
         write_jsonl(tmp / "data" / "valid.jsonl", valid)
-        summary = train_sft(base, train_records, valid, cfg, tmp)
+        summary = train_sft(base, train_records, valid, cfg, tmp, track)
         return {"stage": "sft", "data": {**data, "train_tasks": [task_id(t) for t in train_tasks],
                                          "valid_tasks": [task_id(t) for t in valid_tasks or []]},
                 "hyperparameters": dataclasses.asdict(cfg), "summary": summary}

@@ -1,0 +1,276 @@
+"""Aggregation over training seeds (jacrl.report.seeds): the seeds x tasks bootstrap, the paired
+comparisons over seeds and task ids, what `ladder show` prints about seeds, and the recipe's elbow
+rule and GRPO-vs-SFT comparison on rows of several train seeds. Rows are copies of the committed
+ladder rows (results/rl_ladder.jsonl) with their per-task outcomes and train seeds varied; the
+bootstrap itself is also checked on plain matrices."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jacrl import recipe as R
+from jacrl import report
+from jacrl.recipe import decide
+from jacrl.report import seeds as S
+from jacrl.stats import wilson
+
+ROOT = Path(__file__).resolve().parent.parent
+ROWS = [json.loads(x) for x in (ROOT / "results" / "rl_ladder.jsonl").read_text().splitlines()
+        if x.strip()]
+
+
+def real(tag: str) -> dict:
+    """A committed row by tag (a deep copy)."""
+    return copy.deepcopy(next(r for r in ROWS if r["tag"] == tag))
+
+
+def seeded(row: dict, seed: int, passes: int | list[bool], n: int | None = None,
+           **fields) -> dict:
+    """`row` as trained under train seed `seed`: its per-task greedy outcomes set (the first
+    `passes` tasks right, or one bool per task), over `n` tasks (the row's own ids, extended with
+    suffixed copies when n is larger), pass1/pass1_pct recounted; `fields` override."""
+    x = copy.deepcopy(row)
+    base = x["per_task"]
+    n = n or (len(passes) if isinstance(passes, list) else len(base))
+    tasks = [dict(base[i % len(base)], id=base[i % len(base)]["id"]
+                  + (f"~{i // len(base)}" if i >= len(base) else "")) for i in range(n)]
+    ok = passes if isinstance(passes, list) else [i < passes for i in range(n)]
+    for t, good in zip(tasks, ok, strict=True):
+        t["greedy_exact"] = bool(good)
+    x.update(per_task=tasks, tasks=n, pass1=sum(ok), pass1_pct=round(100 * sum(ok) / n, 2),
+             train_seed=seed, cell_key=f"{row['cell_key']}-s{seed}")
+    x.update(fields)
+    return x
+
+
+def group(row: dict, counts, n=None, **fields) -> list[dict]:
+    return [seeded(row, s, k, n, **fields) for s, k in enumerate(counts)]
+
+
+# -------------------------------------------------------------------------------------------
+# the bootstrap
+# -------------------------------------------------------------------------------------------
+
+
+def test_the_bootstrap_is_deterministic_and_its_resamples_a_parameter():
+    x = np.random.default_rng(7).random((3, 20)) < 0.4
+    a, b = S.bootstrap_means(x), S.bootstrap_means(x)
+    assert a.shape == (S.RESAMPLES,) and np.array_equal(a, b)
+    assert S.bootstrap_means(x, resamples=50).shape == (50,)
+    assert not np.array_equal(a, S.bootstrap_means(x, rng_seed=1))
+    rows = group(real("r1/jac-tiny/sft/gen"), [1, 3, 5])
+    first, again = S.seed_summary(rows), S.seed_summary(copy.deepcopy(rows))
+    assert first.equals(again)
+    assert report.show_text(rows, include_stale=True) == \
+        report.show_text(copy.deepcopy(rows), include_stale=True)
+    with pytest.raises(ValueError):
+        S.bootstrap_means(np.zeros((0, 3)))
+
+
+def test_identical_seeds_reduce_to_the_task_only_bootstrap():
+    one = (np.random.default_rng(3).random((1, 30)) < 0.5).astype(float)
+    three = np.repeat(one, 3, axis=0)
+    assert np.allclose(S.bootstrap_means(three), S.bootstrap_means(one))
+    # on rows: three identical seeds of a real row give the interval of one seed's tasks
+    row = real("r3/jac-tiny/sft/gen")
+    ok = [bool(v) for v in one[0]]
+    st = S.seed_stat({s: seeded(row, s, ok) for s in range(3)})
+    lo, hi = S.interval(S.bootstrap_means(one))
+    assert st.method == S.BOOTSTRAP and st.n_seeds == 3 and st.tasks == 30
+    assert (st.lo, st.hi) == pytest.approx((lo, hi))
+    assert st.rate == pytest.approx(one.mean()) and st.sd == 0.0
+    # and that task-only interval is close to one run's Wilson interval
+    w = wilson(int(one.sum()), 30)
+    assert abs(st.lo - w[0]) < 0.06 and abs(st.hi - w[1]) < 0.06
+
+
+def test_seeds_that_differ_a_lot_widen_the_interval_beyond_wilson():
+    rows = group(real("r1/jac-tiny/sft/gen"), [3, 15, 27], n=30)
+    st = S.seed_stat(S.seed_groups(rows)[("jac-tiny", "1", "sft", "gen", "hole", False)])
+    assert st.per_seed == pytest.approx((0.1, 0.5, 0.9)) and st.rate == pytest.approx(0.5)
+    one_run = wilson(15, 30)  # one seed at the mean
+    pooled = wilson(45, 90)  # the three seeds' tasks as if independent
+    assert st.lo < one_run[0] < pooled[0] and st.hi > one_run[1] > pooled[1]
+    assert st.hi - st.lo > 1.5 * (one_run[1] - one_run[0])
+
+
+def test_one_seed_keeps_the_wilson_interval_of_its_counts():
+    row = real("r3/jac-tiny/sft/mem")
+    assert "train_seed" not in row and S.train_seed(row) == 0
+    st = S.seed_stat({0: row})
+    assert st.method == S.WILSON and st.n_seeds == 1
+    assert (st.lo, st.hi) == pytest.approx(wilson(row["pass1"], row["tasks"]))
+    summary = S.seed_summary(ROWS)
+    assert set(summary.seeds) == {1} and set(summary.interval) == {S.WILSON}
+    df = report.frame(ROWS)
+    assert list(summary.ci_lo) == list(df.ci_lo) and list(summary.ci_hi) == list(df.ci_hi)
+    assert list(summary.pass1_pct) == list(df.pass1_pct)
+
+
+def test_reruns_of_a_seed_keep_the_last_row_and_ids_are_paired():
+    row = real("r1/jac-tiny/sft/gen")
+    rows = group(row, [1, 2, 3]) + [seeded(row, 1, 6)]  # seed 1 rerun: 6/6
+    st = S.seed_stat(S.seed_groups(rows)[("jac-tiny", "1", "sft", "gen", "hole", False)])
+    assert st.seeds == (0, 1, 2) and st.per_seed == pytest.approx((1 / 6, 1.0, 3 / 6))
+    short = seeded(row, 2, 3)
+    short["per_task"] = short["per_task"][:4]  # graded on fewer ids: only the shared 4 count
+    st = S.seed_stat({0: rows[0], 1: rows[1], 2: short})
+    assert st.tasks == 4 and not st.same_ids
+
+
+def test_several_seeds_without_per_task_outcomes_have_no_interval():
+    rows = [{"tag": "r1/m/sft/gen", "pass1": k, "tasks": 10, "train_seed": s}
+            for s, k in enumerate([2, 5])]
+    st = S.seed_stat(S.seed_groups(rows)[("m", "1", "sft", "gen", "hole", False)])
+    assert st.method == S.NO_OUTCOMES and math.isnan(st.lo) and st.rate == pytest.approx(0.35)
+    assert "35.0 [no interval]" in S.seed_table(S.seed_summary(rows)).to_string()
+
+
+# -------------------------------------------------------------------------------------------
+# paired comparisons
+# -------------------------------------------------------------------------------------------
+
+
+def test_a_condition_against_itself_is_zero_with_a_tight_interval():
+    rows = group(real("r1/jac-tiny/sft/gen"), [3, 15, 27], n=30)
+    g = S.seed_groups(rows)[("jac-tiny", "1", "sft", "gen", "hole", False)]
+    st = S.paired_stat(g, g)
+    assert (st.diff, st.lo, st.hi, st.above0) == (0.0, 0.0, 0.0, 0.0)
+    assert st.pairing == "seed" and st.seeds == 3 and st.tasks == 30
+    df = S.seed_comparisons(rows, pairs=[("sft", "sft")])
+    assert len(df) == 1 and (df.diff_pct[0], df.lo[0], df.hi[0]) == (0.0, 0.0, 0.0)
+
+
+def test_pairing_by_seed_sees_a_gain_the_seeds_spread_hides():
+    """sft_grpo gains 3 tasks on top of each seed's sft: paired by seed and task the gain is clear,
+    though the two groups' own across-seed intervals overlap."""
+    n = 30
+    sft = [seeded(real("r3/jac-tiny/sft/gen"), s, k, n) for s, k in enumerate([3, 13, 23])]
+    grpo = [seeded(real("r3/jac-tiny/sft_grpo/gen"), s, k + 3, n)
+            for s, k in enumerate([3, 13, 23])]
+    base = [seeded(real("r3/jac-tiny/base/gen"), 0, 0, n)]  # no training: one seed
+    rows = base + sft + grpo
+    summary = S.seed_summary(rows).set_index("condition")
+    assert summary.loc["sft_grpo", "ci_lo"] < summary.loc["sft", "ci_hi"]  # overlap
+    df = S.seed_comparisons(rows)
+    got = df[(df.a == "sft") & (df.b == "sft_grpo")].iloc[0]
+    assert got.pairing == "seed" and got.seeds == 3 and got.n == n
+    # above0 < 1 only where a draw of seed 0 alone misses its three gained tasks
+    assert got.diff_pct == pytest.approx(10.0) and got.lo > 0 and got.above0 > 0.99
+    vs_base = df[(df.a == "base") & (df.b == "sft")].iloc[0]
+    assert vs_base.pairing == "broadcast" and (vs_base.a_seeds, vs_base.b_seeds) == (1, 3)
+    assert vs_base.diff_pct == pytest.approx(100 * 39 / 90, abs=0.01)
+
+
+def test_format_comparison_over_seeds_pairs_hole_and_conversion_of_one_condition():
+    row = real("r1/jac-tiny/sft/gen")
+    hole = group(row, [2, 3, 4], paired=True, format="hole")
+    conv = group(row, [3, 4, 5], paired=True, format="conversion")
+    df = S.seed_comparisons(hole + conv)
+    f = df[df.vs == "format"]
+    assert list(zip(f.a, f.b)) == [("sft/hole", "sft/conversion")]
+    assert f.diff_pct.iloc[0] == pytest.approx(100 / 6, abs=0.01) and f.seeds.iloc[0] == 3
+    unpaired = group(row, [2, 3, 4])  # hole-fill of an unpaired plan: not compared
+    assert S.seed_comparisons(unpaired + conv).query("vs == 'format'").empty
+
+
+# -------------------------------------------------------------------------------------------
+# ladder show
+# -------------------------------------------------------------------------------------------
+
+
+def test_show_says_how_many_seeds_and_each_seeds_value():
+    """Committed rows with the sft cells retrained under three seeds (only their outcomes vary,
+    so the rows stay fresh)."""
+    rows = [r for r in copy.deepcopy(ROWS) if r["tag"] not in ("r1/jac-tiny/sft/gen",
+                                                                "r1/jac-tiny/sft/mem")]
+    sft = real("r1/jac-tiny/sft/gen")
+    rows += group(sft, [1, 3, 5]) + group(real("r1/jac-tiny/sft/mem"), [1, 1, 1])
+    text = report.show_text(rows)
+    assert "stale" not in text
+    line = next(ln for ln in text.splitlines() if "jac-tiny" not in ln and " sft " in ln
+                and "p@" in ln)
+    st = S.seed_stat({s: r for s, r in enumerate(group(sft, [1, 3, 5]))})
+    r1, r3 = line.split("(3 seeds)")  # the r1 cell says it; r3's, one seed, does not
+    assert f"50.0 [{100 * st.lo:.0f}-{100 * st.hi:.0f}] p@4 0.0 m100/50@T0.5" in r1
+    assert r3.strip() == "0.0 [0-39] p@4 0.0 m100/92@T0.3"
+    assert "0: 16.7  1: 50.0  2: 83.3" in text
+    assert "1 seed" in text and "seeds x tasks bootstrap" in text
+    assert "paired over train seeds x task ids" in text
+    assert "one run per cell: its last row, one train seed" in text
+    assert "(3 seeds)" not in next(ln for ln in text.splitlines() if ln.startswith("jac-tiny"))
+
+
+def test_show_on_rows_of_one_seed_says_so_and_prints_no_seed_tables():
+    text = report.show_text(ROWS)
+    assert "1 training seed behind every number" in text
+    assert "seeds)" not in text and "across training seeds" not in text
+
+
+# -------------------------------------------------------------------------------------------
+# the recipe: elbow rule and GRPO vs SFT over seeds
+# -------------------------------------------------------------------------------------------
+
+
+class Cfg:
+    rungs = ("1", "3")
+    models = ("jac-tiny",)
+
+
+def _curve_rows(r1: list[int], r3: list[int], n: int = 30) -> list[dict]:
+    out = []
+    for rung, counts in (("1", r1), ("3", r3)):
+        gen = real(f"r{rung}/jac-tiny/sft/gen")
+        out += [seeded(gen, s, k, n) for s, k in enumerate(counts)]
+    return out
+
+
+def test_the_elbow_rule_uses_the_across_seed_interval():
+    """Seed 2 alone (the last row of each cell, the single-run view) rises with separated Wilson
+    intervals from r1 to r3; across the three seeds the intervals overlap, so E stays r1."""
+    r1, r3 = [14, 26, 2], [10, 22, 20]
+    assert wilson(20, 30)[0] > wilson(2, 30)[1]
+    one = [r for r in _curve_rows(r1, r3) if r["train_seed"] == 2]
+    single = R.elbows(Cfg, one)["jac-tiny"]
+    assert single.rung == "3" and single.still_rising
+    assert "seeds" not in single.figures[0] and single.text == R.RULE_TEXT
+    e = R.elbows(Cfg, _curve_rows(r1, r3))["jac-tiny"]
+    assert e.rung == "1" and e.figures[0]["beaten_by"] == []
+    f1, f3 = e.figures
+    assert f1["seeds"] == 3 and f1["seed_rates"] == pytest.approx([14 / 30, 26 / 30, 2 / 30])
+    assert (f1["k"], f1["n"]) == (42, 90) and f1["rate"] == pytest.approx(42 / 90)
+    assert f3["lo"] < f1["hi"] and f1["hi"] - f1["lo"] > 0.3
+    assert "3 seeds" in e.reason and e.text == R.RULE_TEXT + decide.SEEDS_TEXT
+
+
+def test_the_elbow_rule_with_seeds_still_sees_a_rise_every_seed_shows():
+    e = R.elbows(Cfg, _curve_rows([1, 2, 3], [26, 27, 28]))["jac-tiny"]
+    assert e.rung == "3" and e.figures[0]["beaten_by"] == ["3"] and e.still_rising
+
+
+def test_one_explicit_train_seed_changes_nothing():
+    rows = _curve_rows([2], [20])
+    bare = [{k: v for k, v in r.items() if k != "train_seed"} for r in rows]
+    assert R.elbows(Cfg, rows)["jac-tiny"] == R.elbows(Cfg, bare)["jac-tiny"]
+    assert R.curve(Cfg, rows, "jac-tiny") == {"1": (2, 30), "3": (20, 30)}
+
+
+def test_grpo_vs_sft_at_the_elbow_pairs_seeds_and_tasks():
+    rows = _curve_rows([3, 13, 23], [4, 14, 24])  # flat: E = r1
+    grpo = real("r1/jac-tiny/sft_grpo/gen")
+    rows += [seeded(grpo, s, k + 3, 30) for s, k in enumerate([3, 13, 23])]
+    got = decide.grpo_vs_sft(Cfg, rows)["jac-tiny"]
+    assert [g["condition"] for g in got] == ["sft_grpo"]  # no tuned arm's rows
+    g = got[0]
+    assert g["rung"] == "1" and g["seeds"] == 3 and g["pairing"] == "seed"
+    assert g["diff"] == pytest.approx(0.1) and g["better"] and not g["worse"]
+    assert g["mcnemar_p"] is None
+    one = [r for r in rows if r["train_seed"] == 0]
+    g1 = decide.grpo_vs_sft(Cfg, one)["jac-tiny"][0]
+    assert g1["seeds"] == 1 and g1["mcnemar_p"] == pytest.approx(0.25)  # 3 gained, 0 lost
