@@ -37,12 +37,12 @@ cell, each row one write + fsync, under a lock, skipping (cell key, kind) pairs 
 (`jacrl.results.append_cell_rows`).
 
 Cell key = sha256 of everything that defines the cell: rung, model (name + file hashes),
-condition, seed (the evaluation's), each stage's (its seed = the cell's training seed) resolved hyperparameters (iterations and, for grading stages, the
-reward formula included; base and sft cells do not depend on the formula), the evaluation
-settings, the hash of the tasks it trains/validates/evaluates on, the code version
-(`jacrl.provenance.code_version`) and the training notebook's code. `make_cell` computes it; the
-ladder hands the notebook the whole cell, its key included, as one parameter (`cell_json`),
-and the rows are filed under that key. `run` skips a
+condition, the evaluation seed, each stage's resolved hyperparameters (its seed the cell's
+training seed; iterations and, for grading stages, the reward formula included; base and sft
+cells do not depend on the formula), the evaluation settings, the hash of the tasks it
+trains/validates/evaluates on, the code version (`jacrl.provenance.code_version`) and the
+training notebook's code. `make_cell` computes it; the ladder hands the notebook the whole cell,
+its key included, as one parameter (`cell_json`), and the rows are filed under it. `run` skips a
 cell only when rows with its key exist for both kinds; a cell killed mid-way (even SIGKILL) has
 no rows, so it runs again. Its directory results/cells/<key>/ holds 30_training.ipynb
 (executed), log.txt, status.json (running | done | failed, with the error) and the artifacts'

@@ -24,7 +24,8 @@ Experiment tracking is a keyword of every stage, never a knob, so it changes no 
 from jacrl.train.artifacts import Artifact
 from jacrl.train.grpo import grpo
 from jacrl.train.rft import rft, star
-from jacrl.train.sft import fenced, gold_body, gold_records, report_services, sft
+from jacrl.train.sft import fenced, gold_body, gold_records, sft
+from jacrl.train.tracking import report_services
 
 __all__ = ["Artifact", "fenced", "gold_body", "gold_records", "grpo", "report_services", "rft",
            "sft", "star"]

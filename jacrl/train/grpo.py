@@ -44,7 +44,7 @@ from jacrl.train.mlx_compat import (
     warn_slow_blas,
 )
 from jacrl.train.reference import frozen_view
-from jacrl.train.sft import Tracking, metrics_log, tracking
+from jacrl.train.tracking import Tracking, metrics_log, tracking
 
 
 def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,

@@ -39,17 +39,8 @@ from jacrl.train.artifacts import (
     resolve_base,
     write_jsonl,
 )
-from jacrl.train.sft import (
-    Tracking,
-    gold_records,
-    report_services,
-    sft,
-    sft_record,
-    task_id,
-    tracking,
-    train_sft,
-    valid_records,
-)
+from jacrl.train.sft import gold_records, sft, sft_record, task_id, train_sft, valid_records
+from jacrl.train.tracking import Tracking, report_services, tracking
 
 
 def sample_verified(model, adapter, tasks: Sequence[dict], cfg: RFTConfig, seed: int) -> dict:
