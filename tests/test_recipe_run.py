@@ -213,3 +213,23 @@ def test_recipe_knobs_and_plan_without_rows(data_dir, tmp_path, capsys, monkeypa
     assert "gate_threshold must be in [0, 1]" in capsys.readouterr().err
     assert main(["ladder", "plan", *argv, "--formats", "hole,conversion"]) == 2
     assert "the recipe decides on one task format" in capsys.readouterr().err
+
+
+def test_the_recipes_cells_are_the_demo_grids_cells(data_dir):
+    """For the same settings and seed the recipe runs the grid's own cells (same keys), so the
+    demo's rows and the recipe's are one set: stages 0-1 (gate, SFT curve) are the grid's base
+    and sft cells, and stage 3's untuned sft_grpo at the elbow is the grid's sft_grpo cell. Only
+    the tuned arm (its own condition, sft_grpo_tuned) is a cell the default grid lacks."""
+    from jacrl.ladder.recipe_run import Book
+    from jacrl.recipe.stages import planned_cells
+
+    cfg = ladder.validate(ladder.demo_config(data_dir=data_dir))
+    grid = {(c.rung, c.condition): c.key for c in ladder.plan(cfg)}
+    book = Book(cfg, recipe.RecipeConfig(), env={})
+    specs = [s for st in (0, 1) for s in planned_cells(st, cfg, env={})]
+    specs += planned_cells(3, cfg, elbow_rungs={"jac-tiny": "3"}, env={})
+    cells = book.cells(specs)
+    assert {c.condition for c in cells} >= {"base", "sft", "sft_grpo", "sft_grpo_tuned"}
+    for c in cells:
+        if c.condition != "sft_grpo_tuned":
+            assert grid[(c.rung, c.condition)] == c.key, c.name
