@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from jacrl import jsonl
 from jacrl.extract import dedent
 from jacrl.tasks import meta
 
@@ -97,7 +98,7 @@ def write_samples(path: str | os.PathLike, head: dict, lines: Iterable[dict]) ->
         with open(tmp, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb",
                                                    mtime=0) as gz:
             for rec in (head, *lines):
-                gz.write((json.dumps(rec, ensure_ascii=False) + "\n").encode())
+                gz.write(jsonl.dumps(rec).encode())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

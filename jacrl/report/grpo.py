@@ -13,11 +13,12 @@ directory or the file itself; a run without the file gives empty tables and says
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pandas as pd
+
+from jacrl import jsonl
 
 TIERS = ("exact", "runs", "compiles", "none", "empty")  # best first, as `jacrl.reward` grades
 TIER_COLORS = {"exact": "tab:green", "runs": "tab:blue", "compiles": "tab:orange",
@@ -26,16 +27,9 @@ TIMINGS = ("generation_s", "reward_s", "update_s")
 
 
 def _jsonl(path: Path) -> list[dict]:
-    """The JSON lines of a file ([] when missing); a torn line is skipped."""
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return [r for r in out if isinstance(r, dict)]
+    """The records of a run's file ([] when missing; a torn last line, as a live run leaves, is
+    skipped)."""
+    return jsonl.read(path) if path.is_file() else []
 
 
 def _file(art: str | os.PathLike, name: str) -> Path:

@@ -26,7 +26,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,16 +123,6 @@ def resolve_base(model, parent: Artifact | None) -> Path:
         raise ValueError(f"parent artifact {parent.path} was trained on {parent.base_model}, "
                          f"not {base}")
     return base
-
-
-def write_jsonl(path: Path, records: Sequence[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
 def _complete(final: Path, key: str, base: Path) -> Artifact | None:

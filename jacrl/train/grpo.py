@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from jacrl import jsonl
 from jacrl.config import GRPOConfig
 from jacrl.models import load
 from jacrl.prompts import SYSTEM_PROMPT
@@ -33,7 +34,6 @@ from jacrl.train.artifacts import (
     hash_json,
     key_parts,
     resolve_base,
-    write_jsonl,
 )
 from jacrl.train.grpo_compat import grpo_hooks, rollout_concurrency
 from jacrl.train.grpo_loss import shared_prompt_groups, shared_prompt_loss, shares_prompt
@@ -66,9 +66,9 @@ def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
     track = tracking(report_to, project, condition, parts, cfg)
 
     def build(tmp: Path) -> dict:
-        write_jsonl(tmp / "data" / "train.jsonl", records)
+        jsonl.write(tmp / "data" / "train.jsonl", records)
         if val:
-            write_jsonl(tmp / "data" / "valid.jsonl", val)
+            jsonl.write(tmp / "data" / "valid.jsonl", val)
         summary = train_grpo(base, records, val, cfg, tmp, parent, track=track)
         log(f"grpo ({cfg.reward_formula}): reward {summary['first_reward_mean']} -> "
             f"{summary['last_reward_mean']}, "

@@ -11,10 +11,10 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from pathlib import Path
 
+from jacrl import jsonl
 from jacrl.train.mlx_compat import MetricsLog
 
 
@@ -99,7 +99,7 @@ class _StepLog:
                              "reward": s.score, "advantage": round(float(adv[i]), 6),
                              "truncated": truncated, "tokens": len(ids)})
         with open(self.rollouts, "a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+            f.writelines(jsonl.dumps(r) for r in rows)
         self.pending = {"step": self.step, "advantage": kind, "generation_s": round(self.gen_s, 4),
                         "reward_s": round(seconds, 4), "t_rewarded": time.perf_counter(),
                         "reward_mean": round(sum(r["reward"] for r in rows) / len(rows), 6),

@@ -35,6 +35,7 @@ import time
 import warnings
 from pathlib import Path
 
+from jacrl import jsonl
 from jacrl.blas import find_openblas
 from jacrl.models import load
 
@@ -82,7 +83,7 @@ class MetricsLog:
         if self.stage == "grpo" and event == "train":  # (step events are already ours)
             rec = {**rec, **_grpo_canonical(rec)}
         with open(self.path, "a") as f:
-            f.write(json.dumps(rec) + "\n")
+            f.write(jsonl.dumps(rec))
         return rec
 
     def on_train_loss_report(self, info: dict) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from jacrl import jsonl
 from jacrl.config import RFTConfig, STaRConfig
 from jacrl.generate import generate
 from jacrl.models import load
@@ -35,9 +36,7 @@ from jacrl.train.artifacts import (
     build_artifact,
     hash_json,
     key_parts,
-    read_jsonl,
     resolve_base,
-    write_jsonl,
 )
 from jacrl.train.sft import gold_records, sft, sft_record, task_id, train_sft, valid_records
 from jacrl.train.tracking import Tracking, report_services, tracking
@@ -111,8 +110,8 @@ def _rft_round(tmp: Path, base: Path, adapter: Path | None, train_tasks: Sequenc
                            "nothing to train on (more samples, a warmer model, or a lower "
                            "threshold)")
     val, valid_source = valid if valid is not None else valid_records(valid_tasks, records)
-    write_jsonl(tmp / "data" / "train.jsonl", records)
-    write_jsonl(tmp / "data" / "valid.jsonl", val)
+    jsonl.write(tmp / "data" / "train.jsonl", records)
+    jsonl.write(tmp / "data" / "valid.jsonl", val)
     summary = train_sft(base, records, val, cfg.sft, tmp, track)
     return Round(got, records, len(fresh), valid_source, summary)
 
@@ -171,7 +170,7 @@ def star(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
         def build(tmp: Path, prev=prev, r=r, data=data, track=track) -> dict:
             got = _rft_round(tmp, base, prev.adapter_path, train_tasks, valid_tasks, cfg,
                              seed=cfg.seed + r, label=f"star round {r}", log=log,
-                             prior=read_jsonl(prev.path / "data" / "train.jsonl"), valid=valid,
+                             prior=jsonl.read(prev.path / "data" / "train.jsonl"), valid=valid,
                              track=track)
             return {"stage": "star", "isolation": isolation, "round": r,
                     "data": {**data, "train_hash": hash_json(got.train),

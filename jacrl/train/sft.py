@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from jacrl import jsonl
 from jacrl.config import SFTConfig
 from jacrl.extract import dedent
 from jacrl.prompts import chat_messages
@@ -26,7 +27,6 @@ from jacrl.train.artifacts import (
     hash_json,
     key_parts,
     resolve_base,
-    write_jsonl,
 )
 from jacrl.train.tracking import Tracking, metrics_log, tracking
 from jacrl.train.mlx_compat import (
@@ -148,8 +148,8 @@ def sft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None =
     track = tracking(report_to, project, condition, parts, cfg)
 
     def build(tmp: Path) -> dict:
-        write_jsonl(tmp / "data" / "train.jsonl", train_records)
-        write_jsonl(tmp / "data" / "valid.jsonl", valid)
+        jsonl.write(tmp / "data" / "train.jsonl", train_records)
+        jsonl.write(tmp / "data" / "valid.jsonl", valid)
         summary = train_sft(base, train_records, valid, cfg, tmp, track)
         return {"stage": "sft", "data": {**data, "train_tasks": [task_id(t) for t in train_tasks],
                                          "valid_tasks": [task_id(t) for t in valid_tasks or []]},
