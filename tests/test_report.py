@@ -53,7 +53,7 @@ def test_show_leaves_stale_rows_out_and_counts_them(tmp_path):
     text, figs = ladder.show(res, tmp_path / "fig")
     assert "1 stale row(s) (model changed) left out" in text
     assert "base" in text and "\nsft" not in text.split("1 stale")[0].replace("jac-tiny sft", "")
-    assert [p.name for p in figs] == ["ladder.png", "ladder_passk.png"]
+    assert [p.name for p in figs] == ["ladder.png", "ladder_passk.png", "ladder_families.png"]
     text_all, _ = ladder.show(res, None, include_stale=True)
     assert "1 stale row(s) (model changed) included" in text_all
     df = report.frame(report.mark_stale(report.load_rows(res / ladder.RESULTS_FILE)))
@@ -99,7 +99,8 @@ def test_figures_record_their_rows_and_go_stale_when_rows_are_added(tmp_path):
 
     _append(rows_file, _ladder_row("sft_grpo", 2))  # a row the figures do not show
     why = f"{rows_file.resolve()} changed (2 rows when drawn, 3 now)"
-    assert report.stale_figures(figs) == {p: why for p in paths}
+    assert report.stale_figures(figs) == {  # each PNG and the SVG and PDF beside it
+        p.with_suffix(s): why for p in paths for s in (".png", ".svg", ".pdf")}
     assert why in report.figures_note(figs) and "2 figure(s)" in report.figures_note(figs)
 
     report.write_figures(report.load_rows(rows_file), figs, rows_file)  # redrawn: fresh again

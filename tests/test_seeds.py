@@ -82,11 +82,11 @@ def test_identical_seeds_reduce_to_the_task_only_bootstrap():
     ok = [bool(v) for v in one[0]]
     st = S.seed_stat({s: seeded(row, s, ok) for s in range(3)})
     lo, hi = S.interval(S.bootstrap_means(one))
+    w = wilson(int(one.sum()), 30)  # the interval is never narrower than the tasks' Wilson one
     assert st.method == S.BOOTSTRAP and st.n_seeds == 3 and st.tasks == 30
-    assert (st.lo, st.hi) == pytest.approx((lo, hi))
+    assert (st.lo, st.hi) == pytest.approx((min(lo, w[0]), max(hi, w[1])))
     assert st.rate == pytest.approx(one.mean()) and st.sd == 0.0
     # and that task-only interval is close to one run's Wilson interval
-    w = wilson(int(one.sum()), 30)
     assert abs(st.lo - w[0]) < 0.06 and abs(st.hi - w[1]) < 0.06
 
 
@@ -274,3 +274,13 @@ def test_grpo_vs_sft_at_the_elbow_pairs_seeds_and_tasks():
     one = [r for r in rows if r["train_seed"] == 0]
     g1 = decide.grpo_vs_sft(Cfg, one)["jac-tiny"][0]
     assert g1["seeds"] == 1 and g1["mcnemar_p"] == pytest.approx(0.25)  # 3 gained, 0 lost
+
+
+def test_seeds_that_all_fail_keep_the_tasks_wilson_interval():
+    """A percentile bootstrap of an all-zero matrix is [0, 0]; 0/6 on three seeds still leaves
+    the holdout's uncertainty, so the interval is the Wilson one of 0/6, not a point."""
+    row = real("r3/jac-tiny/sft/gen")
+    ids = [t["id"] for t in row["per_task"]][:6]
+    row = {**row, "per_task": [t for t in row["per_task"] if t["id"] in ids], "tasks": 6}
+    st = S.seed_stat({s: seeded(row, s, [False] * 6) for s in range(3)})
+    assert st.rate == 0.0 and (st.lo, st.hi) == pytest.approx(wilson(0, 6))

@@ -284,8 +284,8 @@ def add(subparsers) -> None:
                    "mem_limit, seed, train_seed) or a training stage's STAGE.FIELD (sft.iters, "
                    "grpo.group_size, ...: rows without that stage, e.g. base for sft.*, are "
                    "kept); repeat for more (all must hold; a KEY twice: either value), e.g. "
-                   "--where n=8 --where sft.iters=100. Without it, a cell whose rows were made "
-                   "with other settings is flagged below the table")
+                   "--where n=8 --where sft.iters=100 (default: every row; a cell whose rows "
+                   "were made with other settings is flagged below the table)")
     q.set_defaults(func=run_show)
     p = subparsers.add_parser(
         "demo", help="a small ladder on jac-tiny in minutes: rows and figures in a fresh "

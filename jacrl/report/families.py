@@ -3,9 +3,10 @@ condition label, kind), from the rows' per-task outcomes (`family_table`), and i
 heat map per model and kind (`plot_families`, written by `write_figures` as
 figures/ladder_families.png).
 
-A task's family is its per-task `family` field (the task's `meta.family`, which is the task id's
-prefix before the first `_` when the task names none: `jacrl.evaluate.family_of`); rows without
-per-task outcomes give their `by_family` counts.
+A task's family is what the row's evaluation recorded: its per-task `family` (the task's
+`meta.family`, else the task id's prefix before the first `_`: `jacrl.evaluate.family_of`), or,
+for rows without per-task outcomes, their `by_family` counts. Rows that recorded neither are left
+out (no figure when no row has them).
 """
 
 from __future__ import annotations
@@ -31,12 +32,13 @@ KIND_TITLES = {"gen": "holdout tasks (gen)", "mem": "the rung's own tasks (mem)"
 
 
 def _family_counts(row: dict) -> dict[str, list[int]]:
-    """{family: [greedy passes, tasks]} of one row."""
-    if row.get("per_task"):
+    """{family: [greedy passes, tasks]} of one row, from the families its evaluation recorded
+    ({} for a row that recorded none)."""
+    tasks = row.get("per_task") or []
+    if tasks and all(t.get("family") for t in tasks):
         out: dict[str, list[int]] = {}
-        for t in row["per_task"]:
-            fam = t.get("family") or str(t["id"]).split("_", 1)[0]
-            c = out.setdefault(fam, [0, 0])
+        for t in tasks:
+            c = out.setdefault(str(t["family"]), [0, 0])
             c[0] += bool(t.get("greedy_exact"))
             c[1] += 1
         return out

@@ -1,7 +1,9 @@
-"""The report's figures: learning curves with Wilson bands, hole-fill vs conversion bars, and
+"""The report's figures: learning curves with Wilson error bars (the conditions side by side
+within each rung), hole-fill vs conversion bars, the per-family breakdown (`families`), and
 training curves from an artifact's metrics.jsonl (with GRPO's per-step timings when it has step
 events). matplotlib is imported on first use. Every figure written to a file carries the
-provenance of the rows it was drawn from (`stamp.save_figure`)."""
+provenance of the rows it was drawn from (`stamp.save_figure`); the ladder's figures are written
+as PNG, SVG and PDF."""
 
 from __future__ import annotations
 
@@ -104,10 +106,10 @@ def _figure_legend(fig, axes, order: list[str]) -> None:
 
 def plot_curves(rows: list[dict], value: str = "pass1_pct", band: bool = True):
     """Learning curves vs rung: one column per model, one row per kind (gen, mem), one curve per
-    condition label (its own colour and marker; conversion dashed) with, for pass@1 and `band`,
-    its 95 % Wilson interval as error bars. Within a rung the conditions sit side by side (small
-    x offsets), so equal values and overlapping intervals stay visible; one legend for the
-    figure, outside the panels. Returns the matplotlib Figure."""
+    condition label (`_styles`: colour and marker per condition, line per format) with, for
+    pass@1 and `band`, its 95 % Wilson interval as error bars. Within a rung the conditions sit
+    side by side (small x offsets), so equal values and overlapping intervals stay visible; one
+    legend for the figure, outside the panels. Returns the matplotlib Figure."""
     plt = _pyplot()
     df = frame(rows)
     names, conds = labels(df) if not df.empty else ([], [])
@@ -276,10 +278,12 @@ def plot_formats(rows: list[dict]):
 
 def write_figures(rows: list[dict], out_dir: str | os.PathLike | None = None,
                   source: str | os.PathLike | dict | None = None) -> list[Path]:
-    """figures/ladder.png (pass@1 curves with Wilson bands) and figures/ladder_passk.png, in the
-    project's figures/ by default, and figures/formats.png (`plot_formats`) when the rows hold a
-    hole-fill vs conversion comparison. No ladder rows is an error (never blank figures). Each
-    carries the provenance of `source`, the rows file they come from (a path, stamped now, or
+    """figures/ladder.png (pass@1 curves with Wilson error bars) and figures/ladder_passk.png, in
+    the project's figures/ by default, figures/formats.png (`plot_formats`) when the rows hold a
+    hole-fill vs conversion comparison and figures/ladder_families.png (`plot_families`) when they
+    recorded task families. Returns the PNGs; each has an .svg and a .pdf beside it
+    (`stamp.save_formats`). No ladder rows is an error (never blank figures). Each file carries
+    the provenance of `source`, the rows file they come from (a path, stamped now, or
     `stamp.source_stamp` taken before the rows were read); without one, of the rows themselves
     (which no later check can compare with a file)."""
     from jacrl.project import path_or

@@ -6,7 +6,9 @@ includes the between-seed variance, and compares groups paired by seed and task 
 The interval: a two-way bootstrap of the seeds x tasks matrix of greedy outcomes. Each resample
 draws seeds with replacement as units (a seed is one trained model: its luck is shared by every
 task) and, independently, tasks as units (the holdout is a sample too); the statistic is the
-resampled mean, the interval its 2.5/97.5 percentiles. This is Owen's pigeonhole bootstrap for
+resampled mean, the interval its 2.5/97.5 percentiles, widened where needed to the Wilson
+interval of the mean over the tasks (a bootstrap collapses at 0 and 1: 0/6 on every seed is
+not [0, 0]). This is Owen's pigeonhole bootstrap for
 crossed factors (Ann. Appl. Stat. 2007, mildly conservative). rliable (Agarwal et al. 2021)
 resamples runs within each task and keeps tasks fixed; drawing seeds per task would average a
 seed's shared luck away. With 3 seeds the interval is rough: it is what the seeds can say.
@@ -163,6 +165,10 @@ def seed_stat(by_seed: Mapping[int, Mapping], resamples: int = RESAMPLES,
                         math.nan, rates, sum(k for k, _ in counts), NO_OUTCOMES, same)
     ids, x = got
     lo, hi = interval(bootstrap_means(x, resamples, rng_seed))
+    # a percentile bootstrap collapses at 0 or 1 (all seeds fail every task: [0, 0]); the tasks
+    # alone already give the Wilson interval of the mean, so the interval is never narrower
+    w_lo, w_hi = wilson(float(x.mean()) * len(ids), len(ids))
+    lo, hi = min(lo, w_lo), max(hi, w_hi)
     same = all({t["id"] for t in r["per_task"]} == set(ids) for r in by_seed.values())
     return SeedStat(seeds, len(ids), float(x.mean()), lo, hi, tuple(float(v) for v in
                     x.mean(axis=1)), int(x.sum()), BOOTSTRAP, same)

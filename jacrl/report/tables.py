@@ -239,15 +239,9 @@ def format_table(comparison: pd.DataFrame) -> pd.DataFrame:
          "conv_only", "p"]]
 
 
-def show_text(rows: list[dict], include_stale: bool = False, where: Sequence[str] = ()) -> str:
-    """What `jacrl ladder show` prints: the pivot, McNemar vs base and, when there are rows of
-    both formats, hole-fill vs conversion (`format_comparison`); when a cell has rows of several
-    train seeds, each seed's value with the across-seed interval (`seeds.seed_table`) and the
-    paired comparisons over seeds x tasks (`seeds.comparison_table`). Stale rows (see
-    `stale_reasons`) are left out and counted, unless include_stale. `where` (KEY=VALUE): only
-    the rows made with those settings (`settings.where_rows`); rows of one cell made with other
-    settings are flagged (`settings.mixed_lines`)."""
-    total, rows = len(rows), mark_stale(where_rows(rows, where))
+def _fresh_rows(rows: list[dict], include_stale: bool) -> tuple[list[dict], str]:
+    """(the rows `show_text` shows, what it says about the others): stale rows (`mark_stale`)
+    left out unless include_stale, and rows whose adapter is a rebuild of the same key."""
     stale = [r for r in rows if r["stale"]]
     rebuilt = [r for r in rows if r["rebuilt"] and not r["stale"]]
     note = (f"{len(rebuilt)} row(s) kept whose adapter on disk is a rebuild of the same key "
@@ -255,11 +249,23 @@ def show_text(rows: list[dict], include_stale: bool = False, where: Sequence[str
     if stale:
         why = sorted({r["stale"] for r in stale})
         note += (f"{len(stale)} stale row(s) ({'; '.join(why)}) "
-                + ("included, marked in the `stale` column" if include_stale else
-                   "left out: made with a model, adapter or tasks that are no longer on disk "
-                   "(--include-stale shows them)"))
+                 + ("included, marked in the `stale` column" if include_stale else
+                    "left out: made with a model, adapter or tasks that are no longer on disk "
+                    "(--include-stale shows them)"))
         if not include_stale:
             rows = [r for r in rows if not r["stale"]]
+    return rows, note
+
+
+def show_text(rows: list[dict], include_stale: bool = False, where: Sequence[str] = ()) -> str:
+    """What `jacrl ladder show` prints: the pivot, McNemar vs base and, when there are rows of
+    both formats, hole-fill vs conversion (`format_comparison`); when a cell has rows of several
+    train seeds, each seed's value with the across-seed interval (`seeds.seed_table`) and the
+    paired comparisons over seeds x tasks (`seeds.comparison_table`). Stale rows (see
+    `stale_reasons`) are left out and counted, unless include_stale. `where` (KEY=VALUE): only
+    the rows made with those settings; rows of a cell made with other settings are flagged."""
+    total = len(rows)
+    rows, note = _fresh_rows(mark_stale(where_rows(rows, where)), include_stale)
     table = ladder_table(rows)
     if table.empty:
         return "no ladder rows" + (f"; {note}" if note else "")
