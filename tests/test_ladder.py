@@ -563,3 +563,25 @@ def test_two_concurrent_runs_split_the_cells(tiny, data_dir, tmp_path):
     rows = report.load_rows(res / ladder.RESULTS_FILE)
     pairs = sorted((r["cell_key"], r["kind"]) for r in rows)
     assert len(pairs) == 4 and len(set(pairs)) == 4 and len({k for k, _ in pairs}) == 2
+
+
+def test_train_seeds_plan_replicates_of_every_trained_cell(data_dir):
+    """--train-seeds 0,1,2 (or JACRL_LADDER_TRAIN_SEEDS): base once, every trained condition
+    once per seed, each its own key, every stage seeded with it and the evaluation with --seed."""
+    argv = ["plan", "--rungs", "1", "--conditions", "base,sft,sft_grpo", "--iters", "4",
+            "--data-dir", data_dir, "--train-seeds", "0,1,2"]
+    cfg = config_from_args(_args(*argv))
+    assert cfg.train_seeds == (0, 1, 2)
+    assert config_from_args(_args(*argv[:-2]), {"JACRL_LADDER_TRAIN_SEEDS": "0,1,2"}) == cfg
+    cells = ladder.plan(cfg)
+    assert [c.name for c in cells] == [
+        "r1/jac-tiny/base", "r1/jac-tiny/sft", "r1/jac-tiny/sft/s1", "r1/jac-tiny/sft/s2",
+        "r1/jac-tiny/sft_grpo", "r1/jac-tiny/sft_grpo/s1", "r1/jac-tiny/sft_grpo/s2"]
+    assert len({c.key for c in cells}) == len(cells)
+    for c in cells[1:]:
+        assert all(st.seed == c.train_seed for st in c.stages.values())
+        assert c.key_parts["seed"] == 0 and c.cfg.seed == 0  # the evaluation's seed
+    one = ladder.plan(dataclasses.replace(cfg, train_seeds=()))  # seed 0's cells as before
+    assert [c.key for c in one] == [c.key for c in cells if c.train_seed == 0]
+    with pytest.raises(ValueError, match="each seed once"):
+        ladder.validate(dataclasses.replace(cfg, train_seeds=(1, 1)))
