@@ -66,6 +66,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=str(HERE / "data"))
     ap.add_argument("--artifacts", default="", help="default: the project's artifacts/")
     ap.add_argument("--out", default=str(HERE / "feasibility.txt"))
+    ap.add_argument("--log", action="store_true", help="print the trainer's log lines")
     args = ap.parse_args(argv)
     ensure_fast_blas()
 
@@ -86,7 +87,8 @@ def main(argv=None) -> int:
         t0, load0 = time.time(), _loadavg()
         train = rung_tasks(pool, r)
         cfg = from_dict(SFTConfig, {**over, "iters": n_iter})
-        art = sft("jac-tiny", train, valid, cfg, args.artifacts or None, log=lambda _: None)
+        art = sft("jac-tiny", train, valid, cfg, args.artifacts or None,
+                  log=(lambda m: print(m, flush=True)) if args.log else (lambda _: None))
         t1 = time.time()
         ecfg = EvalConfig(n=0, k=(1,), max_tokens=args.max_tokens)
         gen = evaluate("jac-tiny", art.adapter_path, holdout, ecfg, kind="gen")

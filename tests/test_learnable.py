@@ -107,22 +107,58 @@ def test_holdout_is_file_disjoint_and_the_generated_one(programs, split):
     assert {meta(t)["family"] for t in split["holdout"]} == set(L.FAMILY.values())
 
 
+SKELETON = set("return if for in try except visit self here visitor f int float upper lower sum "
+               "len max ValueError KeyError".split())
+
+
+def _names(body: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", body)) - SKELETON
+
+
 def test_holdout_needs_new_names_numbers_and_combinations(programs):
     for role, (train, hold) in S.POOLS.items():
         assert not set(train) & set(hold), role
     train = [p for p in programs if p.split == "train"]
     hold = [p for p in programs if p.split == "holdout"]
-    names = re.compile(r"\b[a-z]+_[a-z_]+\b")  # every generated identifier is qualified: net_fee
-    train_names = {n for p in train for n in names.findall(p.body)}
-    assert not {n for p in hold for n in names.findall(p.body)} & train_names
+    assert not {n for p in train for n in _names(p.body)} & S.HOLD
+    assert all(_names(p.body) and _names(p.body) <= S.HOLD for p in hold)
     nums = re.compile(r"(?<![\w.])\d+(?![\w.])")
     held_numbers = set(map(str, S.POOLS["number"][1]))
     assert not {n for p in train for n in nums.findall(p.body)} & held_numbers
+    assert {n for p in hold for n in nums.findall(p.body)} <= held_numbers
     seen = {(p.shape, p.combo) for p in train}
     new = [p for p in hold if p.new_combo]
     assert len(new) == 4 * sum(bool(L.HOLD_ONLY[s]) for s in L.SHAPES)
     assert all((p.shape, p.combo) not in seen for p in new)
     assert all((p.shape, p.combo) in seen for p in hold if not p.new_combo)
+
+
+def test_every_body_is_a_skeleton_plus_what_its_instruction_states(programs):
+    """The copy design: every name and number of a body is in its instruction; what is not is
+    the shape's fixed skeleton (a keyword or two)."""
+    words = re.compile(r"[A-Za-z_]\w*|\d+")
+    extra: dict[str, set[str]] = {}
+    for p in programs:
+        instr = re.search(r'instruction="(.*)"', p.text).group(1)
+        extra.setdefault(p.shape, set()).update(set(words.findall(p.body))
+                                                - set(words.findall(instr)))
+    assert extra == {"arith": {"return"}, "method": {"return"}, "text": {"return"},
+                     "filter": {"return"}, "fold": {"return"}, "walk": {"if"}, "node": {"if"},
+                     "err": {"try", "except"}}
+
+
+def test_every_name_is_one_jac_tiny_token_where_a_body_uses_it():
+    """Copying a name is one in-context step: a GENERAL word is one token bare (after `[`, `{`)
+    and after a space; a FIELD word after a dot (`self.value`) and after a space."""
+    tokenizers = pytest.importorskip("tokenizers")
+    tk = tokenizers.Tokenizer.from_file(str(ROOT / "models" / "jac-tiny" / "tokenizer.json"))
+
+    def one(s: str) -> bool:
+        return len(tk.encode(s).ids) == 1
+
+    assert [w for w in S.GENERAL if not (one(w) and one(" " + w))] == []
+    assert [w for w in S.FIELD if not (one("." + w) and one(" " + w))] == []
+    assert len(S.HOLD) >= 30 and len(S.POOLS["name"][0]) >= 100
 
 
 def test_no_holdout_body_near_a_train_body(split):
