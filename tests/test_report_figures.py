@@ -37,11 +37,11 @@ def test_curves_put_conditions_side_by_side_with_their_wilson_intervals():
     assert gen.get_title() == "jac-tiny: holdout tasks (gen)"
     assert [ax.get_legend() for ax in fig.axes] == [None, None]  # never on the data
     (legend,) = fig.legends
-    assert [t.get_text() for t in legend.get_texts()] == ["base", "sft", "sft_grpo", "raw_grpo"]
+    assert [t.get_text() for t in legend.get_texts()] == ["base", "sft", "sft_grpo"]
     bars = _bars(mem)
-    for rung in (0, 1):  # four conditions, four x positions within each rung, none shared
+    for rung in (0, 1):  # three conditions, three x positions within each rung, none shared
         xs = [bars[c][rung][0] for c in bars]
-        assert len(set(xs)) == 4 and all(abs(x - rung) < 0.4 for x in xs)
+        assert len(set(xs)) == 3 and all(abs(x - rung) < 0.4 for x in xs)
     df = report.frame(rows)
     line = df[(df.kind == "mem") & (df.condition == "sft") & (df.rung == "1")].iloc[0]
     _, lo, hi = bars["sft"][0]
@@ -66,10 +66,10 @@ def test_the_family_breakdown_counts_each_familys_passes():
     fig = report.plot_families(rows)
     gen_ax, mem_ax = fig.axes[:2]
     assert [t.get_text() for t in mem_ax.get_xticklabels()] == ["arch", "err", "lib", "all"]
-    assert [t.get_text() for t in mem_ax.get_yticklabels()][4:6] == ["r3 base", "r3 sft"]
+    assert [t.get_text() for t in mem_ax.get_yticklabels()][3:5] == ["r3 base", "r3 sft"]
     texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text()
              for t in mem_ax.texts}
-    assert texts[5, 3] == "3/3" and texts[4, 3] == "0/3" and texts[0, 1] == "·"
+    assert texts[4, 3] == "3/3" and texts[3, 3] == "0/3" and texts[0, 1] == "·"
 
 
 def test_every_figure_is_png_svg_and_pdf_each_with_the_rows_provenance(tmp_path):

@@ -59,8 +59,8 @@ def test_a_rows_settings_are_its_evaluations_and_its_stages():
     assert s["sft.iters"] == 90 and not any(k.startswith("grpo.") for k in s)
     base = report.settings_of(next(r for r in rows if r["condition"] == "base"))
     assert not any("." in k for k in base)
-    raw = report.settings_of(next(r for r in rows if r["condition"] == "raw_grpo"))
-    assert raw["grpo.iters"] == 8 and "sft.iters" not in raw
+    grpo = report.settings_of(next(r for r in rows if r["condition"] == "sft_grpo"))
+    assert grpo["grpo.iters"] == 8 and grpo["sft.iters"] == 90
 
 
 def test_a_cell_whose_rows_differ_in_settings_is_flagged():
