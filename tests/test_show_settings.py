@@ -154,3 +154,13 @@ def test_results_that_is_missing_is_one_line_and_a_rows_file_is_read(tmp_path, c
         assert main(["ladder", "show", "--results", str(given), "--no-figures",
                      "--include-stale"]) == 0
         assert "jac-tiny" in capsys.readouterr().out
+
+
+def test_show_of_other_results_draws_beside_them_not_over_the_projects(tmp_path, capsys):
+    """`ladder show --results DIR` without --figures writes DIR/figures/: another run's rows
+    never overwrite the project's tracked figures."""
+    res = _results(tmp_path, _rows())
+    before = {p.name: p.read_bytes() for p in (ROOT / "figures").iterdir()}
+    assert main(["ladder", "show", "--results", str(res), "--include-stale"]) == 0
+    assert f"wrote {res / 'figures' / 'ladder.png'}" in capsys.readouterr().out
+    assert {p.name: p.read_bytes() for p in (ROOT / "figures").iterdir()} == before

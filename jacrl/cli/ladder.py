@@ -231,9 +231,19 @@ def results_of(arg: str) -> Path:
     return path
 
 
+def figures_of(args: argparse.Namespace, results: Path) -> str | None:
+    """Where `show` draws: --figures; else, for --results elsewhere, a figures/ folder beside
+    those rows (another run's figures never overwrite the project's); else the project's."""
+    if args.no_figures:
+        return None
+    if args.figures or not args.results:
+        return args.figures
+    return str((results if results.is_dir() else results.parent) / "figures")
+
+
 def run_show(args: argparse.Namespace) -> int:
-    text, figs = ladder.show(results_of(args.results),
-                             None if args.no_figures else args.figures,
+    results = results_of(args.results)
+    text, figs = ladder.show(results, figures_of(args, results),
                              include_stale=args.include_stale, where=args.where)
     print(text)
     for p in figs:  # each PNG has an .svg and a .pdf beside it
@@ -274,7 +284,8 @@ def add(subparsers) -> None:
                    f"holds {ladder.RESULTS_FILE}, or a rows file (default: the project's "
                    "results/)")
     q.add_argument("--figures", default="", help="figures dir: PNG, SVG and PDF of each figure "
-                   "(default: the project's figures/)")
+                   "(default: the project's figures/; with --results, figures/ beside those "
+                   "rows)")
     q.add_argument("--no-figures", action="store_true", help="print the table only")
     q.add_argument("--include-stale", action="store_true", help="keep the rows whose model, "
                    "adapter or tasks changed on disk since (marked in a `stale` column)")
