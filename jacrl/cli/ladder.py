@@ -15,20 +15,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from jacrl import kernel, ladder
+from jacrl import jsonl, kernel, ladder
 from jacrl.cli import train as train_cli
 from jacrl.cli.evaluate import int_list
 from jacrl.conditions import STAGES
-from jacrl.config import configure
+from jacrl.config import REWARD_FORMULAS, configure
 from jacrl.ladder import LadderConfig, parse_iters
 from jacrl.recipe import DEMO_GATE_THRESHOLD, GATE_THRESHOLD, RECIPE
-from jacrl.reward import FORMULAS
 
 ENGINES = ("local", "ray")  # where cells run: one after another here, or Ray tasks on a cluster
 ENGINE_ENV = "JACRL_LADDER_ENGINE"
@@ -53,7 +51,7 @@ def parse_sets(items: Sequence[str]) -> dict[str, dict[str, str]]:
 OWN_FLAGS = ("n", "k", "data_dir", "results_dir", "figures_dir", "artifacts_dir", "recipe",
              *(f"{s}_set" for s in STAGES))
 FIELD_FLAGS = tuple(f.name for f in dataclasses.fields(LadderConfig) if f.name not in OWN_FLAGS)
-FLAG_CHOICES = {"reward_formula": FORMULAS}
+FLAG_CHOICES = {"reward_formula": REWARD_FORMULAS}
 
 
 def _help(name: str) -> str:
@@ -203,11 +201,8 @@ def _has_a_row(path: Path, lines: int = 100) -> bool:
         for line in f:
             if not line.strip():
                 continue
-            try:
-                if isinstance(json.loads(line), dict):
-                    return True
-            except ValueError:
-                pass
+            if jsonl.is_record(line.encode()):
+                return True
             seen += 1
             if seen >= lines:
                 break

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jacrl.conditions import STAGES, condition_of
-from jacrl.config import GRPOConfig, RFTConfig, SFTConfig, STaRConfig, configure
+from jacrl.config import GRPOConfig, RFTConfig, SFTConfig, STaRConfig, configure, default_formula
 from jacrl.ladder.settings import (
     DEFAULTS,
     LadderConfig,
@@ -26,14 +26,12 @@ from jacrl.ladder.taskset import cell_tasks, pool_size, task_format
 from jacrl.models import ModelError, resolve
 from jacrl.provenance import code_version, data_hash, dir_hash
 from jacrl.results import model_label
-from jacrl.reward import default_formula
 
 # -------------------------------------------------------------------------------------------
 # cells
 # -------------------------------------------------------------------------------------------
 
 
-SET_NAMES = tuple(f"{s}_set" for s in STAGES)  # sft_set, rft_set, star_set, grpo_set
 STAGE_CONFIGS = {"sft": SFTConfig, "rft": RFTConfig, "star": STaRConfig, "grpo": GRPOConfig}
 StageConfig = SFTConfig | RFTConfig | STaRConfig | GRPOConfig
 

@@ -19,9 +19,8 @@ from jacrl.report.rows import (
     COND_ORDER,
     _order,
     _variant_rank,
-    cell_of,
     condition_label,
-    variant_of,
+    latest_rows,
 )
 from jacrl.results import KINDS
 from jacrl.splits import RUNGS
@@ -49,14 +48,9 @@ def family_table(rows: list[dict]) -> pd.DataFrame:
     """One line per (model, rung, condition label, kind, family): greedy `passed` of `tasks`, the
     last row of each cell winning (as `frame`); sorted model, kind, rung order, condition order,
     family. Empty when no row has per-task or per-family outcomes."""
-    latest: dict[tuple, dict] = {}
-    for row in rows:
-        c = cell_of(row)
-        if c is not None:
-            latest[(*c, *variant_of(row))] = row
     recs = [{"model": m, "rung": r, "condition": condition_label(c, fmt, paired), "kind": k,
              "family": fam, "passed": p, "tasks": n, "_c": c, "_v": _variant_rank(fmt, paired)}
-            for (m, r, c, k, fmt, paired), row in latest.items()
+            for (m, r, c, k, fmt, paired), row in latest_rows(rows).items()
             for fam, (p, n) in sorted(_family_counts(row).items())]
     df = pd.DataFrame(recs, columns=FAMILY_COLUMNS + ["_c", "_v"])
     if df.empty:

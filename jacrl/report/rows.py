@@ -9,6 +9,7 @@ from pathlib import Path
 
 from jacrl.conditions import ORDER
 from jacrl.results import read_rows
+from jacrl.splits import RUNGS
 
 COND_ORDER = ORDER  # jacrl.conditions' order is the display order
 FORMAT_ORDER = ("hole", "conversion")
@@ -53,6 +54,29 @@ def _variant_rank(fmt: str, paired: bool) -> tuple[int, bool]:
 def _order(values, order) -> list:
     known = [v for v in order if v in values]
     return known + sorted(v for v in values if v not in order)
+
+
+def latest_rows(rows) -> dict[tuple, dict]:
+    """{(model, rung, condition, kind, format, paired): its last row} of the ladder rows."""
+    latest: dict[tuple, dict] = {}
+    for row in rows:
+        c = cell_of(row)
+        if c is not None:
+            latest[(*c, *variant_of(row))] = row
+    return latest
+
+
+def in_table_order(df):
+    """A frame of ladder lines sorted model, rung order, condition order, format (hole, paired
+    hole, conversion), kind: the order `frame` and the seed tables print in."""
+    if df.empty:
+        return df
+    rr = {r: i for i, r in enumerate(_order(set(df.rung), RUNGS))}
+    cr = {c: i for i, c in enumerate(_order(set(df.condition), COND_ORDER))}
+    df = df.assign(_r=df.rung.map(rr), _c=df.condition.map(cr),
+                   _v=[_variant_rank(f, p) for f, p in zip(df.format, df.paired)])
+    return df.sort_values(["model", "_r", "_c", "_v", "kind"]) \
+             .drop(columns=["_r", "_c", "_v"]).reset_index(drop=True)
 
 
 def _passk(row: dict) -> tuple[float, int | None]:

@@ -37,7 +37,7 @@ import pandas as pd
 
 from jacrl.conditions import CONDITIONS
 from jacrl.report.rows import COND_ORDER, _order, _variant_rank, cell_of, condition_label, \
-    variant_of
+    in_table_order, variant_of
 from jacrl.splits import RUNGS
 from jacrl.stats import wilson
 
@@ -203,19 +203,6 @@ def _passk(row: Mapping) -> tuple[int, float] | None:
     return k, float(pk[str(k)])
 
 
-def _sort(df: pd.DataFrame) -> pd.DataFrame:
-    """Sorted model, rung order, condition order, format (hole, paired hole, conversion), kind,
-    as `frame` is."""
-    if df.empty:
-        return df
-    rr = {r: i for i, r in enumerate(_order(set(df.rung), RUNGS))}
-    cr = {c: i for i, c in enumerate(_order(set(df.condition), COND_ORDER))}
-    df = df.assign(_r=df.rung.map(rr), _c=df.condition.map(cr),
-                   _v=[_variant_rank(f, p) for f, p in zip(df.format, df.paired)])
-    return df.sort_values(["model", "_r", "_c", "_v", "kind"]) \
-             .drop(columns=["_r", "_c", "_v"]).reset_index(drop=True)
-
-
 def seed_summary(rows: Iterable[Mapping], resamples: int = RESAMPLES,
                  rng_seed: int = RNG_SEED) -> pd.DataFrame:
     """One line per cell group: `seeds` (how many train seeds), `train_seeds` ("0,1,2"),
@@ -247,7 +234,7 @@ def seed_summary(rows: Iterable[Mapping], resamples: int = RESAMPLES,
             if one_t else math.nan,
             "temperature": next(iter(temps)) if one_t else math.nan,
         })
-    return _sort(pd.DataFrame(recs, columns=SEED_COLUMNS))
+    return in_table_order(pd.DataFrame(recs, columns=SEED_COLUMNS))
 
 
 def seed_lines(summary: pd.DataFrame) -> dict[tuple[str, str, str, str], dict]:

@@ -15,6 +15,8 @@ from jacrl.report.rows import (
     _variant_rank,
     cell_of,
     condition_label,
+    in_table_order,
+    latest_rows,
     variant_of,
 )
 from jacrl.report.seeds import (
@@ -38,13 +40,8 @@ COLUMNS = ["model", "rung", "condition", "format", "paired", "kind", "tasks", "p
 def frame(rows: list[dict]) -> pd.DataFrame:
     """One line per (model, rung, condition, format, paired, kind), the last row winning; sorted
     model, rung order, condition order, format (hole, paired hole, conversion), kind."""
-    latest: dict[tuple, dict] = {}
-    for row in rows:
-        c = cell_of(row)
-        if c is not None:
-            latest[(*c, *variant_of(row))] = row
     recs = []
-    for (model, rung, cond, kind, fmt, paired), row in latest.items():
+    for (model, rung, cond, kind, fmt, paired), row in latest_rows(rows).items():
         n, p = int(row.get("tasks", 0)), int(row.get("pass1", 0))
         lo, hi = wilson(p, n) if n else (math.nan, math.nan)
         passk, k = _passk(row)
@@ -63,12 +60,7 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     if df.empty:
         return df
     df["k"] = df["k"].astype("Int64")
-    rung_rank = {r: i for i, r in enumerate(_order(set(df.rung), RUNGS))}
-    cond_rank = {c: i for i, c in enumerate(_order(set(df.condition), COND_ORDER))}
-    df = df.assign(_r=df.rung.map(rung_rank), _c=df.condition.map(cond_rank),
-                   _v=[_variant_rank(f, p) for f, p in zip(df.format, df.paired)])
-    return df.sort_values(["model", "_r", "_c", "_v", "kind"]).drop(columns=["_r", "_c", "_v"]) \
-             .reset_index(drop=True)
+    return in_table_order(df)
 
 
 def labels(df: pd.DataFrame) -> tuple[list[str], list[str]]:
