@@ -233,3 +233,46 @@ def test_one_timeout_per_program(executor):
     assert 1.0 <= short.seconds < wall_limit(1.0) + 0.5 and long_.seconds >= 2.0, (short, long_)
     with pytest.raises(ValueError, match="2 timeouts for 3 programs"):
         executor.run_many([loop] * 3, timeout=[1.0, 2.0])
+
+
+def _tree(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def test_jaclangs_cache_is_built_once_and_read_only_to_jobs(tmp_path, monkeypatch):
+    """A fresh cache folder is built by the first server start (jaclang's own modules only),
+    shown to the sandbox read-only (a job can read it, not write or replace a file in it), left
+    as it was by jobs and by plain `jac run`s (each gets its own copy); a gone install's cache is
+    pruned; when it cannot be built, the executor runs as before, without it."""
+    from jacrl.executor import jac_cache, run_subprocess
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    dead = tmp_path / "xdg" / "jacrl" / "jaclang-0123456789abcdef"  # a deleted venv's: pruned
+    dead.mkdir(parents=True)
+    (dead / jac_cache.SOURCE).write_text(json.dumps({"jaclang": str(tmp_path / "gone")}))
+    with Executor() as ex:
+        if ex.isolation != "sandbox":
+            pytest.skip("no bubblewrap sandbox here")
+        built = Path(jac_cache.jac_cache())
+        assert built.parent == tmp_path / "xdg" / "jacrl" and built == jac_cache.location()
+        before = _tree(built)
+        jirs = [k for k in before if k.endswith(".jir")]
+        site = Path(json.loads(before["jacrl-source.json"])["jaclang"]).parent
+        installed = {p.name.split(".")[0] for p in site.rglob("*.jac")}
+        cached = {Path(k).name.split(".")[0] for k in before if k.endswith((".jir", ".jbc"))}
+        assert len(jirs) > 50 and cached <= installed, cached - installed  # jaclang's own only
+        shown = "/run/jacrl/jac-cache"
+        v = ex.run("import os;\nwith entry {\n"
+                   f"    print(len(os.listdir('{shown}/jac/jir/modules')) > 50);\n"
+                   f"    for p in ['{shown}/x.txt', '{shown}/{jirs[0]}'] {{\n"
+                   "        try { open(p, 'w').write('forged'); print('wrote', p); }\n"
+                   "        except OSError as e { print('refused', e.errno); }\n    }\n}")
+        assert v.stdout.splitlines() == ["True", "refused 30", "refused 30"], v  # EROFS
+        assert not [p for p in (tmp_path / "xdg" / "jacrl").iterdir() if p != built]
+    assert run_subprocess('with entry { print("plain", 6 * 7); }').stdout == "plain 42\n"
+    assert _tree(built) == before  # nothing of the jobs or the plain run landed in it
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
+    (tmp_path / "a-file").write_text("")
+    assert jac_cache.jac_cache() is None
+    with Executor() as ex:
+        assert ex.run(PROBE).stdout == "probe 42\n"

@@ -43,6 +43,7 @@ from pathlib import Path
 
 from jacrl.executor import sandbox
 from jacrl.executor.child import wall_limit
+from jacrl.executor.jac_cache import jac_cache
 
 # the server script, then the file it loads from its own folder (both shown in the sandbox)
 SERVER_FILES = tuple(str(Path(__file__).with_name(f))
@@ -110,7 +111,7 @@ class _Server:
         self._buf = b""
         self._err = tempfile.TemporaryFile()
         if self.note is None:
-            launch = sandbox.Launch(SERVER_FILES, args, hash_seed)
+            launch = sandbox.Launch(SERVER_FILES, args, hash_seed, jac_cache())
             try:
                 self.proc = subprocess.Popen(
                     launch.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,

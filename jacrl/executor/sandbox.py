@@ -4,12 +4,13 @@ interpreter and nothing else of the machine.
 The sandbox (bubblewrap, Debian `bubblewrap`; it uses the kernel's user namespaces, so it works as
 root and as a normal user) shows read-only: /usr (and the /bin, /lib… links), the dynamic linker's
 cache and the time zone, the interpreter's prefix, the venv and its site-packages (wherever they
-live), and the server script; writable: only fresh tmpfs (/tmp, /var/tmp). No project tree, no
-home directory, no other process (own pid namespace), no network (own net namespace), an empty
-environment, no capabilities. As root the sandbox runs as SANDBOX_UID, an id no user has: nothing
-of root's is its own, and the per-user process limit applies (it never does to uid 0). Python dirs
-that uid could not reach (pyenv under a 0700 /root) are first bind-mounted, by a small root
-launcher in a mount namespace of its own, under a tmpfs it can reach (`_stage_and_exec`).
+live), the server script and jaclang's own compiled compiler (`jac_cache.py`); writable: only
+fresh tmpfs (/tmp, /var/tmp). No project tree, no home directory, no other process (own pid
+namespace), no network (own net namespace), an empty environment, no capabilities. As root the
+sandbox runs as SANDBOX_UID, an id no user has: nothing of root's is its own, and the per-user
+process limit applies (it never does to uid 0). Python dirs that uid could not reach (pyenv under
+a 0700 /root) are first bind-mounted, by a small root launcher in a mount namespace of its own,
+under a tmpfs it can reach (`_stage_and_exec`).
 
 Isolation levels (recorded in every result row and benchmark):
 - `sandbox`: the above, and inside it every job in namespaces of its own (see `child.py`).
@@ -35,6 +36,7 @@ LEVELS = ("sandbox", "namespaces", "rlimits-only")
 ALLOW_ENV = "JACRL_ALLOW_UNSANDBOXED"
 SANDBOX_UID = 2_100_000_000  # far from ids that users, containers or older jacrl (200000+) use
 SERVER_DIR = "/run/jacrl/executor"  # where the server's files are in the sandbox
+JAC_CACHE = "/run/jacrl/jac-cache"  # jaclang's compiled compiler, read-only (jac_cache.py)
 KEEP = "/run/jacrl/keep"  # where Python dirs that live under PRIVATE_DIRS are kept for the jobs
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
@@ -97,9 +99,11 @@ def python_dirs() -> list[str]:
 
 class Launch:
     """The fork server's command line and the file descriptors it needs. server_files: the script
-    first, then the files it loads from its own folder; each is shown at SERVER_DIR/<its name>."""
+    first, then the files it loads from its own folder; each is shown at SERVER_DIR/<its name>.
+    jac_cache: jaclang's compiled compiler (`jac_cache.py`), shown read-only at JAC_CACHE."""
 
-    def __init__(self, server_files: list[str], args: list[str], hash_seed: int | None):
+    def __init__(self, server_files: list[str], args: list[str], hash_seed: int | None,
+                 jac_cache: str | None = None):
         self.fds: list[int] = []
         as_root = os.geteuid() == 0
         py = os.path.abspath(sys.executable)
@@ -122,12 +126,16 @@ class Launch:
         argv += ["--proc", "/proc", "--dev", "/dev"]
         for d in PRIVATE_DIRS:  # fresh tmpfs; first: a venv under /tmp is bound on top of it
             argv += ["--tmpfs", d]
-        dirs = python_dirs()
+        binds = [(d, d) for d in python_dirs()]  # (here, in the sandbox)
+        if jac_cache:
+            binds.append((jac_cache, JAC_CACHE))
+            argv += ["--setenv", "XDG_CACHE_HOME", JAC_CACHE]
+        dirs = [d for d, _ in binds]
         stage = _stage_dir(dirs) if as_root else ""
         keep = []
-        for i, d in enumerate(dirs):
+        for i, (d, shown_at) in enumerate(binds):
             src = f"{stage}/{i}" if as_root else d
-            argv += ["--ro-bind", src, d]
+            argv += ["--ro-bind", src, shown_at]
             if any(_under(d, p) for p in PRIVATE_DIRS):  # jobs cover /tmp: bound back from here
                 keep.append([f"{KEEP}/{i}", d])
                 argv += ["--ro-bind", src, f"{KEEP}/{i}"]

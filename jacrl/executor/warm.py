@@ -121,3 +121,5 @@ def _restore_state(saved: dict) -> None:
     Jac.loaded_modules.update(saved["loaded"])
 
 
+if __name__ == "__main__":  # how jac_cache builds jaclang's cache, outside any sandbox
+    import_compiler()
