@@ -44,12 +44,14 @@ SIGKILL = 9
 
 
 def command(cfg: LadderConfig, cell: Cell) -> list[str]:
-    """The papermill command that runs the cell (in the project root), on the `jacrl` kernel when
-    it is installed for this interpreter (jacrl.kernel; OpenBLAS preloaded), else on python3.
-    The cell travels as one parameter, `cell_json` (the notebook's others are for hand use)."""
+    """The papermill command (`jacrl.papermill_main`) that runs the cell (in the project root), on
+    the `jacrl` kernel when it is installed for this interpreter (jacrl.kernel; OpenBLAS
+    preloaded), else on python3. The cell travels as one parameter, `cell_json` (the notebook's
+    others are for hand use)."""
     out = cell_dir(cfg, cell) / Path(cfg.notebook).name
-    cmd = [sys.executable, "-m", "papermill", str(Path(cfg.notebook).resolve()), str(out),
-           "--cwd", str(find_root()), "--log-output", "--no-progress-bar", "-k", for_cells()]
+    cmd = [sys.executable, "-m", "jacrl.papermill_main", str(Path(cfg.notebook).resolve()),
+           str(out), "--cwd", str(find_root()), "--log-output", "--no-progress-bar",
+           "-k", for_cells()]
     return cmd + ["-r", "cell_json", cell.to_json()]
 
 
