@@ -136,8 +136,8 @@ class Launch:
         for i, (d, shown_at) in enumerate(binds):
             src = f"{stage}/{i}" if as_root else d
             argv += ["--ro-bind", src, shown_at]
-            if any(_under(d, p) for p in PRIVATE_DIRS):  # jobs cover /tmp: bound back from here
-                keep.append([f"{KEEP}/{i}", d])
+            if any(_under(shown_at, p) for p in PRIVATE_DIRS):  # jobs cover /tmp: bound back
+                keep.append([f"{KEEP}/{i}", shown_at])
                 argv += ["--ro-bind", src, f"{KEEP}/{i}"]
         shown = [f"{SERVER_DIR}/{os.path.basename(f)}" for f in server_files]
         for f, path in zip(server_files, shown):
