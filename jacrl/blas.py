@@ -99,8 +99,8 @@ def blas_record() -> dict:
     """Which BLAS this process computes with, read from what is loaded (not from LD_PRELOAD):
     {"library": OpenBLAS's path or the first other libblas mapped ("" when none is loaded yet),
     "openblas_core": the kernel family OpenBLAS picked for this CPU, "threads", "cpu"}. Adapter
-    bytes depend on the library and the kernel family, not on the thread count (measured on
-    jac-tiny with 1, 2 and 4 threads: see `jacrl.train.artifacts.DETERMINISM`)."""
+    bytes depend on the library and the kernel family, and on some families on the thread count
+    (measured: `jacrl.train.artifacts.THREAD_INVARIANT`)."""
     libs = _mapped_libraries()
     # numpy's and scipy's own OpenBLAS builds (libscipy_openblas*, prefixed symbols) are not
     # what MLX calls; the mapped list is sorted by path, so they may come first

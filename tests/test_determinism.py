@@ -1,10 +1,12 @@
-"""Two builds of one SFT key on jac-tiny write the same adapter bytes (two processes, 2 and 1
-OpenBLAS threads), the manifest says so, and `provenance.rebuild_verdict` / `rows_verdict` tell
-the same adapter, training noise and changed inputs apart."""
+"""Two builds of one SFT key on jac-tiny in two processes write the same adapter bytes, the
+manifest says so, a build at another OpenBLAS thread count gives what the manifest's
+`thread_invariant` says of its kernel family, and `provenance.rebuild_verdict` / `rows_verdict`
+tell the same adapter, training noise and changed inputs apart."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -18,7 +20,7 @@ from jacrl.blas import fast_blas_env
 from jacrl.config import SFTConfig
 from jacrl.models import resolve
 from jacrl.tasks import read_tasks
-from jacrl.train.artifacts import Artifact
+from jacrl.train.artifacts import THREAD_INVARIANT, Artifact
 
 # 8 steps: enough that rounding differences show (reference BLAS and OpenBLAS give other bytes
 # here: measured), few enough for ~1 s of training per build with OpenBLAS.
@@ -38,7 +40,12 @@ def task(data_dir):
     return min(tasks, key=lambda t: len(t["prompt"]) + len(t["answer"]))
 
 
-def _build(tiny, task, tmp, name: str, seeds: tuple[int, ...], threads: str = "") -> list:
+def _threads() -> int:
+    """The OpenBLAS thread count the CLI and the notebooks train with here."""
+    return int(fast_blas_env().get("OPENBLAS_NUM_THREADS", "1"))
+
+
+def _build(tiny, task, tmp, name: str, seeds: tuple[int, ...], threads: int = 0) -> list:
     """The real `jacrl.train.sft`, once per seed, in one fresh process with OpenBLAS preloaded (as
     the CLI and the ladder's notebooks run it; this process may have started without it), into
     tmp/name."""
@@ -47,7 +54,7 @@ def _build(tiny, task, tmp, name: str, seeds: tuple[int, ...], threads: str = ""
     spec.write_text(json.dumps({"model": tiny, "task": task, "cfgs": cfgs}))
     env = {**os.environ, **fast_blas_env()}
     if threads and "LD_PRELOAD" in env:
-        env["OPENBLAS_NUM_THREADS"] = threads
+        env["OPENBLAS_NUM_THREADS"] = str(threads)
     out = subprocess.run([sys.executable, "-c", BUILD, str(spec), str(tmp / name)], env=env,
                          check=True, timeout=300, capture_output=True, text=True).stdout
     # (the trainer prints its progress to stdout too)
@@ -57,11 +64,13 @@ def _build(tiny, task, tmp, name: str, seeds: tuple[int, ...], threads: str = ""
 
 @pytest.fixture(scope="module")
 def builds(tiny, task, tmp_path_factory):
-    """(first, rebuild in another process at 1 BLAS thread, the first's with seed 1)."""
+    """(first, its rebuild in another process, the first's with seed 1, its rebuild at another
+    BLAS thread count: 1, or 2 where the first ran at 1)."""
     tmp = tmp_path_factory.mktemp("determinism")
     a, c = _build(tiny, task, tmp, "a", (0, 1))
-    (b,) = _build(tiny, task, tmp, "b", (0,), threads="1")
-    return a, b, c
+    (b,) = _build(tiny, task, tmp, "b", (0,))
+    (t,) = _build(tiny, task, tmp, "t", (0,), threads=1 if _threads() > 1 else 2)
+    return a, b, c, t
 
 
 def _row(art: Artifact, task: dict) -> dict:
@@ -70,12 +79,14 @@ def _row(art: Artifact, task: dict) -> dict:
             "provenance": pv.provenance(resolve("jac-tiny"), art.path, [task])}
 
 
-def _bytes(art: Artifact) -> bytes:
-    return (art.path / "adapters.safetensors").read_bytes()
+def _bytes(art: Artifact) -> str:
+    """The adapter's bytes, as their hash (an assertion on the bytes themselves would have
+    pytest diff two 100 kB byte strings for minutes)."""
+    return hashlib.sha256((art.path / "adapters.safetensors").read_bytes()).hexdigest()
 
 
 def test_rebuild_of_one_key_is_bitwise_identical(builds):
-    a, b, c = builds
+    a, b, c, _ = builds
     assert a.key == b.key and a.path != b.path
     assert _bytes(a) == _bytes(b)
     assert a.manifest["weights_hash"] == b.manifest["weights_hash"] == \
@@ -91,19 +102,35 @@ def test_rebuild_of_one_key_is_bitwise_identical(builds):
 
 
 def test_manifest_records_the_determinism_level_and_blas(builds):
-    a, b, _ = builds
-    for art in (a, b):
+    a, b, _, t = builds
+    for art in (a, b, t):
         d = art.manifest["determinism"]
         assert d["level"] == "bitwise" and "thread" in d["scope"] and "caveat" not in d
         assert d["blas"]["library"]
-    if fast_blas_env():  # OpenBLAS: the two builds ran at different thread counts
-        assert "openblas" in a.manifest["determinism"]["blas"]["library"]
-        assert b.manifest["determinism"]["blas"]["threads"] == 1
-        assert a.manifest["determinism"]["blas"]["openblas_core"]
+    if fast_blas_env():  # OpenBLAS: t ran at another thread count
+        blas_a, blas_t = (x.manifest["determinism"]["blas"] for x in (a, t))
+        assert "openblas" in blas_a["library"] and blas_a["openblas_core"]
+        assert (blas_a["threads"], blas_t["threads"]) == (_threads(), 1 if _threads() > 1 else 2)
+        assert a.manifest["determinism"]["thread_invariant"] == \
+            THREAD_INVARIANT.get(blas_a["openblas_core"])
+
+
+@pytest.mark.skipif(not fast_blas_env(), reason="thread counts are OpenBLAS's")
+def test_another_thread_count_gives_what_the_manifest_says(builds, task):
+    """The same key built at another OpenBLAS thread count: the same bytes where the manifest
+    says the kernel family is thread-invariant, other bytes where it says it is not (Haswell's
+    kernels: measured), and then the verdict is training noise, never a changed input."""
+    a, _, _, t = builds
+    assert t.key == a.key
+    invariant = a.manifest["determinism"]["thread_invariant"]
+    if invariant is not None:
+        assert (_bytes(t) == _bytes(a)) == invariant, a.manifest["determinism"]["blas"]
+    assert pv.rebuild_verdict(_row(a, task), t.path) == ("" if _bytes(t) == _bytes(a)
+                                                         else pv.NOISE)
 
 
 def test_verdict_tells_same_adapter_noise_and_changed_inputs(builds, task, tmp_path):
-    a, b, c = builds
+    a, b, c, _ = builds
     row = _row(a, task)
     assert row["provenance"]["adapter_weights_hash"] == a.manifest["weights_hash"]
     assert row["provenance"]["adapter_hash"] != pv.dir_hash(b.path)  # the old hash: differs
@@ -132,7 +159,7 @@ def test_the_report_keeps_noise_apart_from_stale(builds, task, tmp_path):
     one whose folder was rebuilt to the same bytes is neither."""
     from jacrl.report.stale import mark_stale
 
-    a, b, c = builds
+    a, b, c, _ = builds
     rebuilt, noisy, changed = (tmp_path / n for n in ("rebuilt", "noisy", "changed"))
     for dest, weights in ((rebuilt, b), (noisy, c)):
         shutil.copytree(b.path, dest)  # b: the same key as a, built again

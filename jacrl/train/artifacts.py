@@ -14,8 +14,9 @@ computed key, never because a directory of that name exists.
 Determinism: the manifest's `weights_hash` (`provenance.adapter_weights_hash`: the adapter's
 files only; the dir's other files record when the build ran) and `determinism` (`determinism`:
 the level, what it holds for and the BLAS that computed it). Measured on jac-tiny: two builds of
-one key write identical adapter bytes, at 1, 2 or 4 OpenBLAS threads and under load; another BLAS
-(or OpenBLAS kernel family) gives other bytes.
+one key at the same OpenBLAS thread count write identical adapter bytes, under load too; another
+BLAS (or OpenBLAS kernel family) gives other bytes; whether another thread count does depends on
+the kernel family (`THREAD_INVARIANT`).
 """
 
 from __future__ import annotations
@@ -68,13 +69,18 @@ class Artifact:
 # what passes; GRPO's rewards).
 GRADED_STAGES = ("rft", "star", "grpo")
 DETERMINISM = {
-    "scope": "a rebuild of this key in a process with the same BLAS library and OpenBLAS kernel "
-             "family (`blas`) writes the same adapter bytes (weights_hash), at any BLAS thread "
-             "count",
+    "scope": "a rebuild of this key in a process with the same BLAS library, OpenBLAS kernel "
+             "family and thread count (`blas`) writes the same adapter bytes (weights_hash); "
+             "`thread_invariant`: whether it does at another thread count too",
     "otherwise": "another BLAS library or kernel family rounds differently and training "
                  "amplifies it (jac-tiny, 30 SFT steps, reference BLAS vs OpenBLAS SkylakeX: "
                  "every weight differs, max |dw| 0.021 against max |w| 0.088)",
 }
+# Whether an OpenBLAS kernel family's adapter bytes are the same at any thread count, measured on
+# jac-tiny (8 SFT steps, 1 vs 2 and 4 threads, OpenBLAS 0.3.21 on an AMD EPYC with AVX-512):
+# SkylakeX and Cooperlake: the same bytes; Haswell (what OPENBLAS_CORETYPE=Haswell forces) and Zen
+# (Haswell's kernels): 2 and 4 threads agree, 1 thread gives other bytes. Other families: unknown.
+THREAD_INVARIANT = {"SkylakeX": True, "Cooperlake": True, "Haswell": False, "Zen": False}
 GRADED_CAVEAT = ("the training data or rewards come from sandboxed runs with time-outs (CPU "
                  "time, several times the gold run's, with a wall-clock backstop): a run that "
                  "crosses one on an overloaded machine changes a reward, and the adapter with it")
@@ -83,10 +89,11 @@ GRADED_CAVEAT = ("the training data or rewards come from sandboxed runs with tim
 def determinism(stage: str) -> dict:
     """The manifest's determinism record for a build of `stage` in this process: level
     "bitwise" where the BLAS that ran is known (a Linux CPU: measured there), else "seeded"
-    (every generator seeded, bytes not verified), its scope, what breaks it, and
-    `jacrl.blas.blas_record()`."""
+    (every generator seeded, bytes not verified), its scope, what breaks it,
+    `jacrl.blas.blas_record()` and `thread_invariant` (`THREAD_INVARIANT`; None: not measured)."""
     blas = blas_record()
-    rec = {"level": "bitwise" if blas["library"] else "seeded", **DETERMINISM, "blas": blas}
+    rec = {"level": "bitwise" if blas["library"] else "seeded", **DETERMINISM, "blas": blas,
+           "thread_invariant": THREAD_INVARIANT.get(blas["openblas_core"])}
     if stage in GRADED_STAGES:
         rec["caveat"] = GRADED_CAVEAT
     return rec
