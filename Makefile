@@ -7,6 +7,7 @@ PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo $$p; break; }; \
 	done)
 STAMP := $(VENV)/.jacrl-installed
+UV := uv==0.13.9
 
 .PHONY: setup test demo ladder lab tasks clean
 
@@ -16,8 +17,9 @@ $(STAMP): pyproject.toml
 	@if [ ! -x $(PY) ]; then \
 	  test -n "$(PYTHON312)" || { echo "Python 3.12 not found (pyenv install 3.12 or use conda)"; exit 1; }; \
 	  $(PYTHON312) -m venv $(VENV); fi
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,ray]'  # ray: the ladder's Ray engine, tested too
+	$(PY) -m pip install --quiet --upgrade pip $(UV)
+	@# uv installs the ~150 packages in seconds from its cache (pip: ~85 s on the 2-core machine)
+	$(VENV)/bin/uv pip install --python $(PY) --quiet -e '.[dev,ray]'  # ray: the Ray engine, tested too
 	@# Linux: bubblewrap sandboxes the jobs that run model code (jacrl.executor.sandbox); MLX's CPU wheel
 	@# ships a slow reference BLAS, and Debian's OpenBLAS is picked up when present
 	@if [ "$$(uname)" = Linux ]; then \
