@@ -32,7 +32,7 @@ def task_timeout(gold_cpu_seconds: float) -> float:
     first of TIMEOUT_STEPS that is at least TIMEOUT_FACTOR x that. The executor's time-out is CPU
     time (a wall-clock backstop 1 s later), which a busy machine stretches little: every gold here
     uses 0.03-0.08 s on an Intel host and 0.09-0.12 s on an AMD EPYC one (0.12 s with both cores
-    spinning; a few crossed 0.125 s in the loaded suite, where the factor was 8), far from the
+    spinning; one crossed 0.125 s in the loaded suite, where the factor was 8), far from the
     0.25 s boundary, so a rebuild stays byte-identical on either and every task gets 1 s, 8x or
     more its gold's CPU time: a correct answer is not cut off, and a looping rollout holds a job
     slot 1 s instead of 20."""

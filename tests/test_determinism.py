@@ -6,7 +6,6 @@ tell the same adapter, training noise and changed inputs apart."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -45,6 +44,10 @@ def _threads() -> int:
     return int(fast_blas_env().get("OPENBLAS_NUM_THREADS", "1"))
 
 
+def _other_threads() -> int:
+    return 1 if _threads() > 1 else 2
+
+
 def _build(tiny, task, tmp, name: str, seeds: tuple[int, ...], threads: int = 0) -> list:
     """The real `jacrl.train.sft`, once per seed, in one fresh process with OpenBLAS preloaded (as
     the CLI and the ladder's notebooks run it; this process may have started without it), into
@@ -69,7 +72,7 @@ def builds(tiny, task, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("determinism")
     a, c = _build(tiny, task, tmp, "a", (0, 1))
     (b,) = _build(tiny, task, tmp, "b", (0,))
-    (t,) = _build(tiny, task, tmp, "t", (0,), threads=1 if _threads() > 1 else 2)
+    (t,) = _build(tiny, task, tmp, "t", (0,), threads=_other_threads())
     return a, b, c, t
 
 
@@ -79,16 +82,16 @@ def _row(art: Artifact, task: dict) -> dict:
             "provenance": pv.provenance(resolve("jac-tiny"), art.path, [task])}
 
 
-def _bytes(art: Artifact) -> str:
-    """The adapter's bytes, as their hash (an assertion on the bytes themselves would have
-    pytest diff two 100 kB byte strings for minutes)."""
-    return hashlib.sha256((art.path / "adapters.safetensors").read_bytes()).hexdigest()
+def _weights(art: Artifact) -> str:
+    """The adapter's files as their hash, read from disk (an assertion on the bytes themselves
+    would have pytest diff two 100 kB byte strings for minutes)."""
+    return pv.adapter_weights_hash(art.path)
 
 
 def test_rebuild_of_one_key_is_bitwise_identical(builds):
     a, b, c, _ = builds
     assert a.key == b.key and a.path != b.path
-    assert _bytes(a) == _bytes(b)
+    assert _weights(a) == _weights(b)
     assert a.manifest["weights_hash"] == b.manifest["weights_hash"] == \
         pv.adapter_weights_hash(b.path) != ""
     # only the build record differs between the two dirs (when, how fast): what adapter_hash,
@@ -97,7 +100,7 @@ def test_rebuild_of_one_key_is_bitwise_identical(builds):
     assert set(da) == set(db) and {k for k in da if da[k] != db[k]} <= {"manifest.json",
                                                                         "metrics.jsonl"}
     # the comparison sees a change: another seed is another key and other bytes
-    assert c.key != a.key and _bytes(c) != _bytes(a)
+    assert c.key != a.key and _weights(c) != _weights(a)
     assert c.manifest["weights_hash"] != a.manifest["weights_hash"]
 
 
@@ -110,7 +113,7 @@ def test_manifest_records_the_determinism_level_and_blas(builds):
     if fast_blas_env():  # OpenBLAS: t ran at another thread count
         blas_a, blas_t = (x.manifest["determinism"]["blas"] for x in (a, t))
         assert "openblas" in blas_a["library"] and blas_a["openblas_core"]
-        assert (blas_a["threads"], blas_t["threads"]) == (_threads(), 1 if _threads() > 1 else 2)
+        assert (blas_a["threads"], blas_t["threads"]) == (_threads(), _other_threads())
         assert a.manifest["determinism"]["thread_invariant"] == \
             THREAD_INVARIANT.get(blas_a["openblas_core"])
 
@@ -123,10 +126,10 @@ def test_another_thread_count_gives_what_the_manifest_says(builds, task):
     a, _, _, t = builds
     assert t.key == a.key
     invariant = a.manifest["determinism"]["thread_invariant"]
+    same = _weights(t) == _weights(a) != ""
     if invariant is not None:
-        assert (_bytes(t) == _bytes(a)) == invariant, a.manifest["determinism"]["blas"]
-    assert pv.rebuild_verdict(_row(a, task), t.path) == ("" if _bytes(t) == _bytes(a)
-                                                         else pv.NOISE)
+        assert same == invariant, a.manifest["determinism"]["blas"]
+    assert pv.rebuild_verdict(_row(a, task), t.path) == ("" if same else pv.NOISE)
 
 
 def test_verdict_tells_same_adapter_noise_and_changed_inputs(builds, task, tmp_path):
