@@ -39,14 +39,20 @@ def find_openblas() -> str | None:
     return None
 
 
+def preload_env() -> dict[str, str]:
+    """{"LD_PRELOAD": OpenBLAS}, or {} when it is not installed / not Linux: what the `jacrl`
+    kernelspec carries, so a kernel keeps the thread count of the environment that starts it (the
+    ladder's, JupyterLab's; unset, OpenBLAS uses every CPU it may run on, as `cpus()` counts)."""
+    lib = find_openblas()
+    return {"LD_PRELOAD": lib} if lib else {}
+
+
 def fast_blas_env() -> dict[str, str]:
     """Env vars that make MLX use OpenBLAS, or {} when it is not installed / not Linux."""
-    lib = find_openblas()
-    if lib is None:
-        return {}
-    # Keep a user's thread choice; otherwise use the CPUs we may run on.
-    threads = os.environ.get("OPENBLAS_NUM_THREADS") or str(cpus())
-    return {"LD_PRELOAD": lib, "OPENBLAS_NUM_THREADS": threads}
+    env = preload_env()
+    if env:  # keep a user's thread choice; otherwise use the CPUs we may run on
+        env["OPENBLAS_NUM_THREADS"] = os.environ.get("OPENBLAS_NUM_THREADS") or str(cpus())
+    return env
 
 
 def ensure_fast_blas() -> None:

@@ -2,12 +2,13 @@
 
 On Linux CPU, MLX's wheel uses a reference BLAS ~10x slower than OpenBLAS, and the dynamic loader
 reads LD_PRELOAD only at process start, so a notebook cannot switch it on for itself (the `jacrl`
-CLI re-execs instead). The kernelspec carries `jacrl.blas.fast_blas_env()` in its `env`, so every
-kernel Jupyter starts from it has OpenBLAS. `jacrl kernel` (or `python -m jacrl.kernel`, as `make
-setup` does) installs it, like `python -m ipykernel install --sys-prefix --name jacrl`; the
-notebooks name this kernel in their metadata, and `jacrl ladder run` runs its cells on it when it
-is installed for this interpreter (else on `python3`, with the same environment passed by the
-ladder).
+CLI re-execs instead). The kernelspec carries `jacrl.blas.preload_env()` in its `env`, so every
+kernel Jupyter starts from it has OpenBLAS, with the OPENBLAS_NUM_THREADS of the environment that
+starts it (a count frozen at install would override the ladder's and the user's). `jacrl kernel`
+(or `python -m jacrl.kernel`, as `make setup` does) installs it, like `python -m ipykernel
+install --sys-prefix --name jacrl`; the notebooks name this kernel in their metadata, and `jacrl
+ladder run` runs its cells on it when it is installed for this interpreter (else on `python3`,
+with the same environment passed by the ladder).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from jacrl.blas import fast_blas_env
+from jacrl.blas import preload_env
 
 NAME = "jacrl"
 DISPLAY_NAME = f"jacrl (Python {sys.version_info.major}.{sys.version_info.minor})"
@@ -34,7 +35,7 @@ def install(prefix: str | os.PathLike | None = None) -> Path:
     prefix = str(prefix or sys.prefix)
     kernels = Path(prefix) / "share" / "jupyter" / "kernels"
     kernels.mkdir(parents=True, exist_ok=True)
-    env = fast_blas_env()
+    env = preload_env()  # no thread count: the kernel keeps the one of whoever starts it
     # ipykernel replaces the folder (rmtree + copy): leave an up-to-date spec alone, so a kernel
     # being started from it meanwhile (another test process, a running lab) never misses it
     with open(kernels / f".{NAME}.lock", "w") as lock:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jacrl.blas import fast_blas_env
+from jacrl.blas import cpus, fast_blas_env
 from jacrl.drivers import parse_driver
 from jacrl.executor import Executor
 
@@ -18,8 +18,14 @@ HARNESS = sorted((ROOT / "drivers").glob("*_harness_*.jac"))
 def pytest_configure(config):
     """The xdist workers start after this with the controller's environment: give them OpenBLAS
     (LD_PRELOAD works only at process start), so in-process training runs ~3x faster, as it does
-    under the CLI and the jacrl kernel. Without -n, this process keeps what it started with."""
+    under the CLI and the jacrl kernel. Without -n, this process keeps what it started with.
+    With n workers sharing the cores, each BLAS gets cores / n threads (unless set already), and
+    so do the kernels, cells and Ray nodes they start: more would spin on cores already taken."""
     if not hasattr(config, "workerinput"):
+        workers = config.getoption("numprocesses", None)
+        workers = cpus() if isinstance(workers, str) else workers or 0  # "auto": one per CPU
+        if workers > 1:
+            os.environ.setdefault("OPENBLAS_NUM_THREADS", str(max(1, cpus() // workers)))
         for key, value in fast_blas_env().items():
             os.environ.setdefault(key, value)
 

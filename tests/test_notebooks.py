@@ -353,12 +353,12 @@ def test_setup_installs_the_jacrl_kernelspec(jacrl_kernel, tmp_path):
     fresh = kernel.install(tmp_path)  # into an empty prefix: really written
     assert fresh == tmp_path / "share" / "jupyter" / "kernels" / kernel.NAME
     written = json.loads((fresh / "kernel.json").read_text())
-    assert written["argv"][0] == sys.executable and written.get("env", {}) == blas.fast_blas_env()
+    assert written["argv"][0] == sys.executable and written.get("env", {}) == blas.preload_env()
     spec = KernelSpecManager().get_kernel_spec(kernel.NAME)  # setup's, in this environment
     assert Path(spec.resource_dir) == jacrl_kernel
     assert jacrl_kernel.is_relative_to(Path(sys.prefix))  # the venv's, like --sys-prefix
     assert spec.argv[0] == sys.executable and spec.display_name == kernel.DISPLAY_NAME
-    assert spec.env == blas.fast_blas_env()
+    assert spec.env == blas.preload_env()  # no thread count: the starter's is kept
     assert kernel.for_cells() == kernel.NAME
 
 
@@ -380,7 +380,8 @@ def test_the_ladder_runs_cells_on_the_jacrl_kernel(jacrl_kernel, tmp_path, monke
 
 
 def _kernel_maps(name: str, env: dict, cwd: Path) -> str:
-    """/proc/self/maps of a fresh kernel `name`, started with `env` (the spec's env on top)."""
+    """/proc/self/maps of a fresh kernel `name`, started with `env` (the spec's env on top), then
+    a line `threads <OpenBLAS's thread count>` (0 without OpenBLAS)."""
     from jupyter_client.manager import KernelManager
 
     km = KernelManager(kernel_name=name)
@@ -390,7 +391,10 @@ def _kernel_maps(name: str, env: dict, cwd: Path) -> str:
         kc = km.client()
         kc.start_channels()
         kc.wait_for_ready(timeout=60)
-        kc.execute_interactive("print(open('/proc/self/maps').read())", timeout=60,
+        kc.execute_interactive("from jacrl.blas import blas_record\n"
+                               "print(open('/proc/self/maps').read())\n"
+                               "print('threads', blas_record()['threads'] * ('openblas' in "
+                               "blas_record()['library']))", timeout=60,
                                output_hook=lambda m: out.append(m["content"].get("text", "")))
         kc.stop_channels()
     finally:
@@ -400,10 +404,13 @@ def _kernel_maps(name: str, env: dict, cwd: Path) -> str:
 
 @pytest.mark.skipif(blas.find_openblas() is None, reason="Linux with OpenBLAS installed only")
 def test_a_jacrl_kernel_has_openblas_loaded(jacrl_kernel, tmp_path):
-    lib = blas.fast_blas_env()["LD_PRELOAD"]
+    """The spec brings OpenBLAS; the thread count is the starter's (the ladder's, the lab's)."""
+    lib = blas.preload_env()["LD_PRELOAD"]
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "OPENBLAS_NUM_THREADS")}
-    maps = _kernel_maps(kernel.NAME, env, tmp_path)
+    threads = 1 if blas.cpus() > 1 else 2  # not what OpenBLAS would pick by itself
+    maps = _kernel_maps(kernel.NAME, {**env, "OPENBLAS_NUM_THREADS": str(threads)}, tmp_path)
     assert "/proc/self/maps" not in maps and lib in maps  # really the kernel's own maps
+    assert maps.rstrip().endswith(f"threads {threads}"), maps[-200:]
     assert lib not in _kernel_maps("python3", env, tmp_path)  # control: the spec brings it
 
 
