@@ -192,7 +192,7 @@ class Cluster:
                 except ProcessLookupError:
                     pass
 
-    def stop(self, grace: float = 5) -> list[int]:
+    def stop(self, grace: float = 1) -> list[int]:
         """End every process of every node (SIGTERM, then after `grace` s SIGKILL: the GCS and
         the autoscaler monitor ignore SIGTERM for longer); returns those still alive after."""
         self._signal(signal.SIGTERM)

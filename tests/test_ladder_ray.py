@@ -277,8 +277,10 @@ def test_without_an_address_a_local_ray_instance_runs_the_cells(tmp_path):
     assert st["status"] == "done" and st["engine"] == "ray" and st["attempts"] == 1
     _one_row_set_each(d / "results", {st["key"]})
     assert st["log"].startswith(str(tmp_path / "scratch" / st["key"]))
-    time.sleep(2)
-    assert node_pids(-1, f"JACRL_TEST_MARK={tmp_path}".encode()) == []
+    mark, deadline = f"JACRL_TEST_MARK={tmp_path}".encode(), time.monotonic() + 2
+    while node_pids(-1, mark) and time.monotonic() < deadline:  # Ray's processes end meanwhile
+        time.sleep(0.2)
+    assert node_pids(-1, mark) == []
 
 
 # -------------------------------------------------------------------------------------------
