@@ -393,8 +393,9 @@ def _kernel_maps(name: str, env: dict, cwd: Path) -> str:
         kc.wait_for_ready(timeout=60)
         kc.execute_interactive("from jacrl.blas import blas_record\n"
                                "print(open('/proc/self/maps').read())\n"
-                               "print('threads', blas_record()['threads'] * ('openblas' in "
-                               "blas_record()['library']))", timeout=60,
+                               "b = blas_record()\n"
+                               "print('threads', b['threads'] if 'openblas' in b['library'] "
+                               "else 0)", timeout=60,
                                output_hook=lambda m: out.append(m["content"].get("text", "")))
         kc.stop_channels()
     finally:

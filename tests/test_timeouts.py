@@ -77,10 +77,11 @@ def one_busy_core():
     with a process spinning on that CPU: every job shares its core with a spinner, as on a
     machine whose cores all spin, while the other cores stay free for the rest of the suite."""
     before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(before)})
+    core = min(before)
+    os.sched_setaffinity(0, {core})
     spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])  # on that CPU too
     try:
-        yield
+        yield core
     finally:
         spin.kill()
         spin.wait()
@@ -100,8 +101,9 @@ def test_every_answer_shape_of_every_task_scores_one_on_a_busy_machine():
         hole = Hole.from_answer(a)
         programs[splice(hole.template, extract_body(c, hole.unit))] = hole.timeout
     with Executor() as ex:  # a fresh cache: every gold runs
-        with one_busy_core():  # the server starts at the first batch: on the busy core
+        with one_busy_core() as core:  # the server starts at the first batch: on the busy core
             runs = ex.run_many(list(programs), timeout=list(programs.values()))
+            assert os.sched_getaffinity(ex.server_pid) == {core}
         ran = ex.jobs_executed
         scored = score_completions([c for _, c, _ in named], [a for _, _, a in named],
                                    executor=ex)
