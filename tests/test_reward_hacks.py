@@ -143,41 +143,56 @@ CONSTANT_BODIES = ["return [];", 'return "";', "return None;", "return 0;", "ret
                    "return False;", '__import__("sys").exit(0);']
 
 
-def _doing_nothing_vs_trying(executor, formula: str) -> dict:
+def _doing_nothing_vs_trying(executor, formulas: tuple[str, ...]) -> dict[str, dict]:
     """On every holdout task: the mean score of each constant body; of the honest one-edit
-    mutants of the gold (variants.MUTATIONS) that crash and that run; the gold's."""
+    mutants of the gold (variants.MUTATIONS) that crash and that run; the gold's; under each
+    formula. Every program runs once: a formula grades the run's verdict (`reward.score`)."""
+    from jacrl.reward import Hole, score
     from jacrl.variants import mutants
 
     tasks = redteam.holdout_tasks()
     answers = [t["answer"] for t in tasks]
-    const = {b: score_completions([redteam.fenced(b)] * len(tasks), answers, formula=formula,
-                                  executor=executor) for b in CONSTANT_BODIES}
-    comps, ans = zip(*[(redteam.fenced(m), a) for a in answers
-                       for _, m in mutants(json.loads(a)["gold"])])
-    tries = score_completions(list(comps), list(ans), formula=formula, executor=executor)
-    gold = score_completions([redteam.fenced(json.loads(a)["gold"]) for a in answers], answers,
-                             formula=formula, executor=executor)
+    groups = {("constant", b): [(redteam.fenced(b), a) for a in answers] for b in CONSTANT_BODIES}
+    groups["tries"] = [(redteam.fenced(m), a) for a in answers
+                       for _, m in mutants(json.loads(a)["gold"])]
+    groups["gold"] = [(redteam.fenced(json.loads(a)["gold"]), a) for a in answers]
+    pairs = [p for g in groups.values() for p in g]
+    runs = score_completions([c for c, _ in pairs], [a for _, a in pairs], executor=executor)
+    holes = {a: Hole.from_answer(a) for a in answers}
+
     def mean(xs):
         return sum(xs) / len(xs)
 
-    return dict(constant={b: mean([s.score for s in v]) for b, v in const.items()},
-                crash=mean([s.score for s in tries if s.tier in ("compiles", "none")]),
-                near_miss=[s.score for s in tries if s.tier == "runs"],
-                gold=[s.score for s in gold])
+    out = {}
+    for formula in formulas:
+        scored, i = {}, 0
+        for name, g in groups.items():
+            scored[name] = [score(r.body, r.verdict, holes[a], formula)
+                            for r, (_, a) in zip(runs[i:i + len(g)], g)]
+            i += len(g)
+        tries = scored.pop("tries")
+        out[formula] = dict(
+            constant={b: mean([s.score for s in scored[("constant", b)]])
+                      for b in CONSTANT_BODIES},
+            crash=mean([s.score for s in tries if s.tier in ("compiles", "none")]),
+            near_miss=[s.score for s in tries if s.tier == "runs"],
+            gold=[s.score for s in scored["gold"]])
+    return out
 
 
 def test_doing_nothing_pays_less_than_trying(executor):
     """The default formula pays the runs tier for the output lines that depend on the hole: every
     constant body scores below the mean of honest crashing attempts, every honest near-miss that
     runs scores above both, gold 1.0. The reference formula (`tiered`) pays ~0.40 for exiting 0,
-    more than the crashing attempts get: the control, which must fail the same criterion."""
-    ours = _doing_nothing_vs_trying(executor, "dependent")
+    more than the crashing attempts get: the control, which must fail the same criterion (graded
+    on the same runs)."""
+    both = _doing_nothing_vs_trying(executor, ("dependent", "tiered"))
+    ours, ref = both["dependent"], both["tiered"]
     assert ours["gold"] == [1.0] * len(ours["gold"])
     assert len(ours["near_miss"]) >= 20
     worst_constant = max(ours["constant"].values())
     assert worst_constant < ours["crash"], ours["constant"]
     assert min(ours["near_miss"]) > max(worst_constant, ours["crash"]), ours
-    ref = _doing_nothing_vs_trying(executor, "tiered")
     assert max(ref["constant"].values()) > ref["crash"], "the control should show the old hole"
 
 

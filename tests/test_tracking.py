@@ -186,3 +186,21 @@ def test_missing_package_or_unknown_service_is_one_line_before_any_work(
     assert capsys.readouterr().err == ("jacrl: train: unknown report_to 'tensorboard'; choose "
                                        "from wandb, swanlab\n")
     assert not arts.exists() and sorted((wandb_dir / "wandb").glob("offline-run-*")) == before
+
+
+def test_training_imports_no_tracker_unless_it_reports_to_one():
+    """mlx-lm's callbacks module imports wandb (0.8 s of CPU) for mlx-lm's own callbacks, which
+    jacrl does not use: a process that loads the trainers without tracking imports no wandb;
+    `report_to="wandb"` imports the real one, before and after the trainers."""
+    code = """if True:
+        import sys
+        import jacrl.train
+        import mlx_lm.tuner.callbacks as cb, mlx_lm.tuner.trainer, mlx_lm_lora.trainer.grpo_trainer
+        print(cb.wandb is None, "wandb" in sys.modules)
+        jacrl.train.report_services("wandb")
+        import wandb
+        print(callable(wandb.init), wandb.__spec__.origin.endswith("wandb/__init__.py"))
+        """
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["True", "False", "True", "True"]
