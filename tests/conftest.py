@@ -34,11 +34,12 @@ def pytest_configure(config):
 # per file). `make test` hands out whole files to its two workers in collection order
 # (`--dist loadfile --no-loadscope-reorder`): the long ones first leaves short ones to even out
 # the end (longest-processing-time-first), instead of one worker finishing a long file alone.
-LONGEST_FIRST = ("test_ladder_ray.py", "test_reward_hacks.py", "test_recipe_run.py",
-                 "test_executor_faults.py", "test_ladder_formats.py", "test_tasks.py",
-                 "test_ladder.py", "test_notebooks.py", "test_executor.py", "test_train.py",
-                 "test_timeouts.py", "test_reward.py", "test_determinism.py", "test_conversion.py",
-                 "test_foreign.py", "test_install.py")
+LONGEST_FIRST = ("test_ladder_ray.py", "test_reward_hacks.py", "test_ladder.py",
+                 "test_notebooks.py", "test_recipe_run.py", "test_tasks.py",
+                 "test_executor_faults.py", "test_train.py", "test_ladder_formats.py",
+                 "test_timeouts.py", "test_reward.py", "test_executor.py", "test_foreign.py",
+                 "test_determinism.py", "test_install.py", "test_conversion.py",
+                 "test_tracking.py", "test_learnable.py")
 
 
 def pytest_collection_modifyitems(items):
