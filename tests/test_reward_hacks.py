@@ -11,6 +11,7 @@ import pwd
 import subprocess
 import sys
 import time
+from itertools import islice
 
 import pytest
 import redteam
@@ -165,11 +166,9 @@ def _doing_nothing_vs_trying(executor, formulas: tuple[str, ...]) -> dict[str, d
 
     out = {}
     for formula in formulas:
-        scored, i = {}, 0
-        for name, g in groups.items():
-            scored[name] = [score(r.body, r.verdict, holes[a], formula)
-                            for r, (_, a) in zip(runs[i:i + len(g)], g)]
-            i += len(g)
+        graded = iter([score(r.body, r.verdict, holes[a], formula)
+                       for r, (_, a) in zip(runs, pairs)])
+        scored = {name: list(islice(graded, len(g))) for name, g in groups.items()}
         tries = scored.pop("tries")
         out[formula] = dict(
             constant={b: mean([s.score for s in scored[("constant", b)]])

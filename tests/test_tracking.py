@@ -191,7 +191,7 @@ def test_missing_package_or_unknown_service_is_one_line_before_any_work(
 def test_training_imports_no_tracker_unless_it_reports_to_one():
     """mlx-lm's callbacks module imports wandb (0.8 s of CPU) for mlx-lm's own callbacks, which
     jacrl does not use: a process that loads the trainers without tracking imports no wandb;
-    `report_to="wandb"` imports the real one, before and after the trainers."""
+    `report_to="wandb"` afterwards still imports the real one."""
     code = """if True:
         import sys
         import jacrl.train
