@@ -37,11 +37,11 @@ def _key(folder: str, prefix: str | None) -> str:
     h = hashlib.sha256(f"{FORMAT}\n{folder}\n{prefix}\n".encode())
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        rel = root[len(folder):]
         for f in sorted(files):
             if f.endswith(".py"):
                 st = os.stat(os.path.join(root, f))
-                h.update(f"{os.path.relpath(root, folder)}/{f} {st.st_size} {st.st_mtime_ns}\n"
-                         .encode())
+                h.update(f"{rel}/{f} {st.st_size} {st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:32]
 
 
