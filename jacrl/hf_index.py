@@ -32,9 +32,11 @@ def cache_dir() -> str:
     return os.path.join(base, "jacrl", "transformers-index")
 
 
-def _key(folder: str, prefix: str | None) -> str:
-    """A digest of every .py file under folder (path, size, mtime) and the prefix."""
-    h = hashlib.sha256(f"{FORMAT}\n{folder}\n{prefix}\n".encode())
+@functools.cache
+def _files_digest(folder: str) -> str:
+    """A digest of every .py file under folder (path, size, mtime); once per process: both of
+    transformers' tables are of the same folder."""
+    h = hashlib.sha256()
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         rel = root[len(folder):]
@@ -42,7 +44,13 @@ def _key(folder: str, prefix: str | None) -> str:
             if f.endswith(".py"):
                 st = os.stat(os.path.join(root, f))
                 h.update(f"{rel}/{f} {st.st_size} {st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:32]
+    return h.hexdigest()
+
+
+def _key(folder: str, prefix: str | None) -> str:
+    """The table's file name: the format, the folder, its files' digest and the prefix."""
+    text = f"{FORMAT}\n{folder}\n{_files_digest(folder)}\n{prefix}\n"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _dump(table: dict) -> str:
