@@ -7,7 +7,7 @@ each CLI call that loads a model). The table is a function of those files alone,
 the user's cache, keyed by every file's path, size and mtime: a changed, added or removed file is
 a new key. Any failure to read or write it means the scan, as before: slower, never different.
 
-Owns: one meta-path finder, installed by `import jacrl`, that acts on
+Owns: a hook (`import_hooks`), installed by `import jacrl`, that acts on
 `transformers.utils.import_utils` only (after its own code ran, its `define_import_structure` is
 wrapped). Raises nothing: a transformers without that function is left as it is."""
 
@@ -16,12 +16,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import importlib.abc
-import importlib.machinery
 import json
 import os
-import sys
 import tempfile
+
+from jacrl import import_hooks
 
 TARGET = "transformers.utils.import_utils"
 FORMAT = 1  # bump when the file's layout changes
@@ -100,28 +99,14 @@ def kept(scan):
     return define_import_structure
 
 
-class _KeptIndex(importlib.abc.MetaPathFinder):
-    """Wraps define_import_structure right after transformers.utils.import_utils ran, before
+def _keep_the_scan(run, module) -> None:
+    """transformers.utils.import_utils runs, then its define_import_structure is wrapped, before
     transformers' own __init__ (and models/__init__) call it."""
-
-    def find_spec(self, name, path, target=None):
-        if name != TARGET:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            scan = getattr(module, "define_import_structure", None)
-            if callable(scan):
-                module.define_import_structure = kept(scan)
-
-        spec.loader.exec_module = exec_module
-        return spec
+    run(module)
+    scan = getattr(module, "define_import_structure", None)
+    if callable(scan):
+        module.define_import_structure = kept(scan)
 
 
 def install() -> None:
-    if not any(isinstance(f, _KeptIndex) for f in sys.meta_path):
-        sys.meta_path.insert(0, _KeptIndex())
+    import_hooks.around_import(TARGET, _keep_the_scan)

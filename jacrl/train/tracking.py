@@ -10,14 +10,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
-import importlib.abc
-import importlib.machinery
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from jacrl.import_hooks import around_import
 from jacrl.train.artifacts import artifact_key
 from jacrl.train.mlx_compat import MetricsLog
 
@@ -28,36 +27,22 @@ _NOT_LOGGED = ("event", "stage", "time", "iteration", "step")
 MLX_CALLBACKS = "mlx_lm.tuner.callbacks"  # imported by every mlx-lm / mlx-lm-lora trainer
 
 
-class _TrackersHidden(importlib.abc.MetaPathFinder):
+def _trackers_hidden(run, module) -> None:
     """Runs mlx_lm.tuner.callbacks with the trackers this process has not imported yet hidden. It
     imports wandb and swanlab, when installed, only for mlx-lm's own callbacks, which jacrl does
     not use (`_open_run` opens its runs): wandb alone costs 0.8 s of CPU in every process that
     trains. mlx-lm's WandBCallback then reports wandb missing; jacrl's tracking is unaffected."""
-
-    def find_spec(self, name, path, target=None):
-        if name != MLX_CALLBACKS:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            hidden = [n for n in TRACKERS if n not in sys.modules]
-            sys.modules.update(dict.fromkeys(hidden))  # None: `import wandb` raises ImportError
-            try:
-                run(module)
-            finally:
-                for n in hidden:
-                    if n in sys.modules and sys.modules[n] is None:
-                        del sys.modules[n]
-
-        spec.loader.exec_module = exec_module
-        return spec
+    hidden = [n for n in TRACKERS if n not in sys.modules]
+    sys.modules.update(dict.fromkeys(hidden))  # None: `import wandb` raises ImportError
+    try:
+        run(module)
+    finally:
+        for n in hidden:
+            if n in sys.modules and sys.modules[n] is None:
+                del sys.modules[n]
 
 
-if not any(isinstance(f, _TrackersHidden) for f in sys.meta_path):
-    sys.meta_path.insert(0, _TrackersHidden())
+around_import(MLX_CALLBACKS, _trackers_hidden)
 
 
 def report_services(report_to: str | None = None) -> tuple[str, ...]:
