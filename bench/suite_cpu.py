@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from jacrl.blas import cpus  # noqa: E402
 PYTEST = ["-q", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder", "-p",
           "no:cacheprovider"]  # the Makefile's, without --durations
 TICK = os.sysconf("SC_CLK_TCK")
@@ -104,49 +106,41 @@ def is_server(cmd: str) -> bool:
     return bool(words) and Path(words[0]).name.startswith("python") and script.endswith(SERVER)
 
 
-def servers_above(procs: dict[str, dict], pid: str) -> int:
-    """How many executor server processes this one and its ancestors are: 1 for a collector (the
-    server's first process), 2 for its zygote, more for what a zygote forks (a job's processes,
-    whatever their command line says)."""
-    n = 0
-    for _ in range(64):
+def _lineage(procs: dict[str, dict], pid: str):
+    """The sampled process and its sampled ancestors, nearest first."""
+    for _ in range(64):  # a bound: a pid reused by a later process cannot make a loop
         p = procs.get(pid)
         if p is None:
-            break
-        n += is_server(p["cmd"])
+            return
+        yield p
         pid = p["ppid"]
-    return n
 
 
-def charge(procs: dict[str, dict]) -> tuple[collections.Counter, collections.Counter]:
-    """(core-seconds per part, per test). Below a zygote are jobs; a zygote's reaped children
-    that were never sampled are jobs too; the zygote and its collector are start-up."""
+def charge(procs: dict[str, dict]) -> tuple[collections.Counter, collections.Counter, int]:
+    """(core-seconds per part, per test, executor servers). Counting the executor server
+    processes in a lineage: 1 is a collector (the server's first process), 2 its zygote (both
+    start-up), more is what a zygote forks, a job's processes whatever their command line says; a
+    zygote's reaped children that were never sampled are jobs too."""
     kids = collections.defaultdict(list)
     for pid, p in procs.items():
         kids[p["ppid"]].append(pid)
 
     def test(pid: str) -> str:
-        for _ in range(64):
-            p = procs.get(pid)
-            if p is None:
-                return "(unattributed)"
-            if p["test"]:
-                return p["test"]
-            pid = p["ppid"]
-        return "(unattributed)"
+        return next((p["test"] for p in _lineage(procs, pid) if p["test"]), "(unattributed)")
 
-    parts, tests = collections.Counter(), collections.Counter()
+    parts, tests, servers = collections.Counter(), collections.Counter(), 0
     for pid, p in procs.items():
-        cpu, n = p.get("self", 0.0), servers_above(procs, pid)
-        zygote = n == 2 and is_server(p["cmd"])
-        if n and (is_server(p["cmd"]) and n <= 2):
+        cpu, server = p.get("self", 0.0), is_server(p["cmd"])
+        n = sum(is_server(q["cmd"]) for q in _lineage(procs, pid))
+        if server and n <= 2:
             part = "executor start-up"
         elif n >= 2:
             part = "executor jobs"
         else:
             part = next((name for name, marks in PARTS if any(m in p["cmd"] for m in marks)),
                         "other")
-        if zygote:  # the jobs it reaped before they were sampled
+        if server and n == 2:  # a zygote, and the jobs it reaped before they were sampled
+            servers += 1
             seen = sum(procs[k].get("self", 0) + procs[k].get("children", 0) for k in kids[pid])
             unseen = max(0.0, p.get("children", 0.0) - seen)
             parts["executor jobs"] += unseen
@@ -154,7 +148,7 @@ def charge(procs: dict[str, dict]) -> tuple[collections.Counter, collections.Cou
         parts[part] += cpu
         if part != "pytest workers":
             tests[test(pid)] += cpu
-    return parts, tests
+    return parts, tests, servers
 
 
 def main() -> int:
@@ -171,18 +165,17 @@ def main() -> int:
         sampler.poll()
         time.sleep(POLL_S)
     wall, busy = time.monotonic() - t0, busy_seconds() - b0
-    parts, tests = charge(sampler.procs)
+    parts, tests, servers = charge(sampler.procs)
     parts["not sampled (short-lived, or outside the suite)"] = max(0.0, busy - sum(parts.values()))
     out = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                                     capture_output=True, text=True).stdout.strip(),
-           "cpus": len(os.sched_getaffinity(0)), "load_avg_at_start": [round(x, 2) for x in load],
+           "cpus": cpus(), "load_avg_at_start": [round(x, 2) for x in load],
            "speed_loop_s": round(speed, 2), "pytest_exit": proc.returncode,
            "wall_s": round(wall, 1), "busy_core_s": round(busy, 1),
-           "busy_share": round(busy / wall / len(os.sched_getaffinity(0)), 3),
+           "busy_share": round(busy / wall / cpus(), 3),
            "kernels": sum("ipykernel_launcher" in p["cmd"] for p in sampler.procs.values()),
-           "executor_servers": sum(is_server(p["cmd"]) and servers_above(sampler.procs, pid) == 2
-                                   for pid, p in sampler.procs.items()),
+           "executor_servers": servers,
            "parts_core_s": {k: round(v, 1) for k, v in parts.most_common()},
            "tests_core_s": {k: round(v, 1) for k, v in tests.most_common(30)}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
