@@ -12,6 +12,9 @@ that run in-process: they cannot be split by test); the rest. A process belongs 
 by PYTEST_CURRENT_TEST in its environment or its nearest ancestor's (processes a bubblewrap
 sandbox or Ray started with a fresh environment stay unattributed).
 
+And how long each test held its worker (pytest's JUnit report: setup + call + teardown), per test
+and per file, with the share of the longest ten: what a shorter suite would have to cut.
+
 usage: python bench/suite_cpu.py [--out bench/results/suite_cpu.json] [-- pytest args]
 """
 
@@ -24,7 +27,9 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,6 +39,7 @@ PYTEST = ["-q", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder", "-p",
           "no:cacheprovider"]  # the Makefile's, without --durations
 TICK = os.sysconf("SC_CLK_TCK")
 POLL_S = 0.2
+TOP_TESTS = 10  # the longest tests, named in the output with their share of the workers' time
 SERVER = "executor/server.py"
 PARTS = (("kernel", ("ipykernel_launcher",)), ("papermill", ("jacrl.papermill_main",)),
          ("executor start-up", ("executor/sandbox.py", "bwrap")),
@@ -151,6 +157,30 @@ def charge(procs: dict[str, dict]) -> tuple[collections.Counter, collections.Cou
     return parts, tests, servers
 
 
+def wall_by_test(junit: Path) -> collections.Counter:
+    """Seconds per test (setup + call + teardown, as pytest's junit report counts them) from the
+    run's JUnit XML: how long it held its worker. Parametrized cases are summed under their
+    function's name."""
+    out = collections.Counter()
+    for case in ET.parse(junit).iter("testcase"):
+        path = case.get("classname", "").replace(".", "/") + ".py"
+        out[f"{path}::{case.get('name', '').split('[')[0]}"] += float(case.get("time", 0.0))
+    return out
+
+
+def run_sampled(pytest_args: list[str], sampler: Sampler) -> tuple[int, collections.Counter]:
+    """pytest's exit code and its seconds per test, with every process sampled meanwhile."""
+    with tempfile.TemporaryDirectory(prefix="suite-cpu-") as tmp:
+        junit = Path(tmp) / "junit.xml"
+        proc = subprocess.Popen([sys.executable, "-m", "pytest", *pytest_args,
+                                 f"--junitxml={junit}"], cwd=ROOT)
+        while proc.poll() is None:
+            sampler.poll()
+            time.sleep(POLL_S)
+        return proc.returncode, (wall_by_test(junit) if junit.is_file()
+                                 else collections.Counter())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "suite_cpu.json"))
@@ -159,25 +189,29 @@ def main() -> int:
     load, speed = os.getloadavg(), speed_loop()
     sampler = Sampler()
     b0, t0 = busy_seconds(), time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", *(args.pytest_args or PYTEST)],
-                            cwd=ROOT)
-    while proc.poll() is None:
-        sampler.poll()
-        time.sleep(POLL_S)
+    code, held = run_sampled(args.pytest_args or PYTEST, sampler)
     wall, busy = time.monotonic() - t0, busy_seconds() - b0
+    files = collections.Counter()
+    for name, s in held.items():
+        files[name.split("::")[0]] += s
+    held_s, top = sum(held.values()), sum(s for _, s in held.most_common(TOP_TESTS))
     parts, tests, servers = charge(sampler.procs)
     parts["not sampled (short-lived, or outside the suite)"] = max(0.0, busy - sum(parts.values()))
     out = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                                     capture_output=True, text=True).stdout.strip(),
            "cpus": cpus(), "load_avg_at_start": [round(x, 2) for x in load],
-           "speed_loop_s": round(speed, 2), "pytest_exit": proc.returncode,
+           "speed_loop_s": round(speed, 2), "pytest_exit": code,
            "wall_s": round(wall, 1), "busy_core_s": round(busy, 1),
            "busy_share": round(busy / wall / cpus(), 3),
            "kernels": sum("ipykernel_launcher" in p["cmd"] for p in sampler.procs.values()),
            "executor_servers": servers,
            "parts_core_s": {k: round(v, 1) for k, v in parts.most_common()},
-           "tests_core_s": {k: round(v, 1) for k, v in tests.most_common(30)}}
+           "tests_core_s": {k: round(v, 1) for k, v in tests.most_common(30)},
+           "worker_s": round(held_s, 1),
+           f"top_{TOP_TESTS}_tests_share_of_worker_s": round(top / max(1e-9, held_s), 3),
+           "files_worker_s": {k: round(v, 1) for k, v in files.most_common()},
+           "tests_worker_s": {k: round(v, 1) for k, v in held.most_common(30)}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     print(f"\nwall {wall:.0f} s, busy {busy:.0f} core-s ({out['busy_share']:.0%} of "
@@ -185,8 +219,12 @@ def main() -> int:
           f"{speed:.2f} s; {out['kernels']} kernels, {out['executor_servers']} executor servers")
     for name, v in parts.most_common():
         print(f"{v:8.1f} core-s  {100 * v / busy:4.1f} %  {name}")
+    print(f"workers held by tests: {held_s:.0f} s; the {TOP_TESTS} longest tests "
+          f"{100 * top / max(1e-9, held_s):.0f} %:")
+    for name, v in held.most_common(TOP_TESTS):
+        print(f"{v:8.1f} s  {name}")
     print(f"written: {args.out}")
-    return proc.returncode
+    return code
 
 
 if __name__ == "__main__":
