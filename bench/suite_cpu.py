@@ -194,7 +194,8 @@ def main() -> int:
     files = collections.Counter()
     for name, s in held.items():
         files[name.split("::")[0]] += s
-    held_s, top = sum(held.values()), sum(s for _, s in held.most_common(TOP_TESTS))
+    held_s = sum(held.values())
+    top_share = sum(s for _, s in held.most_common(TOP_TESTS)) / held_s if held_s else 0.0
     parts, tests, servers = charge(sampler.procs)
     parts["not sampled (short-lived, or outside the suite)"] = max(0.0, busy - sum(parts.values()))
     out = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -209,7 +210,7 @@ def main() -> int:
            "parts_core_s": {k: round(v, 1) for k, v in parts.most_common()},
            "tests_core_s": {k: round(v, 1) for k, v in tests.most_common(30)},
            "worker_s": round(held_s, 1),
-           f"top_{TOP_TESTS}_tests_share_of_worker_s": round(top / max(1e-9, held_s), 3),
+           f"top_{TOP_TESTS}_tests_share_of_worker_s": round(top_share, 3),
            "files_worker_s": {k: round(v, 1) for k, v in files.most_common()},
            "tests_worker_s": {k: round(v, 1) for k, v in held.most_common(30)}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -220,7 +221,7 @@ def main() -> int:
     for name, v in parts.most_common():
         print(f"{v:8.1f} core-s  {100 * v / busy:4.1f} %  {name}")
     print(f"workers held by tests: {held_s:.0f} s; the {TOP_TESTS} longest tests "
-          f"{100 * top / max(1e-9, held_s):.0f} %:")
+          f"{100 * top_share:.0f} %:")
     for name, v in held.most_common(TOP_TESTS):
         print(f"{v:8.1f} s  {name}")
     print(f"written: {args.out}")
