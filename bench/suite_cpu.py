@@ -35,13 +35,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from jacrl.blas import cpus  # noqa: E402
+from jacrl.provenance import git_commit  # noqa: E402
 PYTEST = ["-q", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder", "-p",
           "no:cacheprovider"]  # the Makefile's, without --durations
 TICK = os.sysconf("SC_CLK_TCK")
 POLL_S = 0.2
 TOP_TESTS = 10  # the longest tests, named in the output with their share of the workers' time
 SERVER = "executor/server.py"
-PARTS = (("kernel", ("ipykernel_launcher",)), ("papermill", ("jacrl.papermill_main",)),
+KERNEL = "ipykernel_launcher"
+PARTS = (("kernel", (KERNEL,)), ("papermill", ("jacrl.papermill_main",)),
          ("executor start-up", ("executor/sandbox.py", "bwrap")),
          ("ray", ("/ray/", "raylet", "gcs_server", "bin/ray ")),
          ("jac subprocess", ("bin/jac ",)), ("pytest workers", ("exec(eval(sys.stdin",)),
@@ -199,13 +201,12 @@ def main() -> int:
     parts, tests, servers = charge(sampler.procs)
     parts["not sampled (short-lived, or outside the suite)"] = max(0.0, busy - sum(parts.values()))
     out = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
-           "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                    capture_output=True, text=True).stdout.strip(),
+           "commit": git_commit(ROOT)[:7],
            "cpus": cpus(), "load_avg_at_start": [round(x, 2) for x in load],
            "speed_loop_s": round(speed, 2), "pytest_exit": code,
            "wall_s": round(wall, 1), "busy_core_s": round(busy, 1),
            "busy_share": round(busy / wall / cpus(), 3),
-           "kernels": sum("ipykernel_launcher" in p["cmd"] for p in sampler.procs.values()),
+           "kernels": sum(KERNEL in p["cmd"] for p in sampler.procs.values()),
            "executor_servers": servers,
            "parts_core_s": {k: round(v, 1) for k, v in parts.most_common()},
            "tests_core_s": {k: round(v, 1) for k, v in tests.most_common(30)},
