@@ -148,12 +148,14 @@ def _find_unit_body(code: str, unit: Unit) -> str | None:
     """The body of `unit` inside `code` (an echoed file or a whole unit), or None."""
     mask = jacsyntax.code_mask(code)
     heads = jacsyntax.headers(code, mask)
-    by_brace = {h.brace: h for h in heads}
+    names = {h.brace: h.name for h in heads}
     best, best_rank = None, -1
     named = [h for h in heads if h.kind == unit.kind and h.name == unit.name]
-    for h, chain in zip(named, jacsyntax.enclosing_many(mask, [h.start for h in named])):
-        containers = tuple(by_brace[b].name for b in chain if b in by_brace)
-        rank = 2 if containers == unit.containers else (1 if not containers else 0)
+    chains = jacsyntax.enclosing_names(mask, names, [h.start for h in named],
+                                       len(unit.containers))
+    for h, containers in zip(named, chains):
+        # None: nested deeper than the unit's containers, so neither of the ranks below
+        rank = 2 if containers == unit.containers else (1 if containers == () else 0)
         if rank > best_rank:
             best, best_rank = h, rank
     if best is None:

@@ -7,6 +7,7 @@ parser can hang on such input. Everything here is linear-time and total.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 
@@ -86,43 +87,51 @@ def code_mask(text: str) -> str:
 
 
 def _string_end(text: str, i: int, quote: str, fstring: bool) -> int:
-    """Offset just past the closing quote of a string whose body starts at `i`."""
+    """Offset just past the closing quote of a string whose body starts at `i`. F-strings nest
+    (a replacement field holds strings, which hold fields...) to any depth: an explicit stack, not
+    recursion, keeps this total on model output (`f"{` x 500 once overflowed Python's stack)."""
     n = len(text)
-    while i < n:
+    # frames: a string body (quote, is f-string) or an f-string replacement field [brace depth]
+    stack: list[tuple[str, bool] | list[int]] = [(quote, fstring)]
+    while stack:
+        if i >= n:
+            return n  # unterminated: everything open runs to the end
+        top = stack[-1]
         c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if text.startswith(quote, i):
-            return i + len(quote)
-        if c == "\n" and len(quote) == 1:
-            return i  # single-quoted strings end at the line (unterminated)
-        if fstring and c == "{":
-            if text.startswith("{{", i):
+        if isinstance(top, tuple):  # inside a string body
+            quote, fstring = top
+            if c == "\\":
                 i += 2
-                continue
-            i = _fstring_expr_end(text, i + 1)
+            elif text.startswith(quote, i):
+                i += len(quote)
+                stack.pop()
+            elif c == "\n" and len(quote) == 1:
+                stack.pop()  # single-quoted strings end at the line (unterminated)
+            elif fstring and c == "{":
+                if text.startswith("{{", i):
+                    i += 2
+                else:
+                    i += 1
+                    stack.append([1])
+            else:
+                i += 1
             continue
-        i += 1
-    return n
-
-
-def _fstring_expr_end(text: str, i: int) -> int:
-    """Skip an f-string replacement field (which may hold nested strings and braces)."""
-    depth, n = 1, len(text)
-    while i < n and depth:
-        c = text[i]
+        # inside a replacement field: nested strings and braces
         m = STRING_PREFIX.match(text, i) if c in "'\"rRbBfFuU" else None
         if m and c in "'\"" or (m and not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            i = _string_end(text, m.end(), m.group(2), "f" in (m.group(1) or "").lower())
+            i = m.end()
+            stack.append((m.group(2), "f" in (m.group(1) or "").lower()))
             continue
         if c == "{":
-            depth += 1
+            top[0] += 1
         elif c == "}":
-            depth -= 1
-        elif c == "\n" and depth > 8:
-            return i
+            top[0] -= 1
+        elif c == "\n" and top[0] > 8:
+            stack.pop()  # a runaway field ends at the line
+            continue
         i += 1
+        if not top[0]:
+            stack.pop()
     return i
 
 
@@ -153,31 +162,45 @@ def headers(text: str, mask: str | None = None) -> list[Header]:
     """Every unit header in `text` whose `{` can be found (code only)."""
     mask = code_mask(text) if mask is None else mask
     found = []
+    brace_after = None
     for m in HEADER.finditer(mask):
-        brace = _header_brace(mask, m.end())
+        brace_after = brace_after or _HeaderBraces(mask)  # built once, for the first header
+        brace = brace_after(m.end())
         if brace is not None:
             sig = " ".join(text[m.start():brace].split())
             found.append(Header(m.group(1), m.group(2), m.start(), brace, sig))
     return found
 
 
-def _header_brace(mask: str, i: int) -> int | None:
+class _HeaderBraces:
     """The `{` that opens the body after a header name, skipping (...) and [...]; None if a `;`,
-    `}` or unbalanced bracket comes first."""
-    depth = 0
-    for k in range(i, len(mask)):
-        c = mask[k]
-        if c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-            if depth < 0:
-                return None
-        elif depth == 0 and c == "{":
-            return k
-        elif depth == 0 and c in ";}":
-            return None
-    return None
+    `}` or unbalanced bracket comes first.
+
+    That is the first `{`, `;`, `}`, `)` or `]` at or after the name at the name's own bracket
+    level, so one pass indexes these stops by level and each header is a binary search: scanning
+    forward from every header instead was quadratic (2.3 s of CPU for 16 KB of `def f(`)."""
+
+    def __init__(self, mask: str):
+        self.mask = mask
+        self.at: list[int] = []  # offsets of the brackets, in order ...
+        self.level: list[int] = []  # ... and the ([ level just after each
+        self.stops: dict[int, list[int]] = {}  # ([ level -> offsets of the stops at it, in order
+        level = 0
+        for m in re.finditer(r"[()\[\]{};]", mask):
+            c, k = m.group(), m.start()
+            if c in ")]{};":
+                self.stops.setdefault(level, []).append(k)
+            if c in "([)]":
+                level += 1 if c in "([" else -1
+                self.at.append(k)
+                self.level.append(level)
+
+    def __call__(self, i: int) -> int | None:
+        j = bisect.bisect_left(self.at, i)
+        level = self.level[j - 1] if j else 0
+        stops = self.stops.get(level, [])
+        j = bisect.bisect_left(stops, i)
+        return stops[j] if j < len(stops) and self.mask[stops[j]] == "{" else None
 
 
 def enclosing(mask: str, pos: int) -> list[int]:
@@ -229,4 +252,30 @@ def enclosing_many(mask: str, positions: list[int]) -> list[list[int]]:
                 stack.pop()
             j += 1
         result[i] = list(stack)
+    return result
+
+
+def enclosing_names(mask: str, names: dict[int, str], positions: list[int], longest: int
+                    ) -> list[tuple[str, ...] | None]:
+    """For each position, the names of the blocks containing it that `names` knows (by the offset
+    of their `{`), outermost first; None where there are more than `longest`. One sweep, and no
+    copy of a deep chain per position (a completion of 16 KB of nested units made that ~0.1 s)."""
+    order = sorted(range(len(positions)), key=lambda i: positions[i])
+    result: list[tuple[str, ...] | None] = [None] * len(positions)
+    opened: list[bool] = []  # every open `{`: is it a named one?
+    chain: list[str] = []  # the names of the open named ones
+    braces = [m.start() for m in re.finditer(r"[{}]", mask)]
+    j = 0
+    for i in order:
+        p = positions[i]
+        while j < len(braces) and braces[j] < p:
+            k = braces[j]
+            if mask[k] == "{":
+                opened.append(k in names)
+                if opened[-1]:
+                    chain.append(names[k])
+            elif opened and opened.pop():
+                chain.pop()
+            j += 1
+        result[i] = tuple(chain) if len(chain) <= longest else None
     return result
