@@ -96,11 +96,8 @@ def _normalize(body: str) -> str:
     """Drop marker and TODO lines and blank edges, dedent (code lines only)."""
     body = MARKER_LINE.sub("", body)
     lines = [ln for ln in body.split("\n") if ln.strip() != TODO_LINE]
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return dedent("\n".join(lines))
+    kept = [i for i, ln in enumerate(lines) if ln.strip()]
+    return dedent("\n".join(lines[kept[0]:kept[-1] + 1] if kept else []))
 
 
 def dedent(body: str) -> str:

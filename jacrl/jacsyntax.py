@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import re
 
 STRING_PREFIX = re.compile(r"(?i)(rb|br|rf|fr|r|b|f|u)?('''|\"\"\"|'|\")")
@@ -32,9 +33,13 @@ def idiom_score(body: str) -> float:
     return min(sum(w * body.count(m) for m, w in IDIOMS.items()) / 8.0, 1.0)
 
 
-def literal_spans(text: str) -> list[tuple[int, int, str]]:
+@functools.lru_cache(maxsize=8)
+def literal_spans(text: str) -> tuple[tuple[int, int, str], ...]:
     """(start, end, kind) of every comment ("comment", "block") and string ("string") in `text`,
-    in order. Unterminated strings or comments run to the end of the text."""
+    in order. Unterminated strings or comments run to the end of the text.
+
+    Cached: grading one completion asks this of the same few texts (a block, its body, the
+    dedented body) about six times over, from `code_mask`, `has_code` and `line_starts_in_code`."""
     spans = []
     i, n = 0, len(text)
     while i < n:
@@ -56,7 +61,7 @@ def literal_spans(text: str) -> list[tuple[int, int, str]]:
             i = end
             continue
         i += 1
-    return spans
+    return tuple(spans)
 
 
 # what a body may hold and still have no code: Jac has no `pass` (models write it anyway), `...`

@@ -18,6 +18,11 @@ placeholders (`pass`, `...`, empty braces `{}`, `;`) are removed (the prompt's o
 `pass`, `# ...`) is tier "empty", scores 0.0 and is never run. The check is lexical and
 string-aware (`return "# x";` is code): any statement counts. A body longer than MAX_BODY is tier
 "none" with score 0.0 and is never run (a 300 KB body took 14 s to compile).
+No completion raises out of the reward: extraction is linear-time with no recursion, so any string
+yields a body (tests/test_reward_never_raises.py); a body nested too deep for jaclang is its
+`compile_error` (tier "none"). Should extraction still fail, that completion alone is tier "none",
+score 0.0, never run, with the exception in its `reason` and an `ExtractionWarning`, and the
+batch goes on. Only an executor fault (`ExecutorError`: the machinery, not a score) raises.
 Body similarity appears in every tier so a GRPO group whose rollouts all fail still has variance.
 
 `jac_behavioral` has mlx-lm-lora's reward signature and is registered in its registry on import:
@@ -31,6 +36,7 @@ import atexit
 import dataclasses
 import difflib
 import json
+import warnings
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -79,6 +85,7 @@ class Scored:
     sim: float  # difflib ratio of body vs gold body (both dedented)
     line_match: float  # fraction of expected output lines matched position by position
     verdict: Verdict | None  # None when nothing was run (no code: tier "empty")
+    reason: str = ""  # why nothing was run, when nothing was ("" when the verdict says it)
 
     @property
     def exact(self) -> bool:
@@ -171,14 +178,30 @@ if tuple(FORMULAS) != REWARD_FORMULAS:  # the knob's choices (jacrl.config) are 
                       f"{REWARD_FORMULAS}")
 
 
-def score(body: str, verdict: Verdict | None, hole: Hole, formula: str = DEFAULT_FORMULA
-          ) -> Scored:
-    """Grade one extracted body given its run verdict (None: nothing was run)."""
-    grade = FORMULAS[check_formula(formula)]
+class ExtractionWarning(RuntimeWarning):
+    """Extracting a completion's body raised: a bug in jacrl.extract, graded tier "none"."""
+
+
+def not_run(body: str) -> str:
+    """Why a body is not run ("" when it is): it has no code, or it is over MAX_BODY."""
     if not has_code(body):
-        return Scored(hole.id, 0.0, "empty", body, 0.0, 0.0, None)
+        return "no code"
+    if len(body) > MAX_BODY:
+        return f"body of {len(body):,} characters, over MAX_BODY ({MAX_BODY:,}): not run"
+    return ""
+
+
+def score(body: str, verdict: Verdict | None, hole: Hole, formula: str = DEFAULT_FORMULA,
+          failed: str = "") -> Scored:
+    """Grade one extracted body given its run verdict (None: nothing was run). `failed`: why
+    there is no body to grade (extraction raised): tier "none" whatever the body."""
+    grade = FORMULAS[check_formula(formula)]
+    if failed:
+        return Scored(hole.id, 0.0, "none", body, 0.0, 0.0, None, failed)
+    if not has_code(body):
+        return Scored(hole.id, 0.0, "empty", body, 0.0, 0.0, None, "no code")
     if verdict is None:  # code, but too long to run (MAX_BODY)
-        return Scored(hole.id, 0.0, "none", body, 0.0, 0.0, None)
+        return Scored(hole.id, 0.0, "none", body, 0.0, 0.0, None, not_run(body))
     sim = body_similarity(body, hole.gold)
     ran, compiled = verdict.ran, verdict.compiled or verdict.ran
     exact = ran and exact_match(verdict.stdout, hole.expected_output)
@@ -230,15 +253,29 @@ def score_completions(completions: list[str], answers: list[str], *,
     formula = check_formula(formula or default_formula())
     executor = executor or default_executor()
     holes = [Hole.from_answer(a) for a in _pair(completions, answers)]
-    bodies = [extract_body(c, h.unit) for c, h in zip(completions, holes)]
-    # no code (tier "empty") or too long: no run
-    idx = [i for i, b in enumerate(bodies) if has_code(b) and len(b) <= MAX_BODY]
+    extracted = [_extract(c, h) for c, h in zip(completions, holes)]
+    bodies, failed = [b for b, _ in extracted], [why for _, why in extracted]
+    # no code (tier "empty"), too long or extraction failed: no run
+    idx = [i for i, b in enumerate(bodies) if not failed[i] and not not_run(b)]
     verdicts: list[Verdict | None] = [None] * len(completions)
     ran = executor.run_many([splice(holes[i].template, bodies[i]) for i in idx],
                             timeout=[holes[i].timeout for i in idx])  # each task's own
     for i, v in zip(idx, ran):
         verdicts[i] = v
-    return [score(b, v, h, formula) for b, v, h in zip(bodies, verdicts, holes)]
+    return [score(b, v, h, formula, why)
+            for b, v, h, why in zip(bodies, verdicts, holes, failed)]
+
+
+def _extract(completion: str, hole: Hole) -> tuple[str, str]:
+    """(body, "") or, when extraction raises, ("", the reason): a last resort that keeps one
+    completion from ending a training step, and says so (tier "none", the `ExtractionWarning`)."""
+    try:
+        return extract_body(completion, hole.unit), ""
+    except Exception as e:  # any bug here must cost one completion, not the batch
+        why = f"extraction failed: {type(e).__name__}: {str(e)[:200]}: not run"
+        warnings.warn(f"{hole.id}: {why} (a {len(completion):,}-character completion)",
+                      ExtractionWarning, stacklevel=2)
+        return "", why
 
 
 def jac_behavioral(prompts: list[str], completions: list[str], answer: list[str],

@@ -145,7 +145,7 @@ def validate(drivers: list[Driver], executors: tuple[Executor, Executor],
         scored = score_completions([make(d) for d, _ in ok], answers, executor=first)
         for (d, _), s in zip(ok, scored):
             if s.score != 1.0 and d.id not in failures:
-                why = (s.tier if s.verdict is None else "its stdout differs" if s.verdict.ran
+                why = (s.reason if s.verdict is None else "its stdout differs" if s.verdict.ran
                        else failure(s.verdict)[1])
                 failures[d.id] = (f"{d.path}:{d.hole_line}: {name} scores {s.score} "
                                   f"({s.tier}), not 1.0: {why}")

@@ -37,7 +37,8 @@ def pytest_configure(config):
 LONGEST_FIRST = ("test_ladder_ray.py", "test_reward_hacks.py", "test_ladder.py",
                  "test_notebooks.py", "test_recipe_run.py", "test_tasks.py",
                  "test_executor_faults.py", "test_train.py", "test_ladder_formats.py",
-                 "test_timeouts.py", "test_reward.py", "test_executor.py", "test_foreign.py",
+                 "test_timeouts.py", "test_reward_never_raises.py", "test_reward.py",
+                 "test_executor.py", "test_foreign.py",
                  "test_determinism.py", "test_install.py", "test_conversion.py",
                  "test_tracking.py", "test_learnable.py")
 

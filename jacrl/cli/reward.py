@@ -58,6 +58,7 @@ def run_score(args: argparse.Namespace) -> int:
         with open(args.completion) as fh:
             completion = fh.read()
     s = score_completions([completion], [tasks[args.id]["answer"]], formula=args.formula)[0]
-    print(json.dumps({"id": s.task_id, "score": s.score, "tier": s.tier, "sim": round(s.sim, 4),
-                      "line_match": round(s.line_match, 4), "body": s.body}, indent=1))
+    print(json.dumps({"id": s.task_id, "score": s.score, "tier": s.tier, "reason": s.reason,
+                      "sim": round(s.sim, 4), "line_match": round(s.line_match, 4),
+                      "body": s.body}, indent=1))
     return 0

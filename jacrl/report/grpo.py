@@ -1,8 +1,9 @@
 """What a GRPO run did, step by step, read from its artifact: rollouts.jsonl (one line per
-training rollout: step, group, task_id, completion, body, tier, reward, advantage, truncated,
-tokens) and the `step` events of metrics.jsonl (one per step: generation_s, reward_s, update_s,
-reward_mean, exact, rollouts, groups_skipped, truncated). Every function takes the artifact's
-directory or the file itself; a run without the file gives empty tables and says so in its figure.
+training rollout: step, group, task_id, completion, body, tier, reason, reward, advantage,
+truncated, tokens) and the `step` events of metrics.jsonl (one per step: generation_s, reward_s,
+update_s, reward_mean, exact, rollouts, groups_skipped, truncated). Every function takes the
+artifact's directory or the file itself; a run without the file gives empty tables and says so in
+its figure.
 
     tier_table     step x tier counts, rollouts, mean reward, exact share
     plot_tiers     the share of each tier per step (stacked) and the mean reward line

@@ -96,8 +96,9 @@ class _StepLog:
                 truncated = len(ids) >= self.max_tokens and (not ids or ids[-1] not in self.eos)
                 rows.append({"step": self.step, "group": g, "task_id": s.task_id,
                              "completion": texts[i], "body": s.body, "tier": s.tier,
-                             "reward": s.score, "advantage": round(float(adv[i]), 6),
-                             "truncated": truncated, "tokens": len(ids)})
+                             "reason": s.reason, "reward": s.score,
+                             "advantage": round(float(adv[i]), 6), "truncated": truncated,
+                             "tokens": len(ids)})
         with open(self.rollouts, "a") as f:
             f.writelines(jsonl.dumps(r) for r in rows)
         self.pending = {"step": self.step, "advantage": kind, "generation_s": round(self.gen_s, 4),
@@ -123,9 +124,10 @@ def grpo_hooks(reward_fn, kind: str, min_span: float, rollouts: Path, metrics: M
                max_tokens: int, eos_ids):
     """mlx-lm-lora's GRPO trainer with our advantages (`group_advantages` replaces its σ-normalised
     ones), every training rollout written to `rollouts` (JSON lines: step, group, task id,
-    completion, extracted body, tier, reward, advantage, truncated, tokens) and per-step timings
-    (generation, reward, update) in metrics.jsonl. reward_fn: `jacrl.reward.reward_function(...)`
-    (its `.last` holds the Scored of each call). Validation rollouts pass through unchanged."""
+    completion, extracted body, tier, reason, reward, advantage, truncated, tokens) and per-step
+    timings (generation, reward, update) in metrics.jsonl. reward_fn:
+    `jacrl.reward.reward_function(...)` (its `.last` holds the Scored of each call). Validation
+    rollouts pass through unchanged."""
     import mlx.core as mx
     from mlx_lm_lora.trainer import grpo_trainer as gt
 
