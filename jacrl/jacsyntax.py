@@ -2,7 +2,9 @@
 matching on code only, and unit headers (`def f(...) -> T {`, `can act with X entry {`, ...).
 
 This is deliberately not a parser: model output is often broken or truncated, and jaclang's own
-parser can hang on such input. Everything here is linear-time and total.
+parser can hang on such input. Everything here is total and linear-time up to a log factor, at
+any nesting depth: no recursion (model output can nest thousands deep), no rescans per match
+(tests/test_reward_never_raises.py bounds the CPU per 16 KB).
 """
 
 from __future__ import annotations
