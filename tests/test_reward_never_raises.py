@@ -124,13 +124,14 @@ def graded(harness, executor):
 
 
 def test_generated_completions_extract_in_bounded_time_and_grade_in_0_1(graded):
-    over, seen = [], []
+    over, seen, sizes = [], [], []
 
     @settings(max_examples=2000, **SETTINGS)
     @given(st.data())
     def check(data):
         driver, hole, verdicts = data.draw(st.sampled_from(graded))
         text = data.draw(completion(driver))
+        sizes.append(len(text))
         t0 = time.process_time()
         body = extract_body(text, hole.unit)
         why = not_run(body)
@@ -157,6 +158,8 @@ def test_generated_completions_extract_in_bounded_time_and_grade_in_0_1(graded):
     assert not over, f"{len(over)} over {CPU_PER_16KB * 1e3:.0f} ms per 16 KB: {over[:5]}"
     # the generator reaches every outcome: not run for each reason, and graded in each tier
     assert {"no code", "runnable", "exact", "runs", "compiles", "none"} <= set(seen), set(seen)
+    big = sum(n >= CAP // 2 for n in sizes)  # the bound is about large completions: many are
+    assert len(sizes) >= 2000 and big >= 100 and max(sizes) >= 0.95 * CAP, (len(sizes), big)
 
 
 def _extract_cpu(text: str, hole: Hole) -> float:
