@@ -64,7 +64,8 @@ for d in dirs:
         if os.access(d, os.W_OK):
             writable.append(d)
 held, listening = [], []  # the sockets stay open (listening) until the job ends
-for fam, addr in [(socket.AF_UNIX, "\0" + MARK)] + [(socket.AF_INET, ("127.0.0.1", p)) for p in PORTS]:
+addrs = [(socket.AF_UNIX, "\0" + MARK)] + [(socket.AF_INET, ("127.0.0.1", p)) for p in PORTS]
+for fam, addr in addrs:
     s = socket.socket(fam, socket.SOCK_STREAM)
     try:
         if MODE == "write":
@@ -124,8 +125,8 @@ def test_a_second_job_finds_nothing_of_the_first_after_it(ex):
 def test_a_second_job_finds_nothing_of_the_first_while_it_runs(ex):
     """Concurrent: the first job holds its markers and listening sockets for 4 s; the second looks
     after 1.5 s, while the first still runs."""
-    first, look = ex.run_many([program("write", "conc", hold=4.0), program("look", "conc", wait=1.5)],
-                              timeout=20)
+    first, look = ex.run_many(
+        [program("write", "conc", hold=4.0), program("look", "conc", wait=1.5)], timeout=20)
     w, r = report(first), report(look)
     assert w["writable"] and w["listening"], w
     assert look.seconds < first.seconds, (look.seconds, first.seconds)  # it looked meanwhile

@@ -344,10 +344,11 @@ def _detach() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def cpu_limit(timeout: float) -> int:
-    """A job's time-out proper, in CPU seconds (RLIMIT_CPU's whole seconds, >= 1): a busy machine
-    stretches wall time, not CPU time, so load does not cut a correct answer off."""
-    return max(1, math.ceil(timeout))
+def cpu_limit(timeout: float) -> float:
+    """A job's time-out proper, in CPU seconds of its whole process tree, enforced by the zygote
+    (server.py): a busy machine stretches wall time, not CPU time, so load does not cut a correct
+    answer off."""
+    return max(0.01, timeout)
 
 
 def wall_limit(timeout: float) -> float:
@@ -356,8 +357,9 @@ def wall_limit(timeout: float) -> float:
 
 
 def _limit(rlimits: dict[int, int], timeout: float) -> None:
-    """The server's limits, and CPU time: SIGXCPU at the limit, SIGKILL 1 s later."""
-    cpu = cpu_limit(timeout)
+    """The server's limits, and RLIMIT_CPU as a backstop only (whole seconds, per process): the
+    zygote kills the job at its CPU limit first."""
+    cpu = math.ceil(cpu_limit(timeout)) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     for which, value in rlimits.items():
         resource.setrlimit(which, (value, value))
