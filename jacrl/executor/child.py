@@ -14,8 +14,8 @@ collector wrote: the zygote it is forked from never holds a program or an output
 The shim gives the job namespaces of its own: it cannot see or signal the server, the client or
 other jobs (own pid namespace; /proc is covered), it has a net namespace of its own (only a down
 loopback: no abstract unix socket or loopback port of another job), no SysV IPC left by others,
-its /tmp and /var/tmp are fresh tmpfs and its /dev a fresh read-only one with only the device
-nodes and std links (`_fresh_dev`), all vanishing with it, and when it exits every
+its /tmp and /var/tmp are fresh tmpfs that vanish with it (the sandbox's /dev is read-only,
+`sandbox.minimal_dev`), and when it exits every
 process it left behind dies with its pid namespace. A tiny init is pid 1 there, so the job is an
 ordinary process (a signal it sends itself acts as under `jac run`; pid 1 would ignore it). The job
 keeps no capability and no file descriptor but 0/1/2 and its completion file once its code runs.
@@ -46,15 +46,11 @@ if sys.platform.startswith("linux") and hasattr(os, "unshare"):
                  | os.CLONE_NEWNET)
 PRIVATE_DIRS = ("/tmp", "/var/tmp")  # world-writable: every job gets its own, empty
 TMPFS_MB = 64  # each private dir's size: counted in the job's memory bound (server.py)
-DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
-DEV_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-             ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"))
 JOB_CWD = "/tmp/job"
 COMPILED, PARSED = b"C", b"P"  # the byte written before the program runs
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4  # prctl(2) options
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8  # mount(2) flags
-MS_RDONLY, MS_REMOUNT, MS_BIND, MS_MOVE = 0x1, 0x20, 0x1000, 0x2000
-MS_REC, MS_PRIVATE = 0x4000, 0x40000
+MS_RDONLY, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x1000, 0x4000, 0x40000
 PR_SET_NO_NEW_PRIVS = 38
 EXIT_JOB_FAILED, EXIT_SHIM_FAILED = 70, 71  # the job's or the shim's own setup failed
 
@@ -140,7 +136,6 @@ def enter_job_namespaces(uid: int, gid: int, keep: list) -> None:
     for src, path in keep:  # a venv or interpreter under /tmp: back on top, read-only as it was
         os.makedirs(path, exist_ok=True)
         mount(src.encode(), path.encode(), None, MS_BIND | MS_REC, None)
-    _fresh_dev()
     # The job has a pid namespace of its own, but the /proc it inherits still lists the server's:
     # cover it (a fresh procfs cannot be mounted under bubblewrap's locked /proc/sys).
     mount(b"tmpfs", b"/proc", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
@@ -148,25 +143,6 @@ def enter_job_namespaces(uid: int, gid: int, keep: list) -> None:
     os.makedirs(JOB_CWD, mode=0o700)
     prctl(PR_SET_NO_NEW_PRIVS, 1)  # no exec can give capabilities back
     _drop_capabilities()
-
-
-def _fresh_dev() -> None:
-    """A /dev of the job's own, read-only: the device nodes bound from the /dev it inherits (the
-    sandbox's, one per server, or the host's) and the std links, nothing else. Built on a tmpfs
-    in the job's private /tmp, then moved over /dev: no job can write, rename or fill a /dev
-    another job sees."""
-    stage = "/tmp/.jacrl-dev"
-    os.mkdir(stage, 0o755)
-    mount(b"tmpfs", stage.encode(), b"tmpfs", MS_NOSUID | MS_NOEXEC, b"size=4k,mode=755")
-    for name in DEV_NODES:
-        if os.path.exists(f"/dev/{name}"):
-            os.close(os.open(f"{stage}/{name}", os.O_CREAT | os.O_WRONLY, 0o666))
-            mount(f"/dev/{name}".encode(), f"{stage}/{name}".encode(), None, MS_BIND, None)
-    for name, target in DEV_LINKS:
-        os.symlink(target, f"{stage}/{name}")
-    mount(stage.encode(), b"/dev", None, MS_MOVE, None)
-    os.rmdir(stage)
-    mount(None, b"/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, None)
 
 
 def namespaces_work(keep: list) -> bool:
