@@ -92,7 +92,7 @@ def process_budget(mem_mb: int, nproc: int, data: int) -> int:
     shim and init counted as if they were the job's too) holds at
     most that plus a private copy of the zygote's writable memory (`data`: VmData + VmStk), and
     its private tmpfs are counted in full. RLIMIT_AS is per process; without a delegated cgroup
-    this sum is the strongest per-job bound (cgroup v2 memory.max is not delegated on CI)."""
+    this sum is the strongest per-job bound (no cgroup v2 memory.max is delegated to us)."""
     tmpfs = len(child.PRIVATE_DIRS) * child.TMPFS_MB * 2**20
     per = (mem_mb * 2**20 - tmpfs) // nproc - data
     if per < MIN_PROCESS_MB * 2**20:
