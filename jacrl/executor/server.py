@@ -88,11 +88,11 @@ def _vm(field: str) -> int:
 
 def process_budget(mem_mb: int, nproc: int, data: int) -> int:
     """Bytes of address space each process of a job may add to what it inherits, so that the
-    whole job stays within mem_mb: each of its at most `nproc` processes (threads count; its
-    shim and init counted as if they were the job's too) holds at
-    most that plus a private copy of the zygote's writable memory (`data`: VmData + VmStk), and
-    its private tmpfs are counted in full. RLIMIT_AS is per process; without a delegated cgroup
-    this sum is the strongest per-job bound (no cgroup v2 memory.max is delegated to us)."""
+    whole job stays within mem_mb: each of its at most `nproc` processes (threads count; its shim
+    and init counted as if they were the job's) holds at most that plus a private copy of the
+    zygote's writable memory (`data`: VmData + VmStk), and its private tmpfs count in full.
+    RLIMIT_AS is per process; without a delegated cgroup (no cgroup v2 memory.max is delegated to
+    us) this sum is the strongest per-job bound."""
     tmpfs = len(child.PRIVATE_DIRS) * child.TMPFS_MB * 2**20
     per = (mem_mb * 2**20 - tmpfs) // nproc - data
     if per < MIN_PROCESS_MB * 2**20:
