@@ -3,14 +3,18 @@ real Jac toolchain in isolation, and score it.
 
 Formulas are a small registry (`FORMULAS`: name -> function of the `Evidence` of one graded body;
 adding one is one decorated function). The default, `dependent`, pays for what the hole changes:
-    exact stdout 1.0; ran (the entry code completed) 0.25·sim + 0.55·changed;
-    compiles only 0.20·sim; neither 0.10·sim; no code 0.0
+    exact stdout 1.0; compiled (whatever its exit) 0.25·sim + 0.55·changed; neither 0.10·sim;
+    no code 0.0
 where `changed` is the share of the expected output lines that depend on the hole (those that
 differ from the output of the template run with an empty body, measured at build time and stored
 as the task's `baseline_output`) matched position by position, and `sim` the body's similarity to
-the gold body. Exiting 0 earns nothing by itself: a constant body (`return [];`, `exit(0)`) scores
-~0.01-0.05, below an honest attempt that crashes (its similarity is high), and for one body the
-score never falls as it gets further (runs >= compiles >= neither). `tiered` is the earlier
+the gold body. It is scored from what the job printed and what the server saw from outside
+(compiled, before any of the program's code ran; timed out), never from how it exited: "ran" is
+claimed by the job's own process (its completion token is a secret in that process, which a
+program that walks its frames can forge), so a forged "ran" scores exactly what the same body
+scores without it. Exiting 0 earns nothing by itself: a constant body (`return [];`, `exit(0)`)
+scores ~0.01-0.05, below an honest attempt that crashes (its similarity is high), and for one body
+the score never falls as it gets further (runs = compiles >= neither). `tiered` is the earlier
 harness's v3 formula (runs [0.40, 0.80] whatever the output, compiles [0.20, 0.35], neither
 [0, 0.15]) and `additive` the seed README's v2, both for comparison.
 No credit without code: a body with nothing left once comments (`#`, `#* *#`), blank lines and
@@ -151,9 +155,9 @@ def formula(name: str):
 def _dependent(e: Evidence) -> float:
     if e.exact:
         return 1.0
-    if e.ran:
+    if e.compiled:  # never e.ran: see the module doc
         return 0.25 * e.sim + 0.55 * e.changed
-    return (0.20 if e.compiled else 0.10) * e.sim
+    return 0.10 * e.sim
 
 
 @formula("tiered")
@@ -204,10 +208,13 @@ def score(body: str, verdict: Verdict | None, hole: Hole, formula: str = DEFAULT
         return Scored(hole.id, 0.0, "none", body, 0.0, 0.0, None, not_run(body))
     sim = body_similarity(body, hole.gold)
     ran, compiled = verdict.ran, verdict.compiled or verdict.ran
-    exact = ran and exact_match(verdict.stdout, hole.expected_output)
-    lines = line_match(verdict.stdout, hole.expected_output) if ran else 0.0
+    # what it printed counts whatever its exit path ("ran" is the job's own claim); a time-out
+    # (the server's observation) is never exact
+    printed = compiled and not verdict.timed_out
+    exact = printed and exact_match(verdict.stdout, hole.expected_output)
+    lines = line_match(verdict.stdout, hole.expected_output) if printed else 0.0
     changed = (changed_lines(verdict.stdout, hole.expected_output, hole.baseline_output)
-               if ran else 0.0)
+               if printed else 0.0)
     tier = "exact" if exact else "runs" if ran else "compiles" if compiled else "none"
     value = grade(Evidence(exact, ran, compiled, sim, lines, changed, verdict.stdout,
                            hole.expected_output, body))

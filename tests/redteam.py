@@ -125,7 +125,7 @@ raise RuntimeError("no network");
 ''',
     "leave_files": '''
 _os = __import__("os");
-for _d in ["/tmp", "/dev/shm", "/var/tmp", ".", _os.path.expanduser("~")] {
+for _d in ["/tmp", "/dev", "/dev/shm", "/var/tmp", ".", _os.path.expanduser("~")] {
     try { open(_os.path.join(_d, "@TOKEN@"), "w").write("x"); } except Exception { }
 }
 raise RuntimeError("left files");
@@ -154,7 +154,7 @@ NO_CODE = {  # exactly 0.0: no code once comments, blank lines and placeholders 
 
 PROBE = 'with entry { print("probe", 6 * 7); }'
 LOOK = ('import os;\nwith entry { print(sorted(set(os.listdir("/tmp"))'
-        ' | set(os.listdir("/dev/shm")) | set(os.listdir("/var/tmp")))); }')
+        ' | set(os.listdir("/dev")) | set(os.listdir("/var/tmp")))); }')
 
 
 def fill(body: str, ctx: dict) -> str:

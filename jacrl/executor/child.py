@@ -12,9 +12,10 @@ The job's own process reads its program (and its completion secret) from the job
 collector wrote: the zygote it is forked from never holds a program or an output (see server.py).
 
 The shim gives the job namespaces of its own: it cannot see or signal the server, the client or
-other jobs (own pid namespace; /proc is covered), it has no network (the sandbox's net namespace
-is empty; a namespace per job would cost ~3 ms a job for no gain), no SysV IPC left by others,
-its /tmp, /var/tmp and /dev/shm are fresh tmpfs that vanish with it, and when it exits every
+other jobs (own pid namespace; /proc is covered), it has a net namespace of its own (only a down
+loopback: no abstract unix socket or loopback port of another job), no SysV IPC left by others,
+its /tmp and /var/tmp are fresh tmpfs that vanish with it (the sandbox's /dev is read-only,
+`sandbox.minimal_dev`), and when it exits every
 process it left behind dies with its pid namespace. A tiny init is pid 1 there, so the job is an
 ordinary process (a signal it sends itself acts as under `jac run`; pid 1 would ignore it). The job
 keeps no capability and no file descriptor but 0/1/2 and its completion file once its code runs.
@@ -41,13 +42,16 @@ from typing import NamedTuple, NoReturn
 
 CLONE_JOB = 0
 if sys.platform.startswith("linux") and hasattr(os, "unshare"):
-    CLONE_JOB = os.CLONE_NEWUSER | os.CLONE_NEWNS | os.CLONE_NEWPID | os.CLONE_NEWIPC
-PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable: every job gets its own, empty
+    CLONE_JOB = (os.CLONE_NEWUSER | os.CLONE_NEWNS | os.CLONE_NEWPID | os.CLONE_NEWIPC
+                 | os.CLONE_NEWNET)
+PRIVATE_DIRS = ("/tmp", "/var/tmp")  # world-writable: every job gets its own, empty
+TMPFS_MB = 64  # each private dir's size: counted in the job's memory bound (server.py)
 JOB_CWD = "/tmp/job"
 COMPILED, PARSED = b"C", b"P"  # the byte written before the program runs
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4  # prctl(2) options
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8  # mount(2) flags
-MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
+MS_RDONLY, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x1000, 0x4000, 0x40000
+PR_SET_NO_NEW_PRIVS = 38
 EXIT_JOB_FAILED, EXIT_SHIM_FAILED = 70, 71  # the job's or the shim's own setup failed
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -115,9 +119,11 @@ def _drop_capabilities() -> None:
 
 
 def enter_job_namespaces(uid: int, gid: int, keep: list) -> None:
-    """In the shim: new user/mount/pid/ipc namespaces; the job's first child is pid 1 there.
+    """In the shim: new user/mount/pid/ipc/net namespaces; the job's first child is pid 1 there.
     The private mounts are made here, then every capability is dropped before the job forks.
-    keep: [kept path, real path] of Python dirs that live under a private dir (see the sandbox)."""
+    keep: [kept path, real path] of Python dirs that live under a private dir (see the sandbox).
+    The net namespace is the job's own (~0.7 ms a job): abstract unix sockets and loopback ports
+    are per net namespace, so concurrent jobs cannot reach each other."""
     os.unshare(CLONE_JOB)
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
@@ -125,14 +131,17 @@ def enter_job_namespaces(uid: int, gid: int, keep: list) -> None:
     mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
     for d in PRIVATE_DIRS:
         if os.path.isdir(d):
-            mount(b"tmpfs", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64m,mode=1777")
+            mount(b"tmpfs", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
+                  f"size={TMPFS_MB}m,mode=1777".encode())
     for src, path in keep:  # a venv or interpreter under /tmp: back on top, read-only as it was
         os.makedirs(path, exist_ok=True)
         mount(src.encode(), path.encode(), None, MS_BIND | MS_REC, None)
     # The job has a pid namespace of its own, but the /proc it inherits still lists the server's:
     # cover it (a fresh procfs cannot be mounted under bubblewrap's locked /proc/sys).
-    mount(b"tmpfs", b"/proc", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=4k,mode=555")
+    mount(b"tmpfs", b"/proc", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+          b"size=4k,mode=555")
     os.makedirs(JOB_CWD, mode=0o700)
+    prctl(PR_SET_NO_NEW_PRIVS, 1)  # no exec can give capabilities back
     _drop_capabilities()
 
 
@@ -311,10 +320,11 @@ def _detach() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def cpu_limit(timeout: float) -> int:
-    """A job's time-out proper, in CPU seconds (RLIMIT_CPU's whole seconds, >= 1): a busy machine
-    stretches wall time, not CPU time, so load does not cut a correct answer off."""
-    return max(1, math.ceil(timeout))
+def cpu_limit(timeout: float) -> float:
+    """A job's time-out proper, in CPU seconds of its whole process tree, enforced by the zygote
+    (server.py): a busy machine stretches wall time, not CPU time, so load does not cut a correct
+    answer off."""
+    return max(0.01, timeout)
 
 
 def wall_limit(timeout: float) -> float:
@@ -323,8 +333,9 @@ def wall_limit(timeout: float) -> float:
 
 
 def _limit(rlimits: dict[int, int], timeout: float) -> None:
-    """The server's limits, and CPU time: SIGXCPU at the limit, SIGKILL 1 s later."""
-    cpu = cpu_limit(timeout)
+    """The server's limits, and RLIMIT_CPU as a backstop only (whole seconds, per process): the
+    zygote kills the job at its CPU limit first."""
+    cpu = math.ceil(cpu_limit(timeout)) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     for which, value in rlimits.items():
         resource.setrlimit(which, (value, value))

@@ -56,9 +56,9 @@ START_TIMEOUT = 180.0  # importing and warming jaclang on a loaded 2-core machin
 class Limits:
     """Per-job resource limits."""
 
-    mem_mb: int = 1024  # address space on top of the server's own (children inherit its mappings)
+    mem_mb: int = 1024  # the whole job's memory: processes and tmpfs (server.process_budget)
     fsize_mb: int = 16  # largest file a job may write (also caps its stdout/stderr files)
-    nproc: int = 32  # processes a job may have at once (counted in its own user namespace)
+    nproc: int = 3  # processes and threads a job may have at once (in its own user namespace)
     max_output: int = 1 << 20  # bytes of stdout kept
     stderr_lines: int = 40  # lines of stderr kept in the verdict
 
@@ -97,6 +97,31 @@ def minimal_env(home: str) -> dict[str, str]:
     """The only environment a `jac run` subprocess sees: no tokens or keys leak into model code."""
     return {"PATH": os.defpath + ":" + os.path.dirname(sys.executable), "LANG": "C.UTF-8",
             "HOME": home}
+
+
+def _mem_available() -> int | None:
+    """MemAvailable in bytes (Linux), else None."""
+    try:
+        with open("/proc/meminfo") as fh:
+            return next(int(ln.split()[1]) * 1024 for ln in fh if ln.startswith("MemAvailable:"))
+    except (OSError, StopIteration):
+        return None
+
+
+def fit_concurrency(concurrency: int, mem_mb: int) -> int:
+    """Concurrent jobs x their memory cap within the machine's available memory: never an OOM of
+    the host. Lowered (with a warning) when they do not fit; one job that does not fit: an error."""
+    avail = _mem_available()
+    if avail is None:
+        return concurrency
+    fit = avail // (mem_mb * 2**20)
+    if fit < 1:
+        raise ValueError(f"a job's memory cap mem_mb={mem_mb} exceeds the machine's available "
+                         f"memory ({avail // 2**20} MiB)")
+    if concurrency > fit:
+        warnings.warn(f"jacrl executor: concurrency {concurrency} x mem_mb={mem_mb} exceeds the "
+                      f"available memory ({avail // 2**20} MiB): concurrency {fit}", stacklevel=3)
+    return min(concurrency, fit)
 
 
 class _Server:
@@ -236,7 +261,8 @@ class Executor:
         # Children inherit the server's string-hash seed, so set order is fixed per server (it
         # varies per `jac run`); servers with different seeds expose order-dependent output.
         self.hash_seed = hash_seed
-        self.concurrency = concurrency or max(1, min(4, os.cpu_count() or 1))
+        self.concurrency = fit_concurrency(concurrency or max(1, min(4, os.cpu_count() or 1)),
+                                           limits.mem_mb)
         self.cache: OrderedDict[str, Verdict] | None = OrderedDict() if cache_size else None
         self.cache_size = cache_size
         self.allow_unsandboxed = (sandbox.allowed_unsandboxed() if allow_unsandboxed is None

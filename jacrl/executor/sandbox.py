@@ -5,7 +5,8 @@ The sandbox (bubblewrap, Debian `bubblewrap`; it uses the kernel's user namespac
 root and as a normal user) shows read-only: /usr (and the /bin, /lib… links), the dynamic linker's
 cache and the time zone, the interpreter's prefix, the venv and its site-packages (wherever they
 live), the server script and jaclang's own compiled compiler (`jac_cache.py`); writable: only
-fresh tmpfs (/tmp, /var/tmp). No project tree, no home directory, no other process (own pid
+fresh tmpfs (/tmp, /var/tmp); /dev is read-only with only the device nodes (`minimal_dev`). No
+project tree, no home directory, no other process (own pid
 namespace), no network (own net namespace), an empty environment, no capabilities. As root the
 sandbox runs as SANDBOX_UID, an id no user has: nothing of root's is its own, and the per-user
 process limit applies (it never does to uid 0). Python dirs that uid could not reach (pyenv under
@@ -39,6 +40,9 @@ SERVER_DIR = "/run/jacrl/executor"  # where the server's files are in the sandbo
 JAC_CACHE = "/run/jacrl/jac-cache"  # jaclang's compiled compiler, read-only (jac_cache.py)
 KEEP = "/run/jacrl/keep"  # where Python dirs that live under PRIVATE_DIRS are kept for the jobs
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+DEV_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+             ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"))
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
                 "/etc/alternatives")
 RISK = ("model-written code then runs with your permissions: it can read your files (the task "
@@ -123,7 +127,7 @@ class Launch:
         for f in SYSTEM_FILES:
             if os.path.exists(f):
                 argv += ["--ro-bind", f, f]
-        argv += ["--proc", "/proc", "--dev", "/dev"]
+        argv += ["--proc", "/proc", *minimal_dev()]
         for d in PRIVATE_DIRS:  # fresh tmpfs; first: a venv under /tmp is bound on top of it
             argv += ["--tmpfs", d]
         binds = [(d, d) for d in python_dirs()]  # (here, in the sandbox)
@@ -160,6 +164,19 @@ class Launch:
         for fd in self.fds:
             os.close(fd)
         self.fds = []
+
+
+def minimal_dev() -> list[str]:
+    """bubblewrap arguments for a read-only /dev holding only the device nodes (bound from the
+    host's) and the std links: nothing in it is writable, so no job can leave anything there for
+    another (bubblewrap's own `--dev` is one writable tmpfs per server, with /dev/shm in it)."""
+    argv = ["--tmpfs", "/dev"]
+    for name in DEV_NODES:
+        if os.path.exists(f"/dev/{name}"):
+            argv += ["--dev-bind", f"/dev/{name}", f"/dev/{name}"]
+    for name, target in DEV_LINKS:
+        argv += ["--symlink", target, f"/dev/{name}"]
+    return argv + ["--remount-ro", "/dev"]
 
 
 def _under(path: str, top: str) -> bool:

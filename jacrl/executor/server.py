@@ -23,9 +23,12 @@ completion token: a per-job secret the job's runner writes to a file after the d
 returned normally — `os._exit` patches, `sys.exit(0)` or a signal to itself do not produce it, so
 "ran" is not the program's to claim.
 
-A job's timeout is CPU time (`child.cpu_limit`: RLIMIT_CPU, whole seconds), with a wall-clock
-backstop (`child.wall_limit`) for a job that sleeps or blocks; both are "timeout" verdicts. The
-verdict reports the job's CPU seconds (its processes' rusage) beside its wall seconds.
+A job's timeout is CPU time (`child.cpu_limit`, to the clock tick), enforced from outside the job:
+the zygote reads the CPU time of the job's whole process tree (`tree_cpu`) when the job could
+have reached its limit and kills it there — nothing the job runs can cancel that. RLIMIT_CPU
+(whole seconds, a second later) is only a backstop; a wall-clock backstop (`child.wall_limit`)
+ends a job that sleeps or blocks; all are "timeout" verdicts. The verdict reports the job's CPU
+seconds (its processes' rusage, or the last reading of its tree) beside its wall seconds.
 
 Protocol (JSON lines): request {"jobs": [[source, timeout], ...], "concurrency": c}; one line
 {"i": index, "result": {...}} per job as it finishes, then {"done": n}.
@@ -52,7 +55,9 @@ from typing import NoReturn
 
 HAVE_PIDFD = hasattr(os, "pidfd_open")  # Linux; macOS polls
 # the defaults of `jacrl.executor.client.Limits` (this file cannot import it)
-DEFAULT_LIMITS = dict(mem_mb=1024, fsize_mb=16, nproc=32, max_output=1 << 20, stderr_lines=40)
+DEFAULT_LIMITS = dict(mem_mb=1024, fsize_mb=16, nproc=3, max_output=1 << 20, stderr_lines=40)
+MIN_PROCESS_MB = 64  # the least new memory one process of a job may have
+RUNNERS = 2  # processes of each job's user namespace that run none of its code: shim and init
 STDERR_READ = 64 * 1024  # bytes of a job's stderr read back (the verdict keeps its first lines)
 
 
@@ -69,16 +74,32 @@ def _sibling(name: str) -> types.ModuleType:
 child = _sibling("child")
 warming = _sibling("warm")
 
-def _vm_size() -> int:
-    """This process's address-space size (Linux); 0 where /proc is absent (no RLIMIT_AS then)."""
+def _vm(field: str) -> int:
+    """A `Vm*` size of this process in bytes (Linux); 0 without /proc (no RLIMIT_AS then)."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
-                if line.startswith("VmSize:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return 0
+
+
+def process_budget(mem_mb: int, nproc: int, data: int) -> int:
+    """Bytes of address space each process of a job may add to what it inherits, so that the
+    whole job stays within mem_mb: each of its at most `nproc` processes (threads count; its shim
+    and init counted as if they were the job's) holds at most that plus a private copy of the
+    zygote's writable memory (`data`: VmData + VmStk), and its private tmpfs count in full.
+    RLIMIT_AS is per process; without a delegated cgroup (no cgroup v2 memory.max is delegated to
+    us) this sum is the strongest per-job bound."""
+    tmpfs = len(child.PRIVATE_DIRS) * child.TMPFS_MB * 2**20
+    per = (mem_mb * 2**20 - tmpfs) // nproc - data
+    if per < MIN_PROCESS_MB * 2**20:
+        need = (tmpfs + nproc * (data + MIN_PROCESS_MB * 2**20)) // 2**20 + 1
+        raise ValueError(f"mem_mb={mem_mb} is too small for {nproc} processes a job: "
+                         f"give at least {need}")
+    return per
 
 
 def _owned_by_me(pid: str) -> bool:
@@ -106,13 +127,39 @@ def _kill(pid: int) -> None:
             pass
 
 
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+MIN_CHECK = 0.005  # seconds between two readings of a job's CPU time near its limit
+
+
+def tree_cpu(pid: int) -> float | None:
+    """CPU seconds of a process and all its descendants, live ones and those reaped by them
+    (/proc stat utime+stime+cutime+cstime); None where /proc cannot tell (macOS)."""
+    total, stack, seen = 0, [pid], set()
+    while stack:
+        p = stack.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            with open(f"/proc/{p}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            total += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children", "rb") as fh:
+                    stack += [int(c) for c in fh.read().split()]
+        except (OSError, IndexError, ValueError):
+            if p == pid:
+                return None
+    return total / TICK
+
+
 def _over_cpu(wstatus: int, job: dict) -> bool:
-    """Killed for its CPU time: SIGXCPU at the limit, or SIGKILL past it (SIGXCPU ignored)."""
+    """Killed for its CPU time: by the zygote at its limit, or by RLIMIT_CPU's backstop."""
     if not os.WIFSIGNALED(wstatus):
         return False
-    sig = os.WTERMSIG(wstatus)
-    return sig == signal.SIGXCPU or (
-        sig == signal.SIGKILL and job["cpu"] >= child.cpu_limit(job["timeout"]))
+    return job.get("over_cpu", False) or os.WTERMSIG(wstatus) == signal.SIGXCPU or (
+        os.WTERMSIG(wstatus) == signal.SIGKILL
+        and job["cpu"] >= child.cpu_limit(job["timeout"]))
 
 
 # ---- verdicts (the collector) ---------------------------------------------------------------
@@ -158,7 +205,9 @@ class Zygote:
         self.scratch = scratch
         warming.import_compiler()
         warming.warm(scratch, child)
-        self.base_vm = _vm_size()
+        self.base_vm = _vm("VmSize")
+        self.process_mem = process_budget(self.limits["mem_mb"], self.limits["nproc"] + RUNNERS,
+                                          _vm("VmData") + _vm("VmStk"))
         self.namespaces = namespaces and child.namespaces_work(self.keep)
         # A job must not ptrace or read the memory of this process even if it could name it.
         child.prctl(child.PR_SET_DUMPABLE, 0)
@@ -166,16 +215,18 @@ class Zygote:
         self.nproc_base = 0 if self.namespaces or not os.path.isdir("/proc") else sum(
             1 for p in os.listdir("/proc") if p.isdigit() and _owned_by_me(p))
         self.rlimits = self._rlimits()
+        # how fast a job's CPU time can grow: all its processes (threads count) on all cores
+        self.rate = min(self.limits["nproc"] + RUNNERS, os.cpu_count() or 1)
 
     def _rlimits(self) -> dict[int, int]:
         """The resource limits of every job (its CPU time comes from its own timeout)."""
         lim, out = self.limits, {}
         if self.base_vm:  # macOS does not enforce RLIMIT_AS
-            out[resource.RLIMIT_AS] = self.base_vm + lim["mem_mb"] * 2**20
+            out[resource.RLIMIT_AS] = self.base_vm + self.process_mem
         out[resource.RLIMIT_FSIZE] = lim["fsize_mb"] * 2**20
         out[resource.RLIMIT_CORE] = 0
         if self.namespaces or self.nproc_base:  # counted per user namespace (Linux >= 5.14)
-            out[resource.RLIMIT_NPROC] = self.nproc_base + lim["nproc"]
+            out[resource.RLIMIT_NPROC] = self.nproc_base + lim["nproc"] + RUNNERS
         return out
 
     def run_many(self, jobs: list[tuple[str, float]], concurrency: int,
@@ -199,31 +250,49 @@ class Zygote:
                         sel.unregister(job["pfd"])
                     emit(job["idx"], self._finish(job, wstatus, timed_out))
 
-    @staticmethod
-    def _wait(sel: selectors.BaseSelector, running: dict[int, dict]) -> None:
-        """Until a job may have ended: one exits, or the earliest deadline passes."""
-        wait = max(0.0, min(j["deadline"] for j in running.values()) - time.perf_counter())
+    def _wait(self, sel: selectors.BaseSelector, running: dict[int, dict]) -> None:
+        """Until a job may have ended: one exits, the earliest deadline passes, or a job may have
+        reached its CPU limit."""
+        wait = max(0.0, min(min(j["deadline"], j["check"]) for j in running.values())
+                   - time.perf_counter())
         if HAVE_PIDFD:
             sel.select(timeout=wait)  # a pidfd turns readable when its process exits
         else:  # macOS: poll
             time.sleep(min(wait, 0.002))
 
-    @staticmethod
-    def _ended(running: dict[int, dict]) -> Iterator[tuple[dict, int, bool]]:
-        """(job, wait status, timed out) of each job that exited or ran past its deadline (then
-        killed), removed from `running`; job["cpu"]: the CPU seconds it used."""
+    def _check_cpu(self, pid: int, job: dict, now: float) -> None:
+        """At a job's check time: its tree's CPU time; past the limit, kill it; else the next
+        check when it could reach the limit, using every process it may have on every core."""
+        used = tree_cpu(pid)
+        if used is None:  # no /proc: RLIMIT_CPU alone
+            job["check"] = float("inf")
+            return
+        job["cpu_seen"] = used
+        left = child.cpu_limit(job["timeout"]) - used
+        if left <= 0:
+            job["over_cpu"] = True  # `_ended` kills it
+        else:
+            job["check"] = now + max(MIN_CHECK, left / self.rate)
+
+    def _ended(self, running: dict[int, dict]) -> Iterator[tuple[dict, int, bool]]:
+        """(job, wait status, timed out) of each job that exited, reached its CPU limit or ran past
+        its deadline (then killed), removed from `running`; job["cpu"]: the CPU seconds it used."""
         now = time.perf_counter()
         for pid, job in list(running.items()):
             done, wstatus, usage = os.wait4(pid, os.WNOHANG)
+            if not done and now >= job["check"]:
+                self._check_cpu(pid, job, now)
             past_wall = not done and now >= job["deadline"]
-            if past_wall:
+            if past_wall or job.get("over_cpu"):
                 _kill(pid)
                 _, wstatus, usage = os.wait4(pid, 0)
-            if done or past_wall:
+                done = pid
+            if done:
                 del running[pid]
                 # the shim's CPU time includes its init's and so the job's, each reaped by its
-                # parent: the job's own cost, which a busy machine does not inflate
-                job["cpu"] = usage.ru_utime + usage.ru_stime
+                # parent: the job's own cost, which a busy machine does not inflate (killed, its
+                # children are not reaped: then the last reading of its tree)
+                job["cpu"] = max(usage.ru_utime + usage.ru_stime, job.get("cpu_seen", 0.0))
                 yield job, wstatus, past_wall or _over_cpu(wstatus, job)
 
     def _spawn(self, jobdir: str, timeout: float) -> dict:
@@ -245,7 +314,8 @@ class Zygote:
         os.set_blocking(seal_r, False)
         # Wait on process exit (pidfd), not pipe EOF: a job can close its pipe and keep running.
         return dict(pid=pid, seal=seal_r, pfd=os.pidfd_open(pid) if HAVE_PIDFD else None,
-                    t0=t0, deadline=t0 + child.wall_limit(timeout), timeout=timeout)
+                    t0=t0, deadline=t0 + child.wall_limit(timeout), timeout=timeout,
+                    check=t0 + child.cpu_limit(timeout) / self.rate)
 
     def _child(self, job: child.Job) -> NoReturn:
         try:
