@@ -226,3 +226,47 @@ def test_bootstrap_draws_tasks_as_well_as_seeds():
     y = np.repeat(rng.random((5, 1)), 30, axis=1)
     assert bootstrap_means(y, resamples=4000, rng_seed=1).std() == pytest.approx(
         y[:, 0].std() / np.sqrt(5), rel=0.1)
+
+
+# -- the reward's edges (mutants of jacrl.reward that survived) ------------------------------
+
+
+def test_line_match_counts_lines_by_position():
+    from jacrl.reward import line_match
+
+    assert line_match("a\nQ\nc\n", "a\nb\nc") == pytest.approx(2 / 3)
+    assert line_match("a", "a\nb") == 0.5
+
+
+def test_one_answer_per_completion_or_one_for_all():
+    from jacrl.reward import _pair
+
+    assert _pair(["x", "y"], ["a"]) == ["a", "a"]
+    with pytest.raises(ValueError, match=r"^2 completions but 3 answers: expected one answer per "
+                       r"completion \(or a single answer for all\)$"):
+        _pair(["x", "y"], ["a", "b", "c"])
+
+
+def test_a_body_of_exactly_max_body_characters_is_run(harness_tasks, executor):
+    from jacrl.reward import MAX_BODY, score_completions
+
+    task = harness_tasks[0]
+    unit = Hole.from_answer(task["answer"]).unit
+    pad = "# " + "x" * (MAX_BODY - len("# \nreturn 1;")) + "\nreturn 1;"
+    assert len(extract_body(f"```jac\n{pad}\n```", unit)) == MAX_BODY
+    (at,) = score_completions([f"```jac\n{pad}\n```"], [task["answer"]], executor=executor)
+    (over,) = score_completions([f"```jac\n#{pad}\n```"], [task["answer"]], executor=executor)
+    assert at.verdict is not None and at.tier != "none"
+    assert over.verdict is None and over.tier == "none"
+
+
+def test_the_formula_asked_for_is_the_formula_used(harness_tasks):
+    from jacrl.reward import jac_behavioral, reward_function
+
+    task = harness_tasks[0]
+    wrong = ["```jac\nreturn 12345;\n```"]  # runs or not, never exact: formulas disagree
+    dep = jac_behavioral([""], wrong, [task["answer"]], formula="dependent")
+    add = jac_behavioral([""], wrong, [task["answer"]], formula="additive")
+    assert dep != add
+    assert reward_function("additive")([""], wrong, [task["answer"]]) == add
+    assert reward_function("dependent")([""], wrong, [task["answer"]]) == dep
