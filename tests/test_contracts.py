@@ -234,8 +234,16 @@ def test_bootstrap_draws_tasks_as_well_as_seeds():
 def test_line_match_counts_lines_by_position():
     from jacrl.reward import line_match
 
-    assert line_match("a\nQ\nc\n", "a\nb\nc") == pytest.approx(2 / 3)
+    assert line_match("a 1\nQ\nc\n", "a 1\nb\nc") == pytest.approx(2 / 3)
     assert line_match("a", "a\nb") == 0.5
+
+
+def test_nothing_run_scores_nothing_and_says_why():
+    from jacrl.reward import Scored
+
+    hole = _hole("1")
+    assert score("# TODO", None, hole) == Scored("t", 0.0, "empty", "# TODO", 0.0, 0.0, None)
+    assert score("return 1;", None, hole) == Scored("t", 0.0, "none", "return 1;", 0.0, 0.0, None)
 
 
 def test_one_answer_per_completion_or_one_for_all():
