@@ -278,3 +278,17 @@ def test_the_formula_asked_for_is_the_formula_used(harness_tasks):
     assert dep != add
     assert reward_function("additive")([""], wrong, [task["answer"]]) == add
     assert reward_function("dependent")([""], wrong, [task["answer"]]) == dep
+
+
+def test_the_unit_is_found_by_name_then_by_where_it_sits():
+    """Several units named like the hole's: the one in the hole's archetypes, else a top-level
+    one, else one elsewhere; the first of equals."""
+    in_a = Unit("def", "f", "def f() -> int", ("A",), "", "")
+    echoed = ("```jac\ndef g() -> int { return 0; }\ndef f() -> int { return 1; }\n```")
+    assert extract_body(echoed, in_a).strip() == "return 1;"  # top level when no A.f is given
+    elsewhere = ("```jac\nobj B {\n    def f() -> int { return 2; }\n}\n"
+                 "def f() -> int { return 1; }\n```")
+    assert extract_body(elsewhere, in_a).strip() == "return 1;"  # beats another archetype's
+    twins = "```jac\ndef f() -> int { return 1; }\ndef f() -> int { return 2; }\n```"
+    top = Unit("def", "f", "def f() -> int", (), "", "")
+    assert extract_body(twins, top).strip() == "return 1;"
