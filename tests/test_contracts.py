@@ -292,3 +292,9 @@ def test_the_unit_is_found_by_name_then_by_where_it_sits():
     twins = "```jac\ndef f() -> int { return 1; }\ndef f() -> int { return 2; }\n```"
     top = Unit("def", "f", "def f() -> int", (), "", "")
     assert extract_body(twins, top).strip() == "return 1;"
+
+
+def test_thinking_closed_at_the_very_start_is_dropped():
+    from jacrl.extract import answer_text
+
+    assert answer_text("</think>return 1;") == "return 1;"  # its <think> was in the prompt
