@@ -132,10 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     load0, t0 = os.getloadavg(), time.time()
     last = json.loads((OUT / "mutation.json").read_text()) \
         if args.retest and (OUT / "mutation.json").exists() else {}
-    from jacrl.provenance import git_commit
-
     record = {"tool": f"mutmut {_version()}", "cap": args.cap, "seed": args.seed,
-              "jobs": args.jobs, "commit": git_commit(), "cpus": os.cpu_count(),
+              "jobs": args.jobs, "commit": _commit(), "cpus": os.cpu_count(),
               "modules": {m: r for m, r in last.get("modules", {}).items() if m not in chosen}}
     if last.get("commit"):  # --retest: the run whose survivors these are
         record["first_run"] = last.get("first_run") or {
@@ -184,6 +182,15 @@ def save(record: dict, t0: float, load0: tuple) -> None:
                "load_after": [round(x, 2) for x in os.getloadavg()]}
     (OUT / "mutation.json").write_text(json.dumps(record, indent=1) + "\n")
     (OUT / "mutation.txt").write_text(table(record))
+
+
+def _commit() -> str:
+    """HEAD's short hash, with "+" when the tree has changes (a worktree's .git is a file)."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout
+    return git("rev-parse", "--short", "HEAD").strip() + ("+" if git("status", "--porcelain",
+                                                                       "--", "jacrl", "tests")
+                                                          .strip() else "")
 
 
 def _version() -> str:
