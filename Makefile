@@ -9,9 +9,16 @@ PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 STAMP := $(VENV)/.jacrl-installed
 UV := uv==0.13.9
 
-.PHONY: setup test demo ladder lab tasks clean
+.PHONY: setup test demo ladder lab tasks mutation clean
 
 setup: $(STAMP)
+	@# notebook outputs never reach a commit: git strips them with nbstripout (its clean filter,
+	@# named for *.ipynb in .gitattributes), so a lab session's autosave stays in the working copy
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	  git config filter.nbstripout.clean '"$(abspath $(PY))" -m nbstripout --keep-id' && \
+	  git config filter.nbstripout.smudge cat && \
+	  git config filter.nbstripout.required true && \
+	  git config diff.ipynb.textconv '"$(abspath $(PY))" -m nbstripout --keep-id -t'; fi
 
 $(STAMP): pyproject.toml
 	@if [ ! -x $(PY) ]; then \
@@ -54,6 +61,10 @@ ladder: setup  # the full ladder; scope with JACRL_LADDER_RUNGS / _MODELS / _CON
 
 lab: setup  # Jupyter refuses to run as root without --allow-root (containers often are root)
 	$(VENV)/bin/jupyter lab notebooks/ $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+
+mutation: setup  # mutation testing of the core modules (docs/mutation.md); not part of `make test`
+	$(VENV)/bin/uv pip install --python $(PY) --quiet mutmut==3.8.1
+	$(PY) bench/mutation.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

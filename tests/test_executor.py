@@ -137,12 +137,34 @@ def test_server_death_is_an_error_then_recovers():
 
     with Executor(retries=0) as ex:
         assert ex.run(PROBE).ran
-        killer = threading.Timer(0.5, os.kill, (ex.server_pid, 9))
+        idle = _descendants(ex.server_pid)
+        killer = threading.Thread(target=_kill_once_running, args=(ex.server_pid, idle))
         killer.start()
         with pytest.raises(ExecutorError):
             ex.run("import time;\nwith entry { time.sleep(5); }", timeout=10)
         killer.join()
         assert ex.run(PROBE + "\n# recovered").stdout == "probe 42\n"
+
+
+def _descendants(pid: int) -> set[int]:
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            kids = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:  # gone meanwhile
+            continue
+        out |= {int(k) for k in kids}
+        todo += [int(k) for k in kids]
+    return out
+
+
+def _kill_once_running(server: int, idle: set[int], timeout: float = 30) -> None:
+    """SIGKILL the server once a job runs under it (a process it did not have idle)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not _descendants(server) - idle:
+        time.sleep(0.02)
+    os.kill(server, 9)
 
 
 # Modules with side effects on import (a browser, a banner, a GUI) or that never import here.

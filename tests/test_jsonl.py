@@ -4,7 +4,11 @@ bad line a one-line error naming the file and the line)."""
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing as mp
+import os
+import threading
+import time
 
 import pytest
 
@@ -62,3 +66,36 @@ def test_concurrent_appends_never_interleave(tmp_path):
     assert sorted((r["who"], r["i"]) for r in recs) == [
         (w, i) for w in range(3) for i in range(100)
     ]
+
+
+def _waiting_on_lock(inode: int) -> bool:
+    """Whether some process waits for a lock on this inode (/proc/locks' `->` lines)."""
+    with open("/proc/locks") as f:  # "1: -> FLOCK  ADVISORY  WRITE <pid> <dev>:<inode> ..."
+        return any(w[1] == "->" and w[6].endswith(f":{inode}") for w in map(str.split, f))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/locks"), reason="reads /proc/locks")
+def test_a_second_appender_waits_for_the_lock_and_never_truncates(tmp_path):
+    """The test holds the lock mid-line (as a writer in the middle of its line does); a second
+    appender blocks on it, and the half-written line is neither cut nor taken as torn."""
+    p = tmp_path / "f.jsonl"
+    p.write_text('{"a": 1}\n')
+    done = threading.Event()
+    with open(p, "a") as mine:
+        fcntl.flock(mine, fcntl.LOCK_EX)
+        mine.write('{"b": ')
+        mine.flush()
+        other = threading.Thread(target=lambda: (jsonl.append(p, {"c": 3}), done.set()))
+        other.start()
+        deadline = time.monotonic() + 30
+        while not _waiting_on_lock(os.stat(p).st_ino) and time.monotonic() < deadline:
+            assert not done.is_set(), "the second appender did not wait for the lock"
+            time.sleep(0.01)
+        assert _waiting_on_lock(os.stat(p).st_ino) and not done.is_set()
+        assert p.read_text() == '{"a": 1}\n{"b": '  # nothing cut while it waits
+        mine.write("2}\n")
+        mine.flush()
+        fcntl.flock(mine, fcntl.LOCK_UN)
+    other.join(30)
+    assert done.is_set()
+    assert p.read_text() == '{"a": 1}\n{"b": 2}\n{"c": 3}\n'

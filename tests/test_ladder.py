@@ -484,8 +484,12 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
             if ladder.read_status(status2).get("status") == "running":
                 break
             time.sleep(0.5)
-        assert proc.poll() is None, (tmp_path / "ladder.log").read_text()
-        time.sleep(4)  # the second cell's kernel is starting or working
+        while time.time() < deadline and proc.poll() is None:  # until its papermill runs
+            if _procs_mentioning(second.key):
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None and _procs_mentioning(second.key), \
+            (tmp_path / "ladder.log").read_text()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     present = results.rows_by_key(cfg.results_file)

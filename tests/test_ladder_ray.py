@@ -134,6 +134,16 @@ def _wait_running(results: Path, n: int, proc: subprocess.Popen, timeout: float 
                          f"{(results.parent / 'driver.log').read_text()[-3000:]}")
 
 
+def _wait_cell_procs(running: list, proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Until every running cell's papermill process is up (its command line holds the key)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if all(_cell_procs(s["key"]) for s in running):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the cells' papermill processes never started: {running}")
+
+
 def _one_row_set_each(results: Path, keys: set[str]) -> None:
     pairs = sorted((r["cell_key"], r["kind"]) for r in read_rows(results / "rl_ladder.jsonl"))
     assert pairs == sorted((k, kind) for k in keys for kind in ("gen", "mem"))
@@ -352,7 +362,7 @@ def test_a_killed_driver_is_resumed_by_rerunning_it(cluster, tmp_path):
     d = tmp_path / "run"
     proc = _driver(d, "1,3", 11, address=cluster.address)
     running = _wait_running(d / "results", 2, proc)
-    time.sleep(3)
+    _wait_cell_procs(running, proc)
     proc.kill()
     proc.wait()
     deadline = time.monotonic() + 30
@@ -376,7 +386,7 @@ def test_a_killed_worker_process_and_a_dead_node_are_retried(cluster, tmp_path):
     on_worker = [s for s in running if s["log"].startswith(str(worker.scratch))]
     on_head = [s for s in running if s not in on_worker]
     assert len(on_worker) == len(on_head) == 1, running
-    time.sleep(3)  # papermill and the kernel are working
+    _wait_cell_procs(running, proc)  # papermill is working on both
     os.kill(on_head[0]["pid"], signal.SIGKILL)
     cluster.kill_raylet("worker")
     out = _finish(proc, d)

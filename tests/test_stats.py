@@ -93,3 +93,30 @@ def test_mcnemar_known_cases():
         assert mcnemar_exact(a, b)["p"] == pytest.approx(binomtest(nb, nb + nc, 0.5).pvalue)
     with pytest.raises(ValueError):
         mcnemar_exact([True], [True, False])
+
+
+def test_intervals_never_leave_zero_one():
+    """At k = 0 and k = n the formula's own bound strays past 0 or 1 in floating point (n = 5)."""
+    for n in range(1, 60):
+        for k in (0, 1, n - 1, n):
+            lo, hi = wilson(k, n)
+            assert 0.0 <= lo and hi <= 1.0, (k, n)
+            assert lo - 1e-12 <= k / n <= hi + 1e-12, (k, n)  # wilson(6, 6): hi = 1 - 1e-16
+
+
+def test_bad_counts_are_errors_that_say_what_was_given():
+    for k, n in ((5, 3), (-1, 5), (0, -1), (-1, -1)):
+        with pytest.raises(ValueError, match=rf"need 0 <= k <= n, got k={k}, n={n}"):
+            wilson(k, n)
+    for n, c, k in ((3, 4, 1), (3, -1, 1), (3, 1, 0), (3, 1, 4)):
+        with pytest.raises(ValueError, match=rf"got n={n}, c={c}, k={k}"):
+            pass_at_k(n, c, k)
+    with pytest.raises(ValueError, match="paired outcomes need equal lengths, got 2 and 1"):
+        mcnemar_exact([True, False], [True])
+
+
+def test_mean_pass_at_k_of_no_tasks_is_zero_and_lengths_must_match():
+    assert mean_pass_at_k([], [], 1) == 0.0
+    assert mean_pass_at_k([4, 4], [0, 4], 2) == 0.5
+    with pytest.raises(ValueError):
+        mean_pass_at_k([4, 4], [1], 1)

@@ -1,0 +1,224 @@
+"""Mutation testing of the modules every number rests on (`make mutation`; docs/mutation.md).
+
+mutmut (pinned in the Makefile) puts small, compiling bugs into each module of MODULES, one
+module at a time in its own copy of the project (build/mutation/<module>/, so editing the tree
+meanwhile changes nothing), and runs, for each mutant, those of the module's fast test files that
+call the function it changed (mutmut records which test calls which function in one traced run).
+pyproject.toml's [tool.mutmut] holds what the modules' runs share. A module with more than
+`--cap` mutants is scored on a seeded sample of that many (the score says so). Mutants listed in
+bench/mutation_equivalent.txt (one per line: name, then why no test can tell it from the
+original) count as neither killed nor survived.
+
+Writes bench/results/mutation.json and .txt after each module: the mutants, the sample, killed (a
+test failed, or it timed out), survived, and the score killed / (sample - equivalent), with the
+load average and the commit. Usage: python bench/mutation.py [--modules stats,reward] [--cap 50]
+[--retest]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "results"
+EQUIVALENT = ROOT / "bench" / "mutation_equivalent.txt"
+MUTMUT = str(Path(sys.executable).parent / "mutmut")
+# Each module and the fast test files that exercise it: mutmut runs, for each mutant, those of
+# these tests that call the function it changed.
+CONTRACTS = "tests/test_contracts.py"
+MODULES = {
+    "stats": ["tests/test_stats.py"],
+    "reward": ["tests/test_reward.py", CONTRACTS],
+    "extract": ["tests/test_extract.py", CONTRACTS],
+    "jacsyntax": ["tests/test_extract.py", "tests/test_reward.py"],
+    "splits": ["tests/test_splits.py", CONTRACTS],
+    "jsonl": ["tests/test_jsonl.py", CONTRACTS],
+    "report/seeds": ["tests/test_seeds.py", CONTRACTS],
+    "train/grpo_compat": ["tests/test_train.py::test_advantage_variants_on_hand_made_groups",
+                          CONTRACTS],
+    "train/grpo_loss": ["tests/test_grpo_loss.py"],
+    "results": ["tests/test_evaluate.py", "tests/test_samples.py"],
+    "ladder/plan": [CONTRACTS,
+                    "tests/test_ladder_formats.py::test_a_hole_cell_keys_and_names_as_before"],
+}
+# mutmut runs in a copy of the project per module (so editing the tree meanwhile changes
+# nothing) and mutates a copy of that in its mutants/ folder
+WORK = ROOT / "build" / "mutation"
+COPY = ("jacrl", "tests", "drivers", "data", "models", "results", "notebooks", "figures",
+        "README.md", "jacrl.toml")
+KILLED = ("killed", "timeout")  # a test failed, or the mutant never finished
+PROBE = "jacrl.__mutation_list_only__"  # matches no mutant: generate them, run nothing
+
+
+def modules() -> dict[str, str]:
+    """{module: its file}, in MODULES' order ('report/seeds' -> 'jacrl/report/seeds.py')."""
+    return {m: f"jacrl/{m}.py" for m in MODULES}
+
+
+def work_config(mod: str) -> str:
+    """pyproject.toml for one module's run: ours, with [tool.mutmut] naming that module and
+    its tests."""
+    text = (ROOT / "pyproject.toml").read_text()
+    extra = (f"only_mutate = {json.dumps([modules()[mod]])}\n"
+             f"pytest_add_cli_args_test_selection = {json.dumps(MODULES[mod])}\n")
+    return text.replace("[tool.mutmut]\n", "[tool.mutmut]\n" + extra, 1)
+
+
+def equivalents() -> dict[str, str]:
+    out = {}
+    for line in EQUIVALENT.read_text().splitlines() if EQUIVALENT.exists() else []:
+        if line.strip() and not line.startswith("#"):
+            name, _, why = line.partition(" ")
+            out[name] = why.strip()
+    return out
+
+
+def mutmut(work: Path, *args: str, log) -> int:
+    return subprocess.run([MUTMUT, *args], cwd=work, stdout=log, stderr=subprocess.STDOUT,
+                          env={**os.environ, "PYTHONHASHSEED": "0"}).returncode
+
+
+def verdicts(work: Path, path: str) -> dict[str, str]:
+    """{mutant: status} from mutmut's record of one module."""
+    from mutmut.stats import status_by_exit_code
+
+    meta = work / "mutants" / f"{path}.meta"
+    codes = json.loads(meta.read_text())["exit_code_by_key"] if meta.exists() else {}
+    return {k: status_by_exit_code[v] for k, v in codes.items()}
+
+
+def prepare(mod: str, fresh: bool) -> Path:
+    """The module's copy of the project (build/mutation/<module>/), its config written."""
+    work = WORK / mod.replace("/", ".")
+    if fresh:
+        shutil.rmtree(work, ignore_errors=True)
+    skip = shutil.ignore_patterns("__pycache__", "*.lock", ".pytest_cache")
+    for name in COPY:
+        src, dst = ROOT / name, work / name
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=skip, dirs_exist_ok=True)
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+    (work / "pyproject.toml").write_text(work_config(mod))
+    return work
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--modules", default="", help="comma list (default: every one of MODULES)")
+    ap.add_argument("--cap", type=int, default=50, help="most mutants run per module")
+    ap.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--retest", action="store_true",
+                    help="rerun only the mutants not killed yet (after new tests, or to finish "
+                    "a stopped run)")
+    args = ap.parse_args(argv)
+    mods = modules()
+    chosen = [m.strip() for m in args.modules.split(",") if m.strip()] or list(mods)
+    unknown = set(chosen) - set(mods)
+    if unknown:
+        sys.exit(f"bench/mutation.py: not in MODULES: {sorted(unknown)}")
+    OUT.mkdir(parents=True, exist_ok=True)
+    equiv = equivalents()
+    load0, t0 = os.getloadavg(), time.time()
+    last = json.loads((OUT / "mutation.json").read_text()) \
+        if args.retest and (OUT / "mutation.json").exists() else {}
+    record = {"tool": f"mutmut {_version()}", "cap": args.cap, "seed": args.seed,
+              "jobs": args.jobs, "commit": _commit(), "cpus": os.cpu_count(),
+              "modules": {m: r for m, r in last.get("modules", {}).items() if m not in chosen}}
+    if last.get("commit"):  # --retest: the run whose survivors these are
+        record["first_run"] = last.get("first_run") or {
+            k: last[k] for k in ("commit", "seconds", "load_before", "load_after")}
+    for mod in chosen:
+        work = prepare(mod, fresh=not args.retest)
+        with open(work / "mutation.log", "a") as log:
+            if not args.retest:  # generate the mutants (no name matches: nothing runs)
+                mutmut(work, "run", "--max-children", str(args.jobs), PROBE, log=log)
+            names = sorted(verdicts(work, mods[mod]))
+            if not names:
+                sys.exit(f"bench/mutation.py: no mutants of {mod}; see {log.name}")
+            sample = sorted(random.Random(f"{args.seed}:{mod}").sample(names, args.cap)) \
+                if len(names) > args.cap else names
+            t = time.time()
+            before = verdicts(work, mods[mod])
+            rerun = [n for n in sample if before[n] not in KILLED] if args.retest else sample
+            if rerun:
+                mutmut(work, "run", "--max-children", str(args.jobs), *rerun, log=log)
+        got = verdicts(work, mods[mod])
+        status = {n: got[n] for n in sample}
+        if all(s == "not checked" for s in status.values()):
+            sys.exit(f"bench/mutation.py: mutmut checked no mutant of {mod}; see {log.name}")
+        eq = sorted(n for n in sample if n in equiv and status[n] not in KILLED)
+        killed = sum(s in KILLED for s in status.values())
+        survivors = sorted(n for n, s in status.items() if s not in KILLED and n not in equiv)
+        judged = len(sample) - len(eq)
+        earlier = last.get("modules", {}).get(mod, {}).get("seconds", 0)
+        record["modules"][mod] = {
+            "tests": MODULES[mod], "mutants": len(names), "sampled": len(sample),
+            "killed": killed, "equivalent": len(eq), "survived": len(survivors),
+            "score": round(killed / judged, 4) if judged else None,
+            "seconds": round(time.time() - t + earlier, 1),
+            "retested": len(rerun) if args.retest else 0,
+            "not_killed": {n: status[n] for n in survivors},
+        }
+        print(f"{mod:20s} {killed}/{judged} killed ({killed / max(judged, 1):.1%}) of "
+              f"{len(sample)} sampled from {len(names)}", flush=True)
+        save(record, t0, load0)  # after each module: a stopped run keeps what it measured
+    print(table(record), end="")
+    return 0
+
+
+def save(record: dict, t0: float, load0: tuple) -> None:
+    record |= {"seconds": round(time.time() - t0, 1), "load_before": [round(x, 2) for x in load0],
+               "load_after": [round(x, 2) for x in os.getloadavg()]}
+    (OUT / "mutation.json").write_text(json.dumps(record, indent=1) + "\n")
+    (OUT / "mutation.txt").write_text(table(record))
+
+
+def _commit() -> str:
+    """HEAD's short hash, with "+" when the tree has changes (a worktree's .git is a file)."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout
+    return git("rev-parse", "--short", "HEAD").strip() + ("+" if git("status", "--porcelain",
+                                                                       "--", "jacrl", "tests")
+                                                          .strip() else "")
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("mutmut")
+
+
+def table(record: dict) -> str:
+    """The per-module table (Markdown), as docs/mutation.md shows it."""
+    lines = ["| module | mutants | run | killed | equivalent | survived | score |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for mod, r in record["modules"].items():
+        run = f"{r['sampled']}" + (" (sample)" if r["sampled"] < r["mutants"] else "")
+        lines.append(f"| {mod} | {r['mutants']} | {run} | {r['killed']} | {r['equivalent']} | "
+                     f"{r['survived']} | {100 * r['score']:.1f} % |")
+    lines.append(f"\n{record['tool']}, commit {record['commit']}, {record['jobs']} jobs on "
+                 f"{record['cpus']} CPUs, {record['seconds']:.0f} s, load average "
+                 f"{record['load_before'][0]} before / {record['load_after'][0]} after; sample "
+                 f"cap {record['cap']} per module, seed {record['seed']}.")
+    if "first_run" in record:
+        f = record["first_run"]
+        lines.append(f"The mutants not killed by the run at commit {f['commit']} "
+                     f"({f['seconds']:.0f} s, load average {f['load_before'][0]} / "
+                     f"{f['load_after'][0]}) were rerun here, after tests that kill them "
+                     "were added.")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
