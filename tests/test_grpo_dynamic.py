@@ -112,3 +112,21 @@ def test_dynamic_sampling_draw_cap_holds_when_every_group_agrees(tiny, harness_t
     assert sum(r["discarded"] for r in rollouts) == 2 * 2 * cfg.group_size
     assert all(r["advantage"] == 0.0 for r in rollouts)
     assert art.manifest["summary"]["draws_mean"] == 3
+
+
+def test_reports_read_what_the_updates_trained_on(tmp_path):
+    """jacrl.report.grpo's tables count the rollouts trained on; the discarded ones on request."""
+    from jacrl import jsonl
+    from jacrl.report import grpo as report
+
+    rows = [{"step": 1, "group": 0, "task_id": "t", "completion": "", "body": "", "tier": "exact",
+             "reward": 1.0, "advantage": 0.5, "truncated": False, "tokens": 3,
+             "discarded": False},
+            {"step": 1, "group": None, "task_id": "u", "completion": "", "body": "",
+             "tier": "none", "reward": 0.0, "advantage": 0.0, "truncated": True, "tokens": 9,
+             "discarded": True}]
+    (tmp_path / "rollouts.jsonl").write_text("".join(jsonl.dumps(r) for r in rows))
+    assert [r["task_id"] for r in report.rollouts(tmp_path)] == ["t"]
+    assert len(report.rollouts(tmp_path, discarded=True)) == 2
+    table = report.tier_table(tmp_path)
+    assert table.loc[1, "rollouts"] == 1 and table.loc[1, "exact_share"] == 1.0
