@@ -18,8 +18,8 @@ dominate its memory):
   also means mlx-lm-lora's loss.
 
 `big-q4` is `big` quantized by mlx-lm's own convert (4 bits, group 64), trained with the same arms
-(--q4-arms, default `shared`): LoRA on a quantized base, the memory it saves against fp32
-(docs/quantized-models.md).
+(--q4-arms, off by default, e.g. `shared`): LoRA on a quantized base, the memory it saves against
+fp32 (docs/quantized-models.md).
 
 Every arm but `theirs` and `ckpt` uses the shared-prompt loss.
 
@@ -256,8 +256,9 @@ def main() -> None:
     ap.add_argument("--completion", type=int, default=48, help="rollout token budget")
     ap.add_argument("--arms", default=",".join(TINY_ARMS), help="jac-tiny arms")
     ap.add_argument("--big-arms", default=",".join(BIG_ARMS), help="big-model arms ('' skips)")
-    ap.add_argument("--q4-arms", default="shared",
-                    help="arms on the big model quantized to 4 bits ('' skips)")
+    ap.add_argument("--q4-arms", default="",
+                    help="arms on the big model quantized to 4 bits, e.g. shared (off by "
+                         "default: on a CPU a 4-bit step takes ~10x an fp32 one)")
     ap.add_argument("--no-reward", action="store_true", help="skip the reward arm")
     ap.add_argument("--json", type=Path, help="write the results here (and .txt beside)")
     ap.add_argument("--child", nargs=3, metavar=("ARM", "MODEL", "STEPS"), help=argparse.SUPPRESS)
