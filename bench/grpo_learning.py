@@ -9,7 +9,10 @@ same SFT adapter, GRPO runs identical but for what the row names:
 - `centered`: the defaults (advantages r - group mean, groups spanning < 0.1 skipped);
 - `std`: mlx-lm-lora's σ-normalised advantages, (r - mean) / (σ + 1e-4);
 - `no_filter`: `centered` without the min-span group filter (`min_group_span` 0);
-- `control`: `centered` with learning rate 0 (rollouts, rewards and KL are computed, nothing moves).
+- `control`: `centered` with learning rate 0 (rollouts, rewards and KL are computed, nothing moves);
+- `dynamic`: `centered` with dynamic sampling (DAPO: a step draws up to --max-draws batches of
+  prompts and trains on groups spanning >= min_group_span only), for --dynamic-iters steps (fewer:
+  each step trains on signal, where `centered` skips most groups and still pays their update).
 
 Each arm's sampled pass@1 on its own training tasks is measured before and after, at the rollout
 temperature with GRPO's top-p/top-k and the same sampling seed (so sample j of task i is paired
@@ -18,9 +21,15 @@ the first vs the last window of steps (mean and a 95 % normal interval over roll
 KL and the share of groups skipped. The goal (issue 19): the defaults raise sampled pass@1 with
 p < 0.05 while the control does not move.
 
+The headline is learning per CPU-second (issue 41): per arm the pass@1 gain (after - before, with a
+95 % paired Wald interval over the same task x sample pairs) and the wall and CPU seconds its
+training cost (CPU of this process and every process under it: the reward's sandboxed jac runs
+included), then whether `dynamic` reached at least `centered`'s gain in <= 0.7x its wall time.
+
     .venv/bin/python bench/grpo_learning.py [--rung 3] [--sft-iters 210] [--iters 24] [--lr 5e-6]
-                                            [--samples 32] [--arms centered,std,no_filter,control]
-                                            [--span S] [--json F]
+                                            [--samples 32] [--span S] [--json F]
+                                            [--arms centered,std,no_filter,control,dynamic]
+                                            [--dynamic-iters 8] [--max-draws 4]
 """
 
 from __future__ import annotations
@@ -41,7 +50,42 @@ sys.path.insert(0, str(ROOT))
 from jacrl.blas import ensure_fast_blas  # noqa: E402
 
 ARMS = {"centered": {}, "std": {"advantage": "std"}, "no_filter": {"min_group_span": 0.0},
-        "control": {"learning_rate": 0.0}}
+        "control": {"learning_rate": 0.0}, "dynamic": {"dynamic_sampling": True}}
+GOAL_WALL = 0.7  # dynamic's wall time as a share of centered's, at >= its gain (issue 41)
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process, its reaped children, and every live process
+    under it with the children they reaped (the executor's fork server and its jac runs)."""
+    t = os.times()
+    total = t.user + t.system + t.children_user + t.children_system
+    tick = os.sysconf("SC_CLK_TCK")
+    kids: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            f = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        kids.setdefault(int(f[1]), []).append(int(stat.parent.name))  # ppid -> pid
+        cpu[int(stat.parent.name)] = sum(int(x) for x in f[11:15]) / tick  # u+s+cu+cs
+    todo = list(kids.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        total += cpu.get(pid, 0.0)
+        todo += kids.get(pid, [])
+    return total
+
+
+
+def paired_gain(before: list[bool], after: list[bool]) -> tuple[float, list[float]]:
+    """after - before over paired outcomes, with a 95 % Wald interval from the discordant pairs."""
+    n = len(before)
+    b = sum(x and not y for x, y in zip(before, after))  # pass -> fail
+    c = sum(y and not x for x, y in zip(before, after))  # fail -> pass
+    d = (c - b) / n
+    half = 1.96 * math.sqrt(max(0.0, b + c - (c - b) ** 2 / n)) / n
+    return round(d, 4), [round(d - half, 4), round(d + half, 4)]
 
 
 def sampled_outcomes(model, adapter, tasks, cfg, temperature: float, n: int, seed: int):
@@ -61,7 +105,8 @@ def sampled_outcomes(model, adapter, tasks, cfg, temperature: float, n: int, see
 
 
 def window(steps: list[dict], rollouts: list[dict], first: bool, size: int) -> dict:
-    """Mean rollout reward over the first (or last) `size` steps, with a 95 % normal interval."""
+    """Mean rollout reward over the first (or last) `size` steps, with a 95 % normal interval.
+    Every rollout drawn counts, discarded by dynamic sampling or not: the policy's own reward."""
     chosen = {s["step"] for s in (steps[:size] if first else steps[-size:])}
     r = [x["reward"] for x in rollouts if x["step"] in chosen]
     m = sum(r) / len(r)
@@ -77,10 +122,12 @@ def run_arm(name: str, over: dict, start, tasks, cfg, out_root: Path, before: li
     from jacrl.train import grpo
 
     arm_cfg = dataclasses.replace(cfg, **over)
-    t0 = time.time()
+    if name == "dynamic":
+        arm_cfg = dataclasses.replace(arm_cfg, iters=args.dynamic_iters, max_draws=args.max_draws)
+    t0, c0 = time.time(), cpu_seconds()
     art = grpo("jac-tiny", tasks, None, arm_cfg, out_root, parent=start, condition=f"bench_{name}",
                log=lambda m: None)
-    train_s = time.time() - t0
+    train_s, cpu_s = time.time() - t0, cpu_seconds() - c0
     after, after_reward = sampled_outcomes("jac-tiny", art.path, tasks, arm_cfg, temperature,
                                            args.samples, args.sample_seed)
     rows = [json.loads(x) for x in (art.path / "metrics.jsonl").read_text().splitlines()]
@@ -89,8 +136,12 @@ def run_arm(name: str, over: dict, start, tasks, cfg, out_root: Path, before: li
     kl = [r["kl"] for r in rows if r["event"] == "train" and r.get("kl") is not None]
     size = max(1, len(steps) // 4)
     n = len(after)
+    gain, gain_ci = paired_gain(before, after)
     return {
-        "arm": name, "overrides": over, "train_s": round(train_s, 1),
+        "arm": name, "overrides": over, "iters": arm_cfg.iters, "train_s": round(train_s, 1),
+        "cpu_s": round(cpu_s, 1), "gain": gain, "gain_ci": gain_ci,
+        "gain_per_cpu_ks": round(1000 * gain / cpu_s, 4) if cpu_s > 0 else None,
+        "draws_mean": art.manifest["summary"].get("draws_mean"),
         "pass_before": sum(before) / n, "pass_before_ci": wilson(sum(before), n),
         "pass_after": sum(after) / n, "pass_after_ci": wilson(sum(after), n),
         "mcnemar": mcnemar_exact(before, after), "after_reward": round(after_reward, 4),
@@ -114,7 +165,11 @@ def main(argv=None) -> int:
     ap.add_argument("--samples", type=int, default=32, help="samples per task before and after")
     ap.add_argument("--sample-seed", type=int, default=7, help="seed of those samples")
     ap.add_argument("--seed", type=int, default=0, help="GRPO seed (batch order, rollouts)")
-    ap.add_argument("--arms", default="centered,std,no_filter,control", help="comma-separated arms")
+    ap.add_argument("--arms", default="centered,std,no_filter,control,dynamic",
+                    help="comma-separated arms")
+    ap.add_argument("--dynamic-iters", type=int, default=8,
+                    help="GRPO iterations of the dynamic arm (each trains on groups with signal)")
+    ap.add_argument("--max-draws", type=int, default=4, help="the dynamic arm's draw cap per step")
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args(argv)
     ensure_fast_blas()
@@ -164,11 +219,13 @@ def main(argv=None) -> int:
             print_arm(res, args.lr if name != "control" else 0.0)
     wall = time.time() - t_all
     load_end = os.getloadavg()
+    verdict = headline(results)
     print(f"total {wall / 60:.1f} min; load at end {' '.join(f'{x:.2f}' for x in load_end)}")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "args": vars(args), "tasks": ids, "temperature": temperature, "calibration": table,
             "pass_before": sum(before) / n, "arms": results, "wall_s": round(wall, 1),
+            "dynamic_vs_centered": verdict,
             "load_start": load_start, "load_end": load_end}, indent=1) + "\n")
     return 0
 
@@ -181,7 +238,30 @@ def print_arm(r: dict, lr: float) -> None:
           f"{m['b']} pass->fail, {m['c']} fail->pass, p = {m['p']:.3g}; rollout reward "
           f"{f['mean']:.3f} [{f['ci'][0]:.3f}, {f['ci'][1]:.3f}] -> {last['mean']:.3f} "
           f"[{last['ci'][0]:.3f}, {last['ci'][1]:.3f}]; KL {r['kl_last']}; groups skipped "
-          f"{r['groups_skipped']}; {r['train_s']:.0f} s", flush=True)
+          f"{r['groups_skipped']}; {r['iters']} iters", flush=True)
+    print(f"{'':>9}  gain {r['gain']:+.3f} [{r['gain_ci'][0]:+.3f}, {r['gain_ci'][1]:+.3f}] in "
+          f"{r['train_s']:.0f} s wall, {r['cpu_s']:.0f} CPU-s: {r['gain_per_cpu_ks']} pass@1 per "
+          f"1000 CPU-s" + (f"; {r['draws_mean']} draws/step" if r["arm"] == "dynamic" else ""),
+          flush=True)
+
+
+def headline(results: list[dict]) -> dict | None:
+    """Learning per CPU-second per arm, and whether dynamic reached centered's gain in <= 0.7x
+    its wall time (None without both arms)."""
+    print("learning per CPU-second: " + ", ".join(
+        f"{r['arm']} {r['gain_per_cpu_ks']}" for r in results) + " (pass@1 gain per 1000 CPU-s)")
+    arms = {r["arm"]: r for r in results}
+    if not {"dynamic", "centered"} <= set(arms):
+        return None
+    d, c = arms["dynamic"], arms["centered"]
+    v = {"gain_dynamic": d["gain"], "gain_centered": c["gain"],
+         "wall_ratio": round(d["train_s"] / c["train_s"], 3),
+         "cpu_ratio": round(d["cpu_s"] / c["cpu_s"], 3) if c["cpu_s"] else None}
+    v["goal_met"] = d["gain"] >= c["gain"] and v["wall_ratio"] <= GOAL_WALL
+    print(f"dynamic vs centered: gain {d['gain']:+.3f} vs {c['gain']:+.3f}, wall x"
+          f"{v['wall_ratio']}, CPU x{v['cpu_ratio']}: goal (>= gain in <= {GOAL_WALL}x wall) "
+          f"{'met' if v['goal_met'] else 'NOT met'}")
+    return v
 
 
 if __name__ == "__main__":

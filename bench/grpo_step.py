@@ -17,6 +17,10 @@ dominate its memory):
 - `ckpt` (jac-tiny only): beta = 0 with gradient checkpointing on (the GRPO default before), which
   also means mlx-lm-lora's loss.
 
+`big-q4` is `big` quantized by mlx-lm's own convert (4 bits, group 64), trained with the same arms
+(--q4-arms, off by default, e.g. `shared`): LoRA on a quantized base, the memory it saves against
+fp32 (docs/quantized-models.md).
+
 Every arm but `theirs` and `ckpt` uses the shared-prompt loss.
 
 The update is split into the loss's value-and-grad (reference and policy forward, backward, one
@@ -28,7 +32,8 @@ in two of the groups a body that loops forever) scored with the tasks' own time-
 `jacrl.tasks.task_timeout`) and with the earlier harness's fixed 20 s, fresh executors each.
 
     .venv/bin/python bench/grpo_step.py [--steps 5] [--big-steps 2] [--completion 48]
-                                        [--arms ...] [--big-arms ...] [--no-reward] [--json F]
+                                        [--arms ...] [--big-arms ...] [--q4-arms ...]
+                                        [--no-reward] [--json F]
 """
 
 from __future__ import annotations
@@ -225,6 +230,12 @@ def report(results: dict, load: tuple, wall: float) -> str:
             out.append("  (the trajectories differ after step 1: loading the copy builds a model, "
                        "which draws from MLX's global RNG, so its rollouts differ; the same KL on "
                        "the same rollouts is tests/test_reference.py)")
+    fp32, q4 = results["train"].get("big", {}), results["train"].get("big-q4", {})
+    for arm in set(fp32) & set(q4):
+        out.append(f"\npeak MLX memory big-q4/big ({arm}, same step): "
+                   f"{q4[arm]['peak_mlx_gb']:.3f} / {fp32[arm]['peak_mlx_gb']:.3f} GB = "
+                   f"{q4[arm]['peak_mlx_gb'] / fp32[arm]['peak_mlx_gb']:.3f}x, max RSS "
+                   f"{q4[arm]['max_rss_gb'] / fp32[arm]['max_rss_gb']:.3f}x")
     if "reward" in results:
         r = results["reward"]
         out.append(f"\n== reward: one GRPO-style batch, {r['rollouts']} rollouts, "
@@ -245,6 +256,9 @@ def main() -> None:
     ap.add_argument("--completion", type=int, default=48, help="rollout token budget")
     ap.add_argument("--arms", default=",".join(TINY_ARMS), help="jac-tiny arms")
     ap.add_argument("--big-arms", default=",".join(BIG_ARMS), help="big-model arms ('' skips)")
+    ap.add_argument("--q4-arms", default="",
+                    help="arms on the big model quantized to 4 bits, e.g. shared (off by "
+                         "default: on a CPU a 4-bit step takes ~10x an fp32 one)")
     ap.add_argument("--no-reward", action="store_true", help="skip the reward arm")
     ap.add_argument("--json", type=Path, help="write the results here (and .txt beside)")
     ap.add_argument("--child", nargs=3, metavar=("ARM", "MODEL", "STEPS"), help=argparse.SUPPRESS)
@@ -255,12 +269,20 @@ def main() -> None:
         return
     load, t0 = os.getloadavg(), time.perf_counter()
     results: dict = {"train": {}, "params": {}, "steps": {}, "load_start": load}
-    with tempfile.TemporaryDirectory(prefix="grpo_big_") as big:
+    with tempfile.TemporaryDirectory(prefix="grpo_big_") as big, \
+            tempfile.TemporaryDirectory(prefix="grpo_big_q4_") as q4_dir:
         plans = [("jac-tiny", ROOT / "models" / "jac-tiny", args.arms, args.steps)] \
             if args.arms else []
-        if args.big_arms:
+        if args.big_arms or args.q4_arms:
             results["params"]["big"] = build_big(Path(big))
             plans.append(("big", Path(big), args.big_arms, args.big_steps))
+        if args.q4_arms:
+            from mlx_lm import convert
+
+            q4 = Path(q4_dir) / "model"  # convert makes the folder
+            convert(big, mlx_path=str(q4), quantize=True, q_bits=4, q_group_size=64)
+            results["params"]["big-q4"] = results["params"]["big"]
+            plans.append(("big-q4", q4, args.q4_arms, args.big_steps))
         results["params"]["jac-tiny"] = 4.2e6
         for name, path, arms, steps in plans:
             results["steps"][name] = steps

@@ -108,6 +108,13 @@ class GRPOConfig:
     min_group_span: float = _f(0.1, "a group whose rewards span less than this gets advantage 0 "
                                     "(DAPO's dynamic-sampling filter; 0.1 > the similarity "
                                     "spread of a group that all fails); 0 = only equal rewards")
+    dynamic_sampling: bool = _f(False, "DAPO's dynamic sampling: draw more prompts until the "
+                                       "step's batch holds batch_size groups spanning >= "
+                                       "min_group_span (the others are discarded, logged in "
+                                       "rollouts.jsonl), at most max_draws draws a step")
+    max_draws: int = _f(4, "most rollout draws (batch_size prompts x group_size each) per step "
+                           "under dynamic sampling; a step that finds too few groups with signal "
+                           "fills up with its last draws' groups (advantage 0)")
     top_p: float = _f(0.95, "rollout top-p (trainer default)")
     top_k: int = _f(20, "rollout top-k (trainer default)")
     min_p: float = _f(0.0, "rollout min-p")
@@ -134,6 +141,8 @@ class GRPOConfig:
         if self.advantage not in ("centered", "std"):
             raise ValueError(f"GRPOConfig.advantage must be centered or std, not "
                              f"{self.advantage!r}")
+        if self.max_draws < 1:
+            raise ValueError(f"GRPOConfig.max_draws must be >= 1, not {self.max_draws}")
 
 
 @dataclass(frozen=True)

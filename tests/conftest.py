@@ -36,7 +36,8 @@ def pytest_configure(config):
 # the end (longest-processing-time-first), instead of one worker finishing a long file alone.
 LONGEST_FIRST = ("test_ladder_ray.py", "test_reward_hacks.py", "test_ladder.py",
                  "test_notebooks.py", "test_recipe_run.py", "test_tasks.py",
-                 "test_executor_faults.py", "test_train.py", "test_ladder_formats.py",
+                 "test_executor_faults.py", "test_train.py", "test_quantized.py",
+                 "test_grpo_dynamic.py", "test_ladder_formats.py",
                  "test_timeouts.py", "test_reward_never_raises.py", "test_reward.py",
                  "test_executor.py", "test_foreign.py",
                  "test_determinism.py", "test_install.py", "test_conversion.py",
@@ -98,6 +99,19 @@ def tiny():
     name = os.environ.get("JACRL_TEST_MODEL", "jac-tiny")
     resolve(name)  # raises ModelError with the registry path when it is not there
     return name
+
+
+@pytest.fixture(scope="session")
+def tiny_q4(tiny, tmp_path_factory):
+    """jac-tiny quantized to 4 bits (group 64) by mlx-lm's own convert, the way a user prepares a
+    model for training on a quantized base (docs/quantized-models.md); ~1 s."""
+    from mlx_lm import convert
+
+    from jacrl.models import resolve
+
+    out = tmp_path_factory.mktemp("q4") / "jac-tiny-4bit"
+    convert(str(resolve(tiny)), mlx_path=str(out), quantize=True, q_bits=4, q_group_size=64)
+    return str(out)
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,9 @@
 """What a GRPO run did, step by step, read from its artifact: rollouts.jsonl (one line per
 training rollout: step, group, task_id, completion, body, tier, reason, reward, advantage,
-truncated, tokens) and the `step` events of metrics.jsonl (one per step: generation_s, reward_s,
-update_s, reward_mean, exact, rollouts, groups_skipped, truncated). Every function takes the
-artifact's directory or the file itself; a run without the file gives empty tables and says so in
-its figure.
+truncated, tokens, discarded) and the `step` events of metrics.jsonl (one per step: generation_s,
+reward_s, update_s, reward_mean, exact, rollouts, groups_skipped, truncated, draws). Every function
+takes the artifact's directory or the file itself; a run without the file gives empty tables and
+says so in its figure.
 
     tier_table     step x tier counts, rollouts, mean reward, exact share
     plot_tiers     the share of each tier per step (stacked) and the mean reward line
@@ -38,9 +38,11 @@ def _file(art: str | os.PathLike, name: str) -> Path:
     return p / name if p.is_dir() else p
 
 
-def rollouts(art: str | os.PathLike) -> list[dict]:
-    """The training rollouts of a GRPO artifact (its rollouts.jsonl, or that file)."""
-    return _jsonl(_file(art, "rollouts.jsonl"))
+def rollouts(art: str | os.PathLike, discarded: bool = False) -> list[dict]:
+    """The training rollouts of a GRPO artifact (its rollouts.jsonl, or that file): those the
+    updates trained on, plus, with `discarded`, those dynamic sampling drew and passed over."""
+    rows = _jsonl(_file(art, "rollouts.jsonl"))
+    return rows if discarded else [r for r in rows if not r.get("discarded")]
 
 
 def step_events(metrics: str | os.PathLike) -> list[dict]:

@@ -4,7 +4,10 @@ The system prompt is set on every record, `end_answer_token=""` (a completion en
 token), and the adapter is never fused. The rollout temperature is calibrated on the starting policy
 unless set (`calibrate_temperature`: at T = 1 a peaky SFT policy's rollouts are garbage), advantages
 are ours (`grpo_compat.group_advantages`: centred by default, not divided by a σ that turns noise
-into full updates), and every rollout is kept in rollouts.jsonl. When beta > 0 the KL reference is
+into full updates), and every rollout is kept in rollouts.jsonl. With `dynamic_sampling` a step
+draws more prompts until its batch holds groups whose rewards differ (DAPO;
+`grpo_compat.fill_batch`), the groups passed over marked `discarded` in rollouts.jsonl. When
+beta > 0 the KL reference is
 the starting policy as a frozen view over the policy's own arrays (`reference.frozen_view`: no
 second copy of the weights), so the KL term compares against the starting policy, not itself.
 The completion budget equals the eval budget (`jacrl.config.MAX_TOKENS`): at 256 tokens ~70 % of
@@ -179,8 +182,10 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
     with metrics_log(out_dir / "metrics.jsonl", "grpo", track) as metrics, \
             rollout_concurrency(rollout), shared_prompt_groups(cfg.group_size), grpo_hooks(
             reward, cfg.advantage, cfg.min_group_span, out_dir / "rollouts.jsonl", metrics,
-            cfg.max_completion_length, tok.eos_token_ids):
+            cfg.max_completion_length, tok.eos_token_ids, cfg.dynamic_sampling,
+            cfg.max_draws) as hooks:
         _train_grpo(model=policy, ref_model=ref, tokenizer=tok, loss_fn=shared_prompt_loss,
+                    iterate_batches=hooks.batches,
                     optimizer=optim.Adam(learning_rate=cfg.learning_rate),
                     train_dataset=train_ds, val_dataset=val_ds, reward_funcs=[reward],
                     args=_training_args(cfg, batch, out_dir), training_callback=metrics,
@@ -205,6 +210,8 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
         "temperature": cfg.temperature, "temperature_calibration": calibration,
         "advantage": cfg.advantage, "min_group_span": cfg.min_group_span,
         "groups_skipped_mean": _mean("groups_skipped", steps),
+        "dynamic_sampling": cfg.dynamic_sampling, "draws_mean": _mean("draws", steps),
+        "rollouts_discarded": sum(s.get("rollouts_discarded", 0) for s in steps),
         "exact_share_first": _share(steps[:1]), "exact_share_last": _share(steps[-1:]),
         "seconds": {k: _mean(k, steps) for k in ("generation_s", "reward_s", "update_s")},
     }

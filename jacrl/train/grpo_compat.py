@@ -6,11 +6,15 @@
 * `group_advantages` / `grpo_hooks`: our advantages instead of its σ-normalised ones (which turn a
   0.0005 reward spread into ±1, a full update on noise), every rollout written to rollouts.jsonl,
   and per-step timings (generation, reward, update) as `step` events in metrics.jsonl.
+* `fill_batch`: DAPO's dynamic sampling (a step trains on groups whose rewards differ, drawn from
+  more prompts than the batch), which neither mlx-lm-lora nor TRL's GRPO trainer has.
+* its per-step `Clipping:` line leaves the terminal (it is in metrics.jsonl already).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from pathlib import Path
 
@@ -72,6 +76,63 @@ def group_advantages(rewards, groups: list[list[int]], kind: str, min_span: floa
     return adv, skipped / max(1, len(groups))
 
 
+def has_signal(rewards, min_span: float) -> bool:
+    """Rewards that differ by at least `min_span` (and at all): advantages that are not 0."""
+    return max(rewards) > min(rewards) and max(rewards) - min(rewards) >= min_span
+
+
+def fill_batch(draw, need: int, min_span: float, max_draws: int):
+    """DAPO's dynamic sampling: call `draw()` (-> groups, each with `.rewards`) until `need` groups
+    with signal (`has_signal`) are in hand or `max_draws` draws are made, so a task set whose
+    groups all agree cannot loop forever. Short of `need` at the cap, the latest groups drawn fill
+    the batch (advantage 0: the step still runs, as it would without dynamic sampling).
+    Returns (the step's groups, the groups discarded, draws made)."""
+    kept, passed, draws = [], [], 0
+    while len(kept) < need and draws < max_draws:
+        draws += 1
+        for g in draw():
+            (kept if len(kept) < need and has_signal(g.rewards, min_span) else passed).append(g)
+    short = need - len(kept)
+    if short > 0:
+        kept, passed = kept + passed[len(passed) - short:], passed[:len(passed) - short]
+    return kept, passed, draws
+
+
+@dataclasses.dataclass
+class _Group:
+    """One prompt's rollouts as drawn: the batch entries mlx-lm-lora carries for the prompt (prompt
+    tokens, answer tokens, prompt text, answer text, type) and its completions, texts, Scored."""
+
+    entry: tuple
+    completions: list
+    texts: list[str]
+    scored: list
+
+    @property
+    def rewards(self) -> list[float]:
+        return [s.score for s in self.scored]
+
+
+class _Batches:
+    """mlx-lm-lora's `iterate_grpo_batches`, remembering the training batch just handed out and
+    its iterator (dynamic sampling draws further prompts from it)."""
+
+    def __init__(self):
+        self.current, self.source = None, None
+
+    def __call__(self, dataset, batch_size, max_seq_length, train=False):
+        from mlx_lm_lora.trainer.grpo_trainer import iterate_grpo_batches
+
+        inner = iterate_grpo_batches(dataset, batch_size, max_seq_length, train)
+        if not train:
+            yield from inner
+            return
+        self.source = inner
+        for batch in inner:
+            self.current = batch
+            yield batch
+
+
 class _StepLog:
     """What `grpo_hooks` observes of each training step, written as it completes."""
 
@@ -79,33 +140,45 @@ class _StepLog:
         self.rollouts, self.metrics = rollouts, metrics
         self.max_tokens, self.eos = max_tokens, eos
         self.step, self.pending, self.validating = 0, None, False
-        self.tokens: list[list[int]] = []
-        self.gen_s = 0.0
+        self.kept: list[_Group] = []
+        self.discarded: list[_Group] = []
+        self.draws, self.gen_s, self.reward_s = 0, 0.0, 0.0
 
-    def generated(self, completions, seconds: float) -> None:
-        self.tokens = [c.tolist() for c in completions]
-        self.gen_s = seconds
+    def drawn(self, kept, discarded, draws: int, gen_s: float, reward_s: float) -> None:
+        self.kept, self.discarded, self.draws = kept, discarded, draws
+        self.gen_s, self.reward_s = gen_s, reward_s
 
-    def rewarded(self, scored, texts, adv, skipped: float, groups, seconds: float,
-                 kind: str) -> None:
-        self.step += 1
+    def _rows(self, g: _Group, group, adv, discarded: bool) -> list[dict]:
         rows = []
-        for g, idx in enumerate(groups):
-            for i in idx:
-                ids, s = self.tokens[i], scored[i]
-                truncated = len(ids) >= self.max_tokens and (not ids or ids[-1] not in self.eos)
-                rows.append({"step": self.step, "group": g, "task_id": s.task_id,
-                             "completion": texts[i], "body": s.body, "tier": s.tier,
-                             "reason": s.reason, "reward": s.score,
-                             "advantage": round(float(adv[i]), 6), "truncated": truncated,
-                             "tokens": len(ids)})
+        for c, text, s, a in zip(g.completions, g.texts, g.scored, adv):
+            ids = c.tolist()
+            truncated = len(ids) >= self.max_tokens and (not ids or ids[-1] not in self.eos)
+            rows.append({"step": self.step, "group": group, "task_id": s.task_id,
+                         "completion": text, "body": s.body, "tier": s.tier,
+                         "reason": s.reason, "reward": s.score, "advantage": round(float(a), 6),
+                         "truncated": truncated, "tokens": len(ids), "discarded": discarded})
+        return rows
+
+    def rewarded(self, adv, skipped: float, seconds: float, kind: str) -> None:
+        self.step += 1
+        rows, at = [], 0
+        for k, g in enumerate(self.kept):
+            rows += self._rows(g, k, adv[at:at + len(g.scored)], False)
+            at += len(g.scored)
+        dropped = [r for g in self.discarded for r in self._rows(g, None, [0.0] * len(g.scored),
+                                                                 True)]
         with open(self.rollouts, "a") as f:
-            f.writelines(jsonl.dumps(r) for r in rows)
+            f.writelines(jsonl.dumps(r) for r in rows + dropped)
+        drawn = len(self.kept) + len(self.discarded)
+        with_signal = round((1 - skipped) * len(self.kept))
         self.pending = {"step": self.step, "advantage": kind, "generation_s": round(self.gen_s, 4),
-                        "reward_s": round(seconds, 4), "t_rewarded": time.perf_counter(),
+                        "reward_s": round(self.reward_s + seconds, 4),
+                        "t_rewarded": time.perf_counter(),
                         "reward_mean": round(sum(r["reward"] for r in rows) / len(rows), 6),
                         "exact": sum(r["tier"] == "exact" for r in rows), "rollouts": len(rows),
-                        "groups_skipped": round(skipped, 4),
+                        "draws": self.draws, "groups_drawn": drawn, "groups_kept": with_signal,
+                        "groups_skipped": round(1 - with_signal / drawn, 4),
+                        "rollouts_discarded": len(dropped),
                         "truncated": round(sum(r["truncated"] for r in rows) / len(rows), 4)}
 
     def close_step(self, at: float | None = None) -> None:
@@ -119,39 +192,95 @@ class _StepLog:
         self.pending = None
 
 
+def _quiet_tqdm(tqdm):
+    """mlx-lm-lora's tqdm, whose `write` drops the per-step `Clipping:` line (its ratios are in
+    metrics.jsonl as train_clip_ratio_*); the progress bar and the rest of the summary stay."""
+
+    class Quiet(tqdm):
+        @classmethod
+        def write(cls, s, *args, **kw):
+            s = "\n".join(line for line in str(s).split("\n") if not line.startswith("Clipping:"))
+            return super().write(s, *args, **kw)
+
+    return Quiet
+
+
 @contextlib.contextmanager
 def grpo_hooks(reward_fn, kind: str, min_span: float, rollouts: Path, metrics: MetricsLog,
-               max_tokens: int, eos_ids):
+               max_tokens: int, eos_ids, dynamic: bool = False, max_draws: int = 1):
     """mlx-lm-lora's GRPO trainer with our advantages (`group_advantages` replaces its σ-normalised
     ones), every training rollout written to `rollouts` (JSON lines: step, group, task id,
-    completion, extracted body, tier, reason, reward, advantage, truncated, tokens) and per-step
-    timings (generation, reward, update) in metrics.jsonl. reward_fn:
-    `jacrl.reward.reward_function(...)` (its `.last` holds the Scored of each call). Validation
-    rollouts pass through unchanged."""
+    completion, extracted body, tier, reason, reward, advantage, truncated, tokens, discarded)
+    and per-step timings (generation, reward, update) and draws in metrics.jsonl. With `dynamic`,
+    DAPO's dynamic sampling (`fill_batch`): a step's batch is made of groups spanning >= min_span
+    from up to `max_draws` draws; the rest are logged as discarded and not trained on. Pass the
+    yielded log's `batches` to the trainer as `iterate_batches`. reward_fn:
+    `jacrl.reward.reward_function(...)` (its `.last` holds the Scored of each call); rollouts
+    are scored once, as drawn. Validation rollouts pass through unchanged."""
     import mlx.core as mx
     from mlx_lm_lora.trainer import grpo_trainer as gt
 
     log = _StepLog(rollouts, metrics, max_tokens, set(eos_ids))
-    orig = gt.generate_grpo, gt._rollout_rewards, gt.evaluate_grpo
+    log.batches = batches = _Batches()
+    orig = gt.generate_grpo, gt._rollout_rewards, gt.evaluate_grpo, gt.tqdm
+
+    def draw_from(batch, kw, clock):
+        t0 = time.perf_counter()
+        comps, texts, idx = orig[0](**{**kw, "prompt_tokens": batch[0]})
+        t1 = time.perf_counter()
+        reward_fn(prompts=[batch[2][i] for i in idx], completions=texts,
+                  answer=[batch[3][i] for i in idx], types=None)
+        clock[0] += t1 - t0
+        clock[1] += time.perf_counter() - t1
+        groups = []
+        for u in dict.fromkeys(idx):
+            rows = [i for i, x in enumerate(idx) if x == u]
+            groups.append(_Group(tuple(None if part is None else part[u] for part in batch),
+                                 [comps[i] for i in rows], [texts[i] for i in rows],
+                                 [reward_fn.last[i] for i in rows]))
+        return groups
 
     def generate(*args, **kw):
         t0 = time.perf_counter()
-        if not log.validating:
-            log.close_step(t0)  # before this generation: it is not the last step's update
-        out = orig[0](*args, **kw)
-        if not log.validating:
-            log.generated(out[0], time.perf_counter() - t0)
-        return out
+        if log.validating:
+            return orig[0](*args, **kw)
+        log.close_step(t0)  # before this generation: it is not the last step's update
+        batch = batches.current
+        if args or batch is None or batch[0] is not kw["prompt_tokens"]:
+            raise RuntimeError("grpo_hooks: the trainer must draw its batches from log.batches")
+        clock = [0.0, 0.0]
+        if dynamic:
+            first = [True]
+
+            def draw():
+                b = batch if first[0] else next(batches.source)
+                first[0] = False
+                return draw_from(b, kw, clock)
+
+            kept, discarded, draws = fill_batch(draw, len(batch[0]), min_span, max_draws)
+            for j, part in enumerate(batch):  # the trainer's batch, in place: the kept groups
+                if part is not None:
+                    part[:] = [g.entry[j] for g in kept]
+        else:
+            kept, discarded, draws = draw_from(batch, kw, clock), [], 1
+        log.drawn(kept, discarded, draws, *clock)
+        return ([c for g in kept for c in g.completions], [t for g in kept for t in g.texts],
+                [k for k, g in enumerate(kept) for _ in g.completions])
 
     def rewards(batch, texts, indices, reward_funcs, reward_weights):
-        t0 = time.perf_counter()
-        adv, info = orig[1](batch, texts, indices, reward_funcs, reward_weights)
         if log.validating:
-            return adv, info
-        scored = list(reward_fn.last)
+            return orig[1](batch, texts, indices, reward_funcs, reward_weights)
+        t0 = time.perf_counter()
+        scores = [r for g in log.kept for r in g.rewards]
+
+        def replay(**_):  # the scores of the draw: the rollouts are not run again
+            return scores
+
+        replay.__name__ = reward_funcs[0].__name__  # its metrics' names
+        _, info = orig[1](batch, texts, indices, [replay], reward_weights)
         groups = [[i for i, x in enumerate(indices) if x == u] for u in sorted(set(indices))]
-        ours, skipped = group_advantages([s.score for s in scored], groups, kind, min_span)
-        log.rewarded(scored, texts, ours, skipped, groups, time.perf_counter() - t0, kind)
+        ours, skipped = group_advantages(scores, groups, kind, min_span)
+        log.rewarded(ours, skipped, time.perf_counter() - t0, kind)
         return mx.array(ours, dtype=mx.float32), info
 
     def evaluate(*args, **kw):
@@ -163,8 +292,9 @@ def grpo_hooks(reward_fn, kind: str, min_span: float, rollouts: Path, metrics: M
             log.validating = False
 
     gt.generate_grpo, gt._rollout_rewards, gt.evaluate_grpo = generate, rewards, evaluate
+    gt.tqdm = _quiet_tqdm(orig[3])
     try:
         yield log
         log.close_step()
     finally:
-        gt.generate_grpo, gt._rollout_rewards, gt.evaluate_grpo = orig
+        gt.generate_grpo, gt._rollout_rewards, gt.evaluate_grpo, gt.tqdm = orig
