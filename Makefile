@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml
 	      echo "note: could not install $$pkgs"; \
 	  elif [ -n "$$pkgs" ]; then echo "note: install $$pkgs (e.g. sudo apt-get install $$pkgs)"; fi; \
 	  command -v bwrap >/dev/null || echo "note: without bubblewrap jacrl refuses to run model" \
-	    "code unless JACRL_ALLOW_UNSANDBOXED=1 (README: isolation)"; fi
+	    "code unless JACRL_ALLOW_UNSANDBOXED=1 (docs/threat-model.md)"; fi
 	@# the `jacrl` Jupyter kernel, after OpenBLAS: its kernel.json preloads it (jacrl/kernel.py)
 	$(PY) -m jacrl.kernel
 	touch $@

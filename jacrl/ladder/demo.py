@@ -25,7 +25,7 @@ from jacrl.results import read_rows
 # rung 3's from 240 (2/3 from 210 with seed 0); LR >= 4e-4, or rank 128 at 2e-4, diverges. So 90
 # iterations per rung task: 90 on rung 1, 270 on rung 3 (~0.5-0.7 s each). Evaluation and GRPO
 # rollouts get 256 tokens: the longest rung-3 gold answer is 249 tokens + the end token. GRPO at
-# the settings bench/grpo_learning.py measured on rung 3 (README: GRPO): LR 5e-6, groups of 4,
+# the settings bench/grpo_learning.py measured on rung 3 (docs/training.md): LR 5e-6, groups of 4,
 # the rollout temperature calibrated on the SFT adapter, centred advantages, groups spanning
 # < 0.1 skipped: 24 steps raised sampled pass@1 on the rung's tasks, p < 0.05; at LR 2e-5 (and
 # 1e-5 with σ-normalised advantages, the earlier default) the same steps undid what SFT taught.
