@@ -26,6 +26,7 @@ from jacrl.cli.evaluate import int_list
 from jacrl.conditions import STAGES
 from jacrl.config import REWARD_FORMULAS, configure
 from jacrl.ladder import LadderConfig, parse_iters
+from jacrl.project import figures_for
 from jacrl.recipe import DEMO_GATE_THRESHOLD, GATE_THRESHOLD, RECIPE
 
 ENGINES = ("local", "ray")  # where cells run: one after another here, or Ray tasks on a cluster
@@ -226,19 +227,15 @@ def results_of(arg: str) -> Path:
     return path
 
 
-def figures_of(args: argparse.Namespace, results: Path) -> str | None:
+def figures_of(args: argparse.Namespace) -> str | None:
     """Where `show` draws: --figures; else, for --results elsewhere, a figures/ folder beside
     those rows (another run's figures never overwrite the project's); else the project's."""
-    if args.no_figures:
-        return None
-    if args.figures or not args.results:
-        return args.figures
-    return str((results if results.is_dir() else results.parent) / "figures")
+    return None if args.no_figures else figures_for(args.results, args.figures)
 
 
 def run_show(args: argparse.Namespace) -> int:
     results = results_of(args.results)
-    text, figs = ladder.show(results, figures_of(args, results),
+    text, figs = ladder.show(results, figures_of(args),
                              include_stale=args.include_stale, where=args.where)
     print(text)
     for p in figs:  # each PNG has an .svg and a .pdf beside it
