@@ -288,7 +288,8 @@ def add(subparsers) -> None:
                    "grpo.group_size, ...: rows without that stage, e.g. base for sft.*, are "
                    "kept); repeat for more (all must hold; a KEY twice: either value), e.g. "
                    "--where n=8 --where sft.iters=100 (default: every row; a cell whose rows "
-                   "were made with other settings is flagged below the table)")
+                   "were made with other settings is flagged below the table); the figures go "
+                   "to a subfolder named after the filter, e.g. figures/where-n=8/")
     q.set_defaults(func=run_show)
     p = subparsers.add_parser(
         "demo", help="a small ladder on jac-tiny in minutes: rows and figures in a fresh "

@@ -244,7 +244,9 @@ def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.Pat
     by listing each figure in that folder (None: the project's) whose rows changed since it was
     drawn, or that has no provenance (`report.figures_note`). `where` (KEY=VALUE, e.g. n=8,
     sft.iters=100): the table and figures of only the rows made with those settings
-    (`report.where_rows`)."""
+    (`report.where_rows`), the figures in a subfolder named after the filter
+    (`report.where_folder`) with the filter in their stamp, so they never replace the figures
+    of all the rows."""
     from jacrl import report  # pandas and matplotlib: only for the table and figures
 
     path = path_or(results_dir, "results")
@@ -262,6 +264,9 @@ def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.Pat
         text += f"\ninterrupted (killed mid-run, no rows; rerun `ladder run`): {', '.join(killed)}"
     if not include_stale:
         rows = [r for r in report.mark_stale(rows) if not r["stale"]]
+    if where and figures_dir is not None:  # a subset's figures say so, beside the whole rows'
+        figures_dir = path_or(figures_dir or None, "figures") / report.where_folder(where)
+        source = {**source, "where": list(where)}  # and record it in their stamp
     figs = report.write_figures(rows, figures_dir or None, source) \
         if figures_dir is not None and rows else []
     note = report.figures_note(figures_dir or None) if check_figures else ""

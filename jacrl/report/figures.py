@@ -17,7 +17,7 @@ import pandas as pd
 from jacrl.report.families import KIND_TITLES, family_table, plot_families
 from jacrl.report.grpo import draw_timings
 from jacrl.report.rows import _order, cell_of
-from jacrl.report.stamp import rows_stamp, save_figure, save_formats, source_stamp
+from jacrl.report.stamp import rows_stamp, save_formats, source_stamp
 from jacrl.report.tables import format_comparison, frame, labels
 from jacrl.results import KINDS
 from jacrl.splits import RUNGS
@@ -224,8 +224,10 @@ def plot_training_runs(runs: Sequence[tuple[str, str | os.PathLike]], title: str
 def write_training_figure(runs: Sequence[tuple[str, str | os.PathLike]],
                           out_dir: str | os.PathLike | None = None,
                           name: str = "training.png", title: str = "") -> Path:
-    """`plot_training_runs(runs)` saved as figures/<name> (the project's figures/ by default),
-    with each run's metrics file as a source of its provenance."""
+    """`plot_training_runs(runs)` saved as figures/<name> (the project's figures/ by default) and,
+    beside it, as .svg and .pdf, with each run's metrics file as a source of its provenance. The
+    metrics live in git-ignored folders (results/cells/, artifacts/), so they are marked `local`:
+    a clone has none, and a missing local source is not a stale figure (a changed one is)."""
     from jacrl.project import path_or
 
     if not runs:
@@ -234,9 +236,10 @@ def write_training_figure(runs: Sequence[tuple[str, str | os.PathLike]],
     out = path_or(out_dir, "figures")
     out.mkdir(parents=True, exist_ok=True)
     files = [_training_records(m)[1] for _, m in runs]
-    sources = [source_stamp(f) for f in files if f.is_file()]  # before drawing what they hold
+    # stamped before drawing what they hold
+    sources = [{**source_stamp(f), "local": True} for f in files if f.is_file()]
     fig = plot_training_runs(runs, title)
-    p = save_figure(fig, out / name, sources, drawn_rows=sum(s["rows"] for s in sources))
+    p = save_formats(fig, out / name, sources, drawn_rows=sum(s["rows"] for s in sources))
     plt.close(fig)
     return p
 
