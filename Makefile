@@ -1,8 +1,9 @@
-# jacrl — every target sets up what it needs. Python 3.12 is found on PATH or under pyenv;
+# jacrl — every target sets up what it needs. Python 3.12 is found on PATH or under pyenv
+# ($PYENV_ROOT, else ~/.pyenv);
 # conda users: `make test VENV=$CONDA_PREFIX` inside the env from environment.yml.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 \
+PYTHON312 ?= $(shell for p in python3.12 $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12*/bin/python3.12 \
 	/usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo $$p; break; }; \
 	done)

@@ -158,7 +158,7 @@ def recipe_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.envir
 def run_plan(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     print(ladder.recipe_plan_text(cfg, recipe_from_args(args)) if cfg.recipe
-          else ladder.plan_text(cfg))
+          else ladder.plan_text(cfg, args.commands))
     return 0
 
 
@@ -259,8 +259,10 @@ def add(subparsers) -> None:
                               description=__doc__ + "\n" + ladder.__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="ladder_verb", required=True)
-    q = sub.add_parser("plan", help="print every cell and its command; runs nothing")
+    q = sub.add_parser("plan", help="a table of every cell (stages, key, status); runs nothing")
     add_arguments(q).set_defaults(func=run_plan)
+    q.add_argument("--commands", action="store_true",
+                   help="also the command that runs each cell (a papermill run of notebook 30)")
     q = sub.add_parser("run", help="run the cells without rows (resumable)")
     add_arguments(q).set_defaults(func=run_run)
     q.add_argument("--figures", default=None, metavar="DIR", help="after the run, write the "

@@ -219,18 +219,24 @@ def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = 
     return statuses
 
 
-def plan_text(cfg: LadderConfig) -> str:
-    """Every cell, its key, whether its rows exist (or it runs, was killed, failed), and the
-    exact command that runs it."""
+def plan_text(cfg: LadderConfig, commands: bool = False) -> str:
+    """A table of every cell: its name, training stages, key and status (done: its rows exist;
+    else to run, running, interrupted or failed); with `commands`, under each cell the exact
+    command that runs it (a papermill run of notebook 30, ~1 KB each)."""
     cfg = validate(cfg)
     cells = plan(cfg)
     present = rows_by_key(cfg.results_file)
-    lines = [f"{len(cells)} cells; rows -> {cfg.results_file}"]
-    for i, c in enumerate(cells, 1):
-        state = "done (rows exist)" if is_done(present, c.key) else \
-            state_text([cell_state(cell_dir(cfg, c))])
-        lines.append(f"[{i}/{len(cells)}] {c.name}  key={c.key}  {state}")
-        lines.append("    " + shlex.join(command(cfg, c)))
+    table = [("cell", "stages", "key", "status")] + [
+        (c.name, "+".join(c.stages) or "-", c.key,
+         "done" if is_done(present, c.key) else state_text([cell_state(cell_dir(cfg, c))]))
+        for c in cells]
+    widths = [max(len(r[i]) for r in table) for i in range(3)]
+    lines = [f"{len(cells)} cells; rows -> {cfg.results_file}"
+             + ("" if commands else "; --commands: the command that runs each")]
+    for i, r in enumerate(table):
+        lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths)) + "  " + r[3])
+        if commands and i:
+            lines.append("    " + shlex.join(command(cfg, cells[i - 1])))
     return "\n".join(lines)
 
 
