@@ -53,6 +53,7 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 
+from jacrl.blas import blas_record
 from jacrl.config import EvalConfig
 from jacrl.generate import Sample, generate
 from jacrl.jacsyntax import idiom_count
@@ -283,7 +284,11 @@ def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None,
         **{kk: metrics[kk] for kk in _OURS},
         "artifact": adapter_key(adapter),
         "isolation": isolation,
-        "provenance": provenance(model_dir, adapter, tasks),
+        # the BLAS kernel family and threads this host computed with: another host's numerics
+        # train another adapter from the same key (the demo's reference check names them)
+        "provenance": {**provenance(model_dir, adapter, tasks),
+                       "blas_core": (blas := blas_record())["openblas_core"] or "bundled",
+                       "blas_threads": blas["threads"]},
         "seconds": {**{kk: round(v, 2) for kk, v in timings.items()},
                     "total": round(time.perf_counter() - t_all, 2)},
         "samples": display_path(samples) if samples else "",

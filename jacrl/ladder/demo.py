@@ -91,27 +91,55 @@ def ensure_data(data_dir: str | os.PathLike | None = None,
         splits.build_splits(d)
 
 
+def _measures(r: Mapping) -> dict[str, str]:
+    """What the demo's table shows of one evaluation: greedy and sampled pass@1, run %, the
+    sampling temperature (mem: the rollout temperature GRPO calibrated)."""
+    sampled = (r.get("pass_at_k") or {}).get("1")
+    return {"greedy": f"{r['pass1']}/{r['tasks']}",
+            "sampled": "-" if sampled is None else f"{sampled:.0f}%",
+            "run": f"{r['run_pct']:.0f}%", "T": f"{r.get('temperature', 0):g}"}
+
+
+def _host(r: Mapping) -> str:
+    """The BLAS kernel family and thread count a row was computed with ("" when not recorded)."""
+    pv = r.get("provenance") if isinstance(r.get("provenance"), Mapping) else {}
+    return f"{pv['blas_core']} x{pv.get('blas_threads', '?')}" if pv.get("blas_core") else ""
+
+
 def compare_rows(reference: list[dict], fresh: list[dict]) -> str:
-    """The fresh rows beside the reference's, one line per evaluation tag: pass@1 and run % of
-    each, whether the cell keys match, and for a differing adapter whether it is training noise
-    (the same artifact key) or changed inputs (`provenance.rows_verdict`)."""
+    """The fresh rows beside the reference's, one line per evaluation tag: greedy pass@1,
+    sampled pass@1, run % and T of each, whether the cell keys match, and for what moved, why:
+    training noise (the same artifact key) or changed inputs (`provenance.rows_verdict`), and
+    the host's BLAS kernel family or thread count where they differ from the reference's (the
+    same key trains other weights under other numerics). Ends with one summary line."""
     from jacrl.provenance import rows_verdict
 
     ref = {r["tag"]: r for r in reference}
-    lines = [f"{'evaluation':28} {'reference':>14} {'this run':>14}  same key  adapter"]
-    same = 0
+    show = lambda m: " ".join(f"{k} {v}" for k, v in m.items())  # noqa: E731
+    lines = [f"{'evaluation':28} reference -> this run (greedy, sampled pass@1, run %, T)"]
+    moved, hosts = [], set()
     for r in fresh:
-        old = ref.get(r["tag"])
-        now = f"{r['pass1']}/{r['tasks']} {r['run_pct']:.0f}%run"
+        old, now = ref.get(r["tag"]), _measures(r)
         if old is None:
-            lines.append(f"{r['tag']:28} {'-':>14} {now:>14}  (no reference row)")
+            lines.append(f"{r['tag']:28} (no reference row) -> {show(now)}")
             continue
-        was = f"{old['pass1']}/{old['tasks']} {old['run_pct']:.0f}%run"
-        key = "yes" if old.get("cell_key") == r.get("cell_key") else "no"
-        why = rows_verdict(old, r) or "same"
-        same += was == now
-        lines.append(f"{r['tag']:28} {was:>14} {now:>14}  {key:8}  {why}")
-    lines.append(f"{same} of {len(fresh)} evaluations give the reference's pass@1 and run %")
+        was = _measures(old)
+        diff = [k for k in now if now[k] != was[k]]
+        key = "same key" if old.get("cell_key") == r.get("cell_key") else "other key"
+        why = [rows_verdict(old, r) or ("same adapter" if r.get("adapter") else "")]
+        if _host(old) and _host(r) and _host(old) != _host(r):  # rows before: not recorded
+            hosts.add(f"reference {_host(old)}, here {_host(r)}")
+            why.append("other BLAS")
+        text = show(was) + (f" -> {', '.join(f'{k} {now[k]}' for k in diff)}" if diff
+                            else " (same)")
+        lines.append(f"{r['tag']:28} {text}; {key}" + "".join(f"; {w}" for w in why if w))
+        if diff:
+            moved.append(f"{r['tag']} {'/'.join(diff)} ({key}, {', '.join(w for w in why if w)})")
+    same = len(fresh) - len(moved)
+    lines.append(f"{same} of {len(fresh)} evaluations match the reference in greedy and sampled "
+                 f"pass@1, run % and T" + (f"; moved: {'; '.join(moved)}" if moved else "")
+                 + (f"; BLAS kernel family / threads: {' | '.join(sorted(hosts))}" if hosts
+                    else ""))
     return "\n".join(lines)
 
 
