@@ -87,6 +87,10 @@ def _curve_panel(ax, sub: pd.DataFrame, conds: list[str], rungs: list[str], valu
         x = [xpos[r] + offsets[cond] for r in line.rung]  # dodged within the rung
         _draw_condition(ax, line, x, value, styles[cond], cond, interval)
     _rung_ticks(ax, sub, rungs)
+    absent = [c for c in conds if sub[(sub.condition == c) & sub[value].notna()].empty]
+    if absent:  # every condition accounted for: those without a value here are named
+        ax.text(0.01, 0.98, f"no value here: {', '.join(absent)}", transform=ax.transAxes,
+                fontsize=7, va="top", color="0.35")
     ax.set_ylim(-4, 104)
     ax.set_yticks(range(0, 101, 20))
     ax.grid(alpha=0.3, axis="y")
@@ -102,6 +106,14 @@ def _figure_legend(fig, axes, order: list[str]) -> None:
     if names:
         fig.legend([seen[c] for c in names], names, loc="outside lower center",
                    ncol=min(len(names), 4), title="condition", frameon=False, fontsize=9)
+
+
+def _temperatures(sub: pd.DataFrame, value: str) -> str:
+    """The sampling temperature(s) of a panel's sampled values, for its title ("" for greedy)."""
+    if value == "pass1_pct" or "temperature" not in sub:
+        return ""
+    ts = sorted({float(t) for t in sub.temperature.dropna()})
+    return f" (T {', '.join(f'{t:g}' for t in ts)})" if ts else ""
 
 
 def plot_curves(rows: list[dict], value: str = "pass1_pct", band: bool = True):
@@ -128,15 +140,17 @@ def plot_curves(rows: list[dict], value: str = "pass1_pct", band: bool = True):
             ax = axes[i][j]
             _curve_panel(ax, df[(df.kind == kind) & (df.model == model)], conds, rungs, value,
                          interval)
-            ax.set_title(f"{model}: {KIND_TITLES.get(kind, kind)}", fontsize=10)
+            ax.set_title(f"{model}: {KIND_TITLES.get(kind, kind)}"
+                         + _temperatures(df[(df.kind == kind) & (df.model == model)], value),
+                         fontsize=10)
             ax.set_ylabel(f"{kind} {what}" if j == 0 else "")
             ax.set_xlabel("rung (training tasks); n = tasks graded" if i == len(kinds) - 1
                           else "")
     _figure_legend(fig, axes, conds)
     k = sorted({int(x) for x in df.k.dropna()}) if value == "passk_pct" and not df.empty else []
     fig.suptitle(f"ladder: {what}" + (f" (k = {', '.join(map(str, k))})" if k else "")
-                 + ("\nbars: 95 % Wilson interval" if interval else "")
-                 + ("; " if interval else "\n") + "conditions side by side within each rung",
+                 + ("\nbars: 95 % Wilson interval" if interval else "\nno interval drawn")
+                 + "; conditions side by side within each rung",
                  fontsize=10)
     return fig
 
@@ -179,8 +193,8 @@ def _draw_training(axes, recs: list[dict], label: str = "") -> None:
             d = df[df[col].notna()]
             ax.plot(d["iteration"], d[col], marker=".")
             if col == "reward_mean" and "reward_std" in d and d["reward_std"].notna().all():
-                ax.fill_between(d["iteration"], d[col] - d["reward_std"],
-                                d[col] + d["reward_std"], alpha=0.2)
+                ax.fill_between(d["iteration"], (d[col] - d["reward_std"]).clip(0, 1),
+                                (d[col] + d["reward_std"]).clip(0, 1), alpha=0.2)  # rewards: 0..1
         ax.set_title(f"{label}: {title}" if label else title, fontsize=9)
         ax.set_xlabel("iteration")
         ax.grid(alpha=0.3)
