@@ -134,9 +134,8 @@ def rows_path(results: str | os.PathLike | None = None) -> Path:
 
 
 def figures_for(results: str | os.PathLike | None, figures: str | os.PathLike | None) -> str:
-    """Where the figures of `results`' rows go: `figures` when given; else, for rows given
-    elsewhere, a figures/ folder beside them (another run's figures never overwrite the
-    project's tracked ones); else "" (the project's figures/, drawn from its own rows)."""
-    if figures or not results:
-        return str(figures or "")
-    return str(rows_path(results).parent / "figures")
+    """Where the figures of `results`' rows go: `figures` when given, else a figures/ folder
+    beside the rows (the project's rows: results/figures/, git-ignored). The tracked figures/
+    are written only when named (`--figures figures`): no command changes tracked files unless
+    its flags say so."""
+    return str(figures) if figures else str(rows_path(results).parent / "figures")

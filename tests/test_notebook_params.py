@@ -63,5 +63,5 @@ def test_results_is_a_folder_or_a_rows_file_and_figures_go_beside_other_rows(tmp
     assert project.rows_path(str(rows.parent)) == rows == project.rows_path(str(rows))
     assert project.figures_for(str(rows.parent), "") == str(rows.parent / "figures")
     assert project.figures_for(str(rows), "") == str(rows.parent / "figures")
-    assert project.figures_for("", "") == ""  # the project's figures/, drawn from its rows
+    assert project.figures_for("", "") == str(project.project().results / "figures")
     assert project.figures_for(str(rows), "mine") == "mine"

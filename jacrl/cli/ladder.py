@@ -119,8 +119,8 @@ def _paths(p: argparse.ArgumentParser, figures: bool = True) -> None:
     p.add_argument("--results", default="", help="results dir: rl_ladder.jsonl, cells/ "
                    "(default: the project's results/)")
     if figures:
-        p.add_argument("--figures", default="", help="figures dir (default: the project's "
-                       "figures/)")
+        p.add_argument("--figures", default="", help="figures dir (default: figures/ beside the "
+                       "rows; the tracked figures/ only when named: --figures figures)")
     p.add_argument("--artifacts", default="", help="artifacts dir (default: the project's "
                    "artifacts/)")
 
@@ -228,8 +228,8 @@ def results_of(arg: str) -> Path:
 
 
 def figures_of(args: argparse.Namespace) -> str | None:
-    """Where `show` draws: --figures; else, for --results elsewhere, a figures/ folder beside
-    those rows (another run's figures never overwrite the project's); else the project's."""
+    """Where `show` draws: --figures; else a figures/ folder beside the rows (the project's:
+    results/figures/), so the tracked figures/ change only when named."""
     return None if args.no_figures else figures_for(args.results, args.figures)
 
 
@@ -278,8 +278,8 @@ def add(subparsers) -> None:
                    f"holds {ladder.RESULTS_FILE}, or a rows file (default: the project's "
                    "results/)")
     q.add_argument("--figures", default="", help="figures dir: PNG, SVG and PDF of each figure "
-                   "(default: the project's figures/; with --results, figures/ beside those "
-                   "rows)")
+                   "(default: figures/ beside the rows: results/figures/ for the project's; the "
+                   "tracked figures/ only when named: --figures figures)")
     q.add_argument("--no-figures", action="store_true", help="print the table only")
     q.add_argument("--include-stale", action="store_true", help="keep the rows whose model, "
                    "adapter or tasks changed on disk since (marked in a `stale` column)")

@@ -15,7 +15,7 @@ from jacrl.ladder.plan import plan
 from jacrl.ladder.run import run, show
 from jacrl.ladder.settings import LadderConfig, from_env, validate
 from jacrl.models import resolve
-from jacrl.project import ROWS_FILE, path_or
+from jacrl.project import ROWS_FILE, figures_for, path_or
 from jacrl.results import read_rows
 
 # jac-tiny is a 4M-parameter test fixture, not a recipe for real models. The demo's SFT is sized
@@ -166,6 +166,7 @@ def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
         figures_dir = figures_dir or str(Path(results_dir) / "figures")
         log(f"demo: rows and figures go to {results_dir}/ (the committed {reference} is the "
             "reference they are compared with)")
+    figures_dir = figures_for(results_dir, figures_dir)  # tracked figures/: only when named
     ensure_data(data_dir or None, None, log)
     cfg = from_env(demo_config(models=(model,), results_dir=results_dir, figures_dir=figures_dir,
                                data_dir=data_dir, artifacts_dir=artifacts_dir))
