@@ -296,4 +296,5 @@ def test_per_step_timings_and_the_training_figure_panel(tmp_path):
     assert sorted(report.stale_figures(figs)) == [p.with_suffix(s) for s in (".pdf", ".png",
                                                                               ".svg")]
     grid = report.plot_training_runs([("sft", sft), ("grpo", art)])
-    assert len(grid.axes) == 10 and sum(a.axison for a in grid.axes) == 7  # sft: 2 panels
+    assert len(grid.axes) == 6 and all(a.axison for a in grid.axes)  # sft: 1 panel, no blanks
+    assert [ln.get_label() for ln in grid.axes[0].get_lines()] == ["train loss"]

@@ -165,10 +165,14 @@ def _training_records(metrics: str | os.PathLike) -> tuple[list[dict], Path]:
 
 
 def _training_series(stage: str) -> list[tuple[str, str]]:
+    """A stage's panels: (column, title); SFT's one panel holds train and val loss together."""
     if stage == "grpo":
         return [("reward_mean", "reward mean ± σ"), ("group_reward_std", "within-group σ"),
                 ("kl", "KL"), ("truncated", "truncated share")]
-    return [("train_loss", "train loss"), ("val_loss", "val loss")]
+    return [("train_loss", "loss (every logged point)")]
+
+
+EXTRA = {"train_loss": ("val_loss",)}  # drawn on the same panel, each with its own label
 
 
 def _stage(recs: list[dict]) -> str:
@@ -191,7 +195,11 @@ def _draw_training(axes, recs: list[dict], label: str = "") -> None:
     for ax, (col, title) in zip(axes, series):
         if not df.empty and col in df and "iteration" in df and df[col].notna().any():
             d = df[df[col].notna()]
-            ax.plot(d["iteration"], d[col], marker=".")
+            ax.plot(d["iteration"], d[col], marker=".", label=col.replace("_", " "))
+            for more in (m for m in EXTRA.get(col, ()) if m in df and df[m].notna().any()):
+                e = df[df[more].notna()]
+                ax.plot(e["iteration"], e[more], marker="o", ls="--", label=more.replace("_", " "))
+                ax.legend(fontsize=7, frameon=False)
             if col == "reward_mean" and "reward_std" in d and d["reward_std"].notna().all():
                 ax.fill_between(d["iteration"], (d[col] - d["reward_std"]).clip(0, 1),
                                 (d[col] + d["reward_std"]).clip(0, 1), alpha=0.2)  # rewards: 0..1
@@ -222,16 +230,13 @@ def plot_training_runs(runs: Sequence[tuple[str, str | os.PathLike]], title: str
     (with step events) the seconds per step. Returns the Figure."""
     plt = _pyplot()
     loaded = [(label, _training_records(m)[0]) for label, m in runs]
-    cols = max([_panels(r) for _, r in loaded] or [2])
-    fig, axes = plt.subplots(max(1, len(loaded)), cols, figsize=(3.6 * cols, 2.6 * len(loaded)),
-                             squeeze=False)
-    for row, (label, recs) in zip(axes, loaded):
-        n = _panels(recs)
-        _draw_training(row[:n], recs, label)
-        for ax in row[n:]:
-            ax.axis("off")
+    cols = max([_panels(r) for _, r in loaded] or [1])
+    fig = plt.figure(figsize=(3.6 * cols, 2.7 * max(1, len(loaded))), layout="constrained")
+    # a row per run, as wide as the figure: each row has the panels its stage has, no blanks
+    for sf, (label, recs) in zip(fig.subfigures(max(1, len(loaded)), 1, squeeze=False)[:, 0],
+                                 loaded):
+        _draw_training(sf.subplots(1, max(1, _panels(recs)), squeeze=False)[0], recs, label)
     fig.suptitle(title or "training curves")
-    fig.tight_layout()
     return fig
 
 
