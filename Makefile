@@ -8,6 +8,7 @@ PYTHON312 ?= $(shell for p in python3.12 $${PYENV_ROOT:-$$HOME/.pyenv}/versions/
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo $$p; break; }; \
 	done)
 STAMP := $(VENV)/.jacrl-installed
+T0 := $(shell date +%s)  # when make started: set-up's time is printed apart from the demo's
 UV := uv==0.13.9
 
 .PHONY: setup test demo ladder lab tasks clean
@@ -37,6 +38,7 @@ $(STAMP): pyproject.toml
 	@# the `jacrl` Jupyter kernel, after OpenBLAS: its kernel.json preloads it (jacrl/kernel.py)
 	$(PY) -m jacrl.kernel
 	touch $@
+	@echo "setup: $$(( $$(date +%s) - $(T0) )) s"
 
 test: setup
 	$(VENV)/bin/ruff check .  # the house's lint: pyflakes, errors, 100 columns (pyproject.toml)
