@@ -115,13 +115,13 @@ def compare_rows(reference: list[dict], fresh: list[dict]) -> str:
     from jacrl.provenance import rows_verdict
 
     ref = {r["tag"]: r for r in reference}
-    show = lambda m: " ".join(f"{k} {v}" for k, v in m.items())  # noqa: E731
+    fmt = lambda m: " ".join(f"{k} {v}" for k, v in m.items())  # noqa: E731
     lines = [f"{'evaluation':28} reference -> this run (greedy, sampled pass@1, run %, T)"]
     moved, hosts = [], set()
     for r in fresh:
         old, now = ref.get(r["tag"]), _measures(r)
         if old is None:
-            lines.append(f"{r['tag']:28} (no reference row) -> {show(now)}")
+            lines.append(f"{r['tag']:28} (no reference row) -> {fmt(now)}")
             continue
         was = _measures(old)
         diff = [k for k in now if now[k] != was[k]]
@@ -130,7 +130,7 @@ def compare_rows(reference: list[dict], fresh: list[dict]) -> str:
         if _host(old) and _host(r) and _host(old) != _host(r):  # rows before: not recorded
             hosts.add(f"reference {_host(old)}, here {_host(r)}")
             why.append("other BLAS")
-        text = show(was) + (f" -> {', '.join(f'{k} {now[k]}' for k in diff)}" if diff
+        text = fmt(was) + (f" -> {', '.join(f'{k} {now[k]}' for k in diff)}" if diff
                             else " (same)")
         lines.append(f"{r['tag']:28} {text}; {key}" + "".join(f"; {w}" for w in why if w))
         if diff:
@@ -154,10 +154,10 @@ def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
     """Tasks/splits if needed; the demo ladder (rungs 1 and 3: base, sft, sft_grpo; jac-tiny);
     the table; ladder.png (+ ladder_passk.png) and training.png (the last rung's SFT and GRPO
     curves, `training_runs`), each with its rows' provenance; any figure there left stale is
-    listed after the table. Without results_dir the rows go to a fresh `fresh_results_dir()`
-    and the figures beside them, tracked files untouched, and the rows are printed beside the
-    project's committed ones (`compare_rows`). Returns {"seconds", "statuses", "table",
-    "figures", "results_dir"}."""
+    listed after the table. Without results_dir the rows go to a fresh `fresh_results_dir()`,
+    tracked files untouched, and are printed beside the project's committed ones
+    (`compare_rows`); the figures go beside the rows unless figures_dir names a folder.
+    Returns {"seconds", "statuses", "table", "figures", "results_dir"}."""
     t0 = time.time()
     resolve(model)  # before the slow task build; the error says how to build jac-tiny
     reference = path_or(None, "results") / ROWS_FILE
