@@ -1,12 +1,14 @@
-# jacrl — every target sets up what it needs. Python 3.12 is found on PATH or under pyenv;
+# jacrl — every target sets up what it needs. Python 3.12 is found on PATH or under pyenv
+# ($PYENV_ROOT, else ~/.pyenv);
 # conda users: `make test VENV=$CONDA_PREFIX` inside the env from environment.yml.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 \
+PYTHON312 ?= $(shell for p in python3.12 $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.12*/bin/python3.12 \
 	/usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo $$p; break; }; \
 	done)
 STAMP := $(VENV)/.jacrl-installed
+T0 := $(shell date +%s)  # when make started: set-up's time is printed apart from the demo's
 UV := uv==0.13.9
 
 .PHONY: setup test demo ladder lab tasks mutation clean
@@ -39,10 +41,11 @@ $(STAMP): pyproject.toml
 	      echo "note: could not install $$pkgs"; \
 	  elif [ -n "$$pkgs" ]; then echo "note: install $$pkgs (e.g. sudo apt-get install $$pkgs)"; fi; \
 	  command -v bwrap >/dev/null || echo "note: without bubblewrap jacrl refuses to run model" \
-	    "code unless JACRL_ALLOW_UNSANDBOXED=1 (README: isolation)"; fi
+	    "code unless JACRL_ALLOW_UNSANDBOXED=1 (docs/threat-model.md)"; fi
 	@# the `jacrl` Jupyter kernel, after OpenBLAS: its kernel.json preloads it (jacrl/kernel.py)
 	$(PY) -m jacrl.kernel
 	touch $@
+	@echo "setup: $$(( $$(date +%s) - $(T0) )) s"
 
 test: setup
 	$(VENV)/bin/ruff check .  # the house's lint: pyflakes, errors, 100 columns (pyproject.toml)

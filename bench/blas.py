@@ -45,7 +45,7 @@ def child(extra_env: dict[str, str], n: int, reps: int) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=1024)
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

@@ -154,7 +154,7 @@ def run_arm(name: str, over: dict, start, tasks, cfg, out_root: Path, before: li
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--rung", default="3", help="the train-pool rung whose tasks GRPO trains on")
     ap.add_argument("--sft-iters", type=int, default=210, help="SFT iterations of the start")
     ap.add_argument("--iters", type=int, default=24, help="GRPO iterations per arm")

@@ -250,7 +250,7 @@ def report(results: dict, load: tuple, wall: float) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=5, help="GRPO steps per jac-tiny arm")
     ap.add_argument("--big-steps", type=int, default=2, help="GRPO steps per big-model arm")
     ap.add_argument("--completion", type=int, default=48, help="rollout token budget")

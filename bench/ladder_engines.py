@@ -58,7 +58,7 @@ def timed_run(name: str, out: Path, engine: str, address: str | None, env: dict)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="jacrl-bench-engines-"))

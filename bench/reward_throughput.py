@@ -250,7 +250,7 @@ class Agreement:
 
 def main() -> None:
     sys.stdout.reconfigure(line_buffering=True)
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=None,
                     help="one time-out for every program (default: each task's stored one)")

@@ -184,7 +184,7 @@ def run_sampled(pytest_args: list[str], sampler: Sampler) -> tuple[int, collecti
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "suite_cpu.json"))
     ap.add_argument("pytest_args", nargs="*", help="after --: pytest's (default: make test's)")
     args = ap.parse_args()

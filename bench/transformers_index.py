@@ -36,7 +36,7 @@ def cpu_seconds(code: str, cache: str) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=7)
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as cache:

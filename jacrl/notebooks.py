@@ -16,6 +16,8 @@ at its default. A ladder cell (notebook 30 given its planned `cell_key`) is neve
 
 from __future__ import annotations
 
+import ast
+import difflib
 import json
 import os
 import shutil
@@ -24,9 +26,41 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from jacrl import build, splits
-from jacrl.project import path_or, project
+from jacrl.project import path_or, project, rows_path
 
 QUICK_ENV = "JACRL_NOTEBOOK_QUICK"
+INJECTED = "# Parameters\n"  # how the cell papermill injects after the `parameters` cell begins
+
+
+def unknown_params(unknown, known, what: str = "parameter") -> str:
+    """The one-line error for parameters a notebook does not know (with the closest known name)."""
+    names = []
+    for name in sorted(unknown):
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        names.append(repr(name) + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return f"unknown {what} {', '.join(names)}; known: {', '.join(sorted(known))}"
+
+
+def _assigned(source: str) -> set[str]:
+    """The names a cell binds at its top level (`name = value`)."""
+    return {t.id for node in ast.parse(source).body if isinstance(node, ast.Assign)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+def check_parameters(namespace: Mapping) -> None:
+    """Papermill's parameters against the notebook's own (pass `globals()`): every name papermill
+    injected must be one the `parameters` cell binds, else a one-line TypeError naming the
+    closest, before anything runs. Papermill runs the parameters cell and then its injected cell
+    (which starts with INJECTED), so both are in the kernel's input history (`In`); by hand (no
+    injected cell) there is nothing to check. Notebook 30 checks its own, wider set (any
+    LadderConfig field: `jacrl.ladder.notebook_cell`)."""
+    history = list(namespace.get("In") or [])
+    for before, source in zip(history, history[1:]):
+        if source.startswith(INJECTED):
+            known, given = _assigned(before), _assigned(source)
+            if given - known:
+                raise TypeError(unknown_params(given - known, known))
+            return
 
 # notebook -> parameter -> its largest value in quick mode
 QUICK: dict[str, dict] = {
@@ -188,7 +222,7 @@ def ladder_rows(results: str = "", include_stale: bool = False,
     figures. Stale rows (model, adapter or tasks changed on disk since; `report.stale_reasons`)
     are left out, as `jacrl ladder show` does, unless include_stale."""
     from jacrl import report
-    path = path_or(results, "rows").resolve()
+    path = rows_path(results).resolve()
     source = report.source_stamp(path) if path.is_file() else None
     rows = report.load_rows(path)
     if not rows:

@@ -124,3 +124,18 @@ def path_or(path: str | os.PathLike | None, default: str) -> Path:
     """A path the user gave, as given (relative to the working directory, as on any command line),
     else the project's default (`default` names a Project property, e.g. "data")."""
     return Path(path) if path not in (None, "") else getattr(project(), default)
+
+
+def rows_path(results: str | os.PathLike | None = None) -> Path:
+    """The ladder's rows file from what a user gives (`--results`, notebook parameter `results`):
+    a results folder, the rows file itself, or nothing (the project's results/)."""
+    path = path_or(results, "results")
+    return path if path.is_file() or path.suffix == ".jsonl" else path / ROWS_FILE
+
+
+def figures_for(results: str | os.PathLike | None, figures: str | os.PathLike | None) -> str:
+    """Where the figures of `results`' rows go: `figures` when given, else a figures/ folder
+    beside the rows (the project's rows: results/figures/, git-ignored). The tracked figures/
+    are written only when named (`--figures figures`): no command changes tracked files unless
+    its flags say so."""
+    return str(figures) if figures else str(rows_path(results).parent / "figures")

@@ -174,7 +174,11 @@ def test_plan_runs_nothing_and_keys_are_stable(tiny, data_dir, tmp_path, capsys)
     shutil.copytree(resolve(tiny), other)
     argv = ["--models", f"{tiny},{other}", "--rungs", "1,3", "--iters", "sft=4,grpo=2",
             "--data-dir", data_dir, "--results", str(res), "--artifacts", str(arts)]
-    assert main(["ladder", "plan", *argv]) == 0
+    assert main(["ladder", "plan", *argv]) == 0  # the compact table: a line per cell
+    table = capsys.readouterr().out.splitlines()
+    assert table[1].split() == ["cell", "stages", "key", "status"] and len(table) == 2 + 16
+    assert "papermill" not in "".join(table) and table[2].split()[1:2] == ["-"]  # base: none
+    assert main(["ladder", "plan", "--commands", *argv]) == 0
     out = capsys.readouterr().out
     cfg = config_from_args(_args("plan", *argv))
     cells = ladder.plan(cfg)
@@ -224,8 +228,8 @@ def test_reward_formula_keys_grading_cells_only(data_dir, tmp_path, monkeypatch,
     def plan_keys() -> dict[str, str]:
         assert main(argv) == 0
         out = capsys.readouterr().out
-        return {c: next(w[4:] for w in out.split() if w.startswith("key=") and f"-{c}-" in w)
-                for c in ladder.CONDITIONS}
+        cols = [ln.split() for ln in out.splitlines()[2:]]  # cell, stages, key, status
+        return {c: next(w[2] for w in cols if w[0].endswith(f"/{c}")) for c in ladder.CONDITIONS}
 
     monkeypatch.delenv("JACRL_REWARD_FORMULA", raising=False)
     default = plan_keys()
@@ -496,7 +500,8 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
     assert results.is_done(present, first.key) and not results.is_done(present, second.key)
     assert ladder.read_status(status2)["status"] == "running"  # killed mid-way
     assert ladder.cell_state(status2.parent) == "interrupted"  # nobody holds it any more
-    assert f"{second.name}  key={second.key}  interrupted" in ladder.plan_text(cfg)
+    line = next(ln for ln in ladder.plan_text(cfg).splitlines() if ln.startswith(second.name))
+    assert line.split()[2] == second.key and line.split()[3] == "interrupted"
     assert second.name in ladder.show(res, None)[0].split("interrupted")[-1]
     for _ in range(40):  # the papermill child gets SIGKILL with its parent (PR_SET_PDEATHSIG)
         if not _procs_mentioning(second.key):
@@ -531,10 +536,10 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
 
 
 def test_readme_demo_table_is_what_ladder_show_prints():
-    """The README's demo table is reproduced by `jacrl ladder show` on the committed rows."""
+    """The demo table (docs/results.md) is what `jacrl ladder show` prints on the committed rows."""
     import re
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "results.md").read_text()
     rows = re.findall(r"^\| (jac-tiny) \| (\w+) \| (.+?) \| (.+?) \|$", readme, re.M)
     assert [r[1] for r in rows] == list(ladder.demo_config().conditions)
     table, _ = ladder.show(ROOT / "results", None)

@@ -273,7 +273,7 @@ def test_40_ladder_analysis_defaults(project, trained):
     assert s["recipe_records"] == [rec["plan_key"]]
     assert f"recipe smart (plan {rec['plan_key']}" in "".join(
         "".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
-    figs = project / "figures"
+    figs = project / "results" / "figures"  # beside the rows, never the tracked figures/
     assert s["project"] == str(project) and s["results"] == str(results)
     assert s["rows"] == 4 and s["evaluations"] == 4 and s["mcnemar"] == 2
     assert s["figures"] == [str(figs / n) for n in ("ladder.png", "ladder_passk.png",
@@ -281,8 +281,8 @@ def test_40_ladder_analysis_defaults(project, trained):
     assert (figs / "ladder.png").stat().st_size > 1000 and (figs / "ladder_passk.png").is_file()
     assert s["stale_figures"] == {}  # each records the rows file it was drawn from
     source = report.read_stamp(figs / "ladder.png")["sources"][0]
-    assert source["path"] == "../results/rl_ladder.jsonl" and source["rows"] == 4
-    assert not (project / "notebooks" / "figures").exists()
+    assert source["path"] == "../rl_ladder.jsonl" and source["rows"] == 4
+    assert not (project / "notebooks" / "figures").exists() and not (project / "figures").exists()
     assert images(nb) >= 1
 
 

@@ -287,7 +287,14 @@ def test_per_step_timings_and_the_training_figure_panel(tmp_path):
     rec = report.read_stamp(p)
     assert [s["rows"] for s in rec["sources"]] == [2, 6]
     assert report.stale_figures(figs) == {}
+    assert sorted(x.name for x in figs.iterdir()) == ["training.pdf", "training.png",
+                                                       "training.svg"]
+    sft.rename(sft.with_suffix(".gone"))  # a run's metrics are git-ignored: a clone has none
+    assert report.stale_figures(figs) == {}
+    sft.with_suffix(".gone").rename(sft)
     _append(art / "metrics.jsonl", {"event": "step", "stage": "grpo", "step": 4})
-    assert list(report.stale_figures(figs)) == [p]
+    assert sorted(report.stale_figures(figs)) == [p.with_suffix(s) for s in (".pdf", ".png",
+                                                                              ".svg")]
     grid = report.plot_training_runs([("sft", sft), ("grpo", art)])
-    assert len(grid.axes) == 10 and sum(a.axison for a in grid.axes) == 7  # sft: 2 panels
+    assert len(grid.axes) == 6 and all(a.axison for a in grid.axes)  # sft: 1 panel, no blanks
+    assert [ln.get_label() for ln in grid.axes[0].get_lines()] == ["train loss"]

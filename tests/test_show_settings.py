@@ -97,7 +97,13 @@ def test_where_picks_the_rows_of_the_table_and_the_figures(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"rows where n=8: 2 of {len(rows) + 2} shown" in out
     assert "rows made with other settings" not in out
-    assert report.read_stamp(fig / "ladder.png")["drawn_rows"] == 2  # the figures' rows too
+    # the filtered figures go to a folder that says the filter, their stamp records it, and the
+    # figures of all the rows (none drawn here yet) are not written over
+    sub = fig / "where-n=8"
+    assert report.read_stamp(sub / "ladder.png")["drawn_rows"] == 2  # the figures' rows too
+    assert report.read_stamp(sub / "ladder.svg")["sources"][0]["where"] == ["n=8"]
+    assert not (fig / "ladder.png").exists()
+    assert report.where_folder(["sft.iters=100", "n=8", "n=4"]) == "where-n=8+4_sft.iters=100"
     # sft.iters picks among the rows that ran SFT: base and raw_grpo stay; rung 3's SFT ran 270
     assert main([*show, "--where", "sft.iters=90", "--no-figures"]) == 0
     out = capsys.readouterr().out

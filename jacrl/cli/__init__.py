@@ -41,10 +41,12 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescript
 
 
 class Parser(argparse.ArgumentParser):
-    """Subparsers inherit the class: the help formatter everywhere, and usage errors in one line."""
+    """Subparsers inherit the class: the help formatter everywhere, usage errors in one line, and
+    no abbreviated options (`--rung` is not `--rungs`: a typo never picks a flag)."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
     def error(self, message):

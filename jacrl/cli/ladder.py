@@ -26,6 +26,7 @@ from jacrl.cli.evaluate import int_list
 from jacrl.conditions import STAGES
 from jacrl.config import REWARD_FORMULAS, configure
 from jacrl.ladder import LadderConfig, parse_iters
+from jacrl.project import figures_for
 from jacrl.recipe import DEMO_GATE_THRESHOLD, GATE_THRESHOLD, RECIPE
 
 ENGINES = ("local", "ray")  # where cells run: one after another here, or Ray tasks on a cluster
@@ -118,8 +119,8 @@ def _paths(p: argparse.ArgumentParser, figures: bool = True) -> None:
     p.add_argument("--results", default="", help="results dir: rl_ladder.jsonl, cells/ "
                    "(default: the project's results/)")
     if figures:
-        p.add_argument("--figures", default="", help="figures dir (default: the project's "
-                       "figures/)")
+        p.add_argument("--figures", default="", help="figures dir (default: figures/ beside the "
+                       "rows; the tracked figures/ only when named: --figures figures)")
     p.add_argument("--artifacts", default="", help="artifacts dir (default: the project's "
                    "artifacts/)")
 
@@ -157,7 +158,7 @@ def recipe_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.envir
 def run_plan(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     print(ladder.recipe_plan_text(cfg, recipe_from_args(args)) if cfg.recipe
-          else ladder.plan_text(cfg))
+          else ladder.plan_text(cfg, args.commands))
     return 0
 
 
@@ -226,19 +227,15 @@ def results_of(arg: str) -> Path:
     return path
 
 
-def figures_of(args: argparse.Namespace, results: Path) -> str | None:
-    """Where `show` draws: --figures; else, for --results elsewhere, a figures/ folder beside
-    those rows (another run's figures never overwrite the project's); else the project's."""
-    if args.no_figures:
-        return None
-    if args.figures or not args.results:
-        return args.figures
-    return str((results if results.is_dir() else results.parent) / "figures")
+def figures_of(args: argparse.Namespace) -> str | None:
+    """Where `show` draws: --figures; else a figures/ folder beside the rows (the project's:
+    results/figures/), so the tracked figures/ change only when named."""
+    return None if args.no_figures else figures_for(args.results, args.figures)
 
 
 def run_show(args: argparse.Namespace) -> int:
     results = results_of(args.results)
-    text, figs = ladder.show(results, figures_of(args, results),
+    text, figs = ladder.show(results, figures_of(args),
                              include_stale=args.include_stale, where=args.where)
     print(text)
     for p in figs:  # each PNG has an .svg and a .pdf beside it
@@ -262,8 +259,10 @@ def add(subparsers) -> None:
                               description=__doc__ + "\n" + ladder.__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="ladder_verb", required=True)
-    q = sub.add_parser("plan", help="print every cell and its command; runs nothing")
+    q = sub.add_parser("plan", help="a table of every cell (stages, key, status); runs nothing")
     add_arguments(q).set_defaults(func=run_plan)
+    q.add_argument("--commands", action="store_true",
+                   help="also the command that runs each cell (a papermill run of notebook 30)")
     q = sub.add_parser("run", help="run the cells without rows (resumable)")
     add_arguments(q).set_defaults(func=run_run)
     q.add_argument("--figures", default=None, metavar="DIR", help="after the run, write the "
@@ -279,8 +278,8 @@ def add(subparsers) -> None:
                    f"holds {ladder.RESULTS_FILE}, or a rows file (default: the project's "
                    "results/)")
     q.add_argument("--figures", default="", help="figures dir: PNG, SVG and PDF of each figure "
-                   "(default: the project's figures/; with --results, figures/ beside those "
-                   "rows)")
+                   "(default: figures/ beside the rows: results/figures/ for the project's; the "
+                   "tracked figures/ only when named: --figures figures)")
     q.add_argument("--no-figures", action="store_true", help="print the table only")
     q.add_argument("--include-stale", action="store_true", help="keep the rows whose model, "
                    "adapter or tasks changed on disk since (marked in a `stale` column)")
@@ -291,7 +290,8 @@ def add(subparsers) -> None:
                    "grpo.group_size, ...: rows without that stage, e.g. base for sft.*, are "
                    "kept); repeat for more (all must hold; a KEY twice: either value), e.g. "
                    "--where n=8 --where sft.iters=100 (default: every row; a cell whose rows "
-                   "were made with other settings is flagged below the table)")
+                   "were made with other settings is flagged below the table); the figures go "
+                   "to a subfolder named after the filter, e.g. figures/where-n=8/")
     q.set_defaults(func=run_show)
     p = subparsers.add_parser(
         "demo", help="a small ladder on jac-tiny in minutes: rows and figures in a fresh "

@@ -430,7 +430,7 @@ class Collector:
 
 
 def serve(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="server.py")
+    ap = argparse.ArgumentParser(allow_abbrev=False, prog="server.py")
     ap.add_argument("--limits", default="{}", help="JSON of limit fields")
     ap.add_argument("--no-namespaces", action="store_true", help="jobs without namespaces")
     ap.add_argument("--keep", default="[]", help="JSON [[kept path, real path], ...]")

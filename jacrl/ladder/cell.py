@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -22,7 +21,7 @@ from jacrl.evaluate import evaluate
 from jacrl.ladder.plan import Cell, make_cell
 from jacrl.ladder.settings import LadderConfig
 from jacrl.ladder.taskset import cell_tasks
-from jacrl.notebooks import scaled
+from jacrl.notebooks import scaled, unknown_params
 from jacrl.project import project
 from jacrl.samples import cell_samples_path
 
@@ -66,22 +65,13 @@ def notebook_cell(cell_json: str = "", cell_key: str = "", log: Callable[[str], 
     pick = {k: params.pop(k) for k in PICK if k in params}
     known = {f.name for f in dataclasses.fields(LadderConfig)}
     if set(params) - known:
-        raise TypeError(unknown_params(set(params) - known, known | set(PICK)))
+        raise TypeError(unknown_params(set(params) - known, known | set(PICK), "cell parameter"))
     sets = {k: json.loads(v) if isinstance(v, str) else v
             for k, v in params.items() if k.endswith("_set")}
     cfg = configure(LadderConfig(), {**params, **sets})
     if not cfg.results_dir:
         cfg = dataclasses.replace(cfg, results_dir=str(project().scratch))
     return make_cell(cfg, cell_key=cell_key, env=env, log=log, **pick)
-
-
-def unknown_params(unknown, known) -> str:
-    """The one-line error for parameters a cell does not know (with the closest known name)."""
-    names = []
-    for name in sorted(unknown):
-        close = difflib.get_close_matches(name, sorted(known), n=1)
-        names.append(repr(name) + (f" (did you mean {close[0]!r}?)" if close else ""))
-    return f"unknown cell parameter {', '.join(names)}; known: {', '.join(sorted(known))}"
 
 
 def _train_stage(cell: Cell, stage: str, tasks: Mapping, parent, log) -> object:

@@ -15,7 +15,7 @@ from jacrl.ladder.plan import plan
 from jacrl.ladder.run import run, show
 from jacrl.ladder.settings import LadderConfig, from_env, validate
 from jacrl.models import resolve
-from jacrl.project import ROWS_FILE, path_or
+from jacrl.project import ROWS_FILE, figures_for, path_or
 from jacrl.results import read_rows
 
 # jac-tiny is a 4M-parameter test fixture, not a recipe for real models. The demo's SFT is sized
@@ -25,7 +25,7 @@ from jacrl.results import read_rows
 # rung 3's from 240 (2/3 from 210 with seed 0); LR >= 4e-4, or rank 128 at 2e-4, diverges. So 90
 # iterations per rung task: 90 on rung 1, 270 on rung 3 (~0.5-0.7 s each). Evaluation and GRPO
 # rollouts get 256 tokens: the longest rung-3 gold answer is 249 tokens + the end token. GRPO at
-# the settings bench/grpo_learning.py measured on rung 3 (README: GRPO): LR 5e-6, groups of 4,
+# the settings bench/grpo_learning.py measured on rung 3 (docs/training.md): LR 5e-6, groups of 4,
 # the rollout temperature calibrated on the SFT adapter, centred advantages, groups spanning
 # < 0.1 skipped: 24 steps raised sampled pass@1 on the rung's tasks, p < 0.05; at LR 2e-5 (and
 # 1e-5 with σ-normalised advantages, the earlier default) the same steps undid what SFT taught.
@@ -91,27 +91,55 @@ def ensure_data(data_dir: str | os.PathLike | None = None,
         splits.build_splits(d)
 
 
+def _measures(r: Mapping) -> dict[str, str]:
+    """What the demo's table shows of one evaluation: greedy and sampled pass@1, run %, the
+    sampling temperature (mem: the rollout temperature GRPO calibrated)."""
+    sampled = (r.get("pass_at_k") or {}).get("1")
+    return {"greedy": f"{r['pass1']}/{r['tasks']}",
+            "sampled": "-" if sampled is None else f"{sampled:.0f}%",
+            "run": f"{r['run_pct']:.0f}%", "T": f"{r.get('temperature', 0):g}"}
+
+
+def _host(r: Mapping) -> str:
+    """The BLAS kernel family and thread count a row was computed with ("" when not recorded)."""
+    pv = r.get("provenance") if isinstance(r.get("provenance"), Mapping) else {}
+    return f"{pv['blas_core']} x{pv.get('blas_threads', '?')}" if pv.get("blas_core") else ""
+
+
 def compare_rows(reference: list[dict], fresh: list[dict]) -> str:
-    """The fresh rows beside the reference's, one line per evaluation tag: pass@1 and run % of
-    each, whether the cell keys match, and for a differing adapter whether it is training noise
-    (the same artifact key) or changed inputs (`provenance.rows_verdict`)."""
+    """The fresh rows beside the reference's, one line per evaluation tag: greedy pass@1,
+    sampled pass@1, run % and T of each, whether the cell keys match, and for what moved, why:
+    training noise (the same artifact key) or changed inputs (`provenance.rows_verdict`), and
+    the host's BLAS kernel family or thread count where they differ from the reference's (the
+    same key trains other weights under other numerics). Ends with one summary line."""
     from jacrl.provenance import rows_verdict
 
     ref = {r["tag"]: r for r in reference}
-    lines = [f"{'evaluation':28} {'reference':>14} {'this run':>14}  same key  adapter"]
-    same = 0
+    fmt = lambda m: " ".join(f"{k} {v}" for k, v in m.items())  # noqa: E731
+    lines = [f"{'evaluation':28} reference -> this run (greedy, sampled pass@1, run %, T)"]
+    moved, hosts = [], set()
     for r in fresh:
-        old = ref.get(r["tag"])
-        now = f"{r['pass1']}/{r['tasks']} {r['run_pct']:.0f}%run"
+        old, now = ref.get(r["tag"]), _measures(r)
         if old is None:
-            lines.append(f"{r['tag']:28} {'-':>14} {now:>14}  (no reference row)")
+            lines.append(f"{r['tag']:28} (no reference row) -> {fmt(now)}")
             continue
-        was = f"{old['pass1']}/{old['tasks']} {old['run_pct']:.0f}%run"
-        key = "yes" if old.get("cell_key") == r.get("cell_key") else "no"
-        why = rows_verdict(old, r) or "same"
-        same += was == now
-        lines.append(f"{r['tag']:28} {was:>14} {now:>14}  {key:8}  {why}")
-    lines.append(f"{same} of {len(fresh)} evaluations give the reference's pass@1 and run %")
+        was = _measures(old)
+        diff = [k for k in now if now[k] != was[k]]
+        key = "same key" if old.get("cell_key") == r.get("cell_key") else "other key"
+        why = [rows_verdict(old, r) or ("same adapter" if r.get("adapter") else "")]
+        if _host(old) and _host(r) and _host(old) != _host(r):  # rows before: not recorded
+            hosts.add(f"reference {_host(old)}, here {_host(r)}")
+            why.append("other BLAS")
+        text = fmt(was) + (f" -> {', '.join(f'{k} {now[k]}' for k in diff)}" if diff
+                            else " (same)")
+        lines.append(f"{r['tag']:28} {text}; {key}" + "".join(f"; {w}" for w in why if w))
+        if diff:
+            moved.append(f"{r['tag']} {'/'.join(diff)} ({key}, {', '.join(w for w in why if w)})")
+    same = len(fresh) - len(moved)
+    lines.append(f"{same} of {len(fresh)} evaluations match the reference in greedy and sampled "
+                 f"pass@1, run % and T" + (f"; moved: {'; '.join(moved)}" if moved else "")
+                 + (f"; BLAS kernel family / threads: {' | '.join(sorted(hosts))}" if hosts
+                    else ""))
     return "\n".join(lines)
 
 
@@ -126,10 +154,10 @@ def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
     """Tasks/splits if needed; the demo ladder (rungs 1 and 3: base, sft, sft_grpo; jac-tiny);
     the table; ladder.png (+ ladder_passk.png) and training.png (the last rung's SFT and GRPO
     curves, `training_runs`), each with its rows' provenance; any figure there left stale is
-    listed after the table. Without results_dir the rows go to a fresh `fresh_results_dir()`
-    and the figures beside them, tracked files untouched, and the rows are printed beside the
-    project's committed ones (`compare_rows`). Returns {"seconds", "statuses", "table",
-    "figures", "results_dir"}."""
+    listed after the table. Without results_dir the rows go to a fresh `fresh_results_dir()`,
+    tracked files untouched, and are printed beside the project's committed ones
+    (`compare_rows`); the figures go beside the rows unless figures_dir names a folder.
+    Returns {"seconds", "statuses", "table", "figures", "results_dir"}."""
     t0 = time.time()
     resolve(model)  # before the slow task build; the error says how to build jac-tiny
     reference = path_or(None, "results") / ROWS_FILE
@@ -138,6 +166,7 @@ def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
         figures_dir = figures_dir or str(Path(results_dir) / "figures")
         log(f"demo: rows and figures go to {results_dir}/ (the committed {reference} is the "
             "reference they are compared with)")
+    figures_dir = figures_for(results_dir, figures_dir)  # tracked figures/: only when named
     ensure_data(data_dir or None, None, log)
     cfg = from_env(demo_config(models=(model,), results_dir=results_dir, figures_dir=figures_dir,
                                data_dir=data_dir, artifacts_dir=artifacts_dir))

@@ -219,18 +219,24 @@ def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = 
     return statuses
 
 
-def plan_text(cfg: LadderConfig) -> str:
-    """Every cell, its key, whether its rows exist (or it runs, was killed, failed), and the
-    exact command that runs it."""
+def plan_text(cfg: LadderConfig, commands: bool = False) -> str:
+    """A table of every cell: its name, training stages, key and status (done: its rows exist;
+    else to run, running, interrupted or failed); with `commands`, under each cell the exact
+    command that runs it (a papermill run of notebook 30, ~1 KB each)."""
     cfg = validate(cfg)
     cells = plan(cfg)
     present = rows_by_key(cfg.results_file)
-    lines = [f"{len(cells)} cells; rows -> {cfg.results_file}"]
-    for i, c in enumerate(cells, 1):
-        state = "done (rows exist)" if is_done(present, c.key) else \
-            state_text([cell_state(cell_dir(cfg, c))])
-        lines.append(f"[{i}/{len(cells)}] {c.name}  key={c.key}  {state}")
-        lines.append("    " + shlex.join(command(cfg, c)))
+    table = [("cell", "stages", "key", "status")] + [
+        (c.name, "+".join(c.stages) or "-", c.key,
+         "done" if is_done(present, c.key) else state_text([cell_state(cell_dir(cfg, c))]))
+        for c in cells]
+    widths = [max(len(r[i]) for r in table) for i in range(3)]
+    lines = [f"{len(cells)} cells; rows -> {cfg.results_file}"
+             + ("" if commands else "; --commands: the command that runs each")]
+    for i, r in enumerate(table):
+        lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths)) + "  " + r[3])
+        if commands and i:
+            lines.append("    " + shlex.join(command(cfg, cells[i - 1])))
     return "\n".join(lines)
 
 
@@ -244,7 +250,9 @@ def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.Pat
     by listing each figure in that folder (None: the project's) whose rows changed since it was
     drawn, or that has no provenance (`report.figures_note`). `where` (KEY=VALUE, e.g. n=8,
     sft.iters=100): the table and figures of only the rows made with those settings
-    (`report.where_rows`)."""
+    (`report.where_rows`), the figures in a subfolder named after the filter
+    (`report.where_folder`) with the filter in their stamp, so they never replace the figures
+    of all the rows."""
     from jacrl import report  # pandas and matplotlib: only for the table and figures
 
     path = path_or(results_dir, "results")
@@ -262,6 +270,9 @@ def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.Pat
         text += f"\ninterrupted (killed mid-run, no rows; rerun `ladder run`): {', '.join(killed)}"
     if not include_stale:
         rows = [r for r in report.mark_stale(rows) if not r["stale"]]
+    if where and figures_dir is not None:  # a subset's figures say so, beside the whole rows'
+        figures_dir = path_or(figures_dir or None, "figures") / report.where_folder(where)
+        source = {**source, "where": list(where)}  # and record it in their stamp
     figs = report.write_figures(rows, figures_dir or None, source) \
         if figures_dir is not None and rows else []
     note = report.figures_note(figures_dir or None) if check_figures else ""

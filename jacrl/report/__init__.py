@@ -93,7 +93,7 @@ from jacrl.report.seeds import (
     seed_table,
     train_seed,
 )
-from jacrl.report.settings import mixed_lines, settings_of, where_rows
+from jacrl.report.settings import mixed_lines, settings_of, where_folder, where_rows
 from jacrl.report.stale import (
     figure_stale_reasons,
     figures_note,
@@ -124,7 +124,8 @@ __all__ = [
     "plot_training", "plot_training_runs", "read_stamp", "rollouts", "save_figure", "show_text",
     "source_stamp", "stale_figures", "stale_reasons", "step_events", "step_timings",
     "tier_table", "variant_of", "write_figures", "write_training_figure",
-    "mixed_lines", "settings_of", "where_rows", "family_table", "plot_families", "save_formats",
+    "mixed_lines", "settings_of", "where_folder", "where_rows", "family_table", "plot_families",
+    "save_formats",
     "COMPARE_COLUMNS", "SEED_COLUMNS", "bootstrap_means", "comparison_table", "paired_stat",
     "seed_comparisons", "seed_stat", "seed_summary", "seed_table", "train_seed",
 ]

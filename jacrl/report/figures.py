@@ -17,7 +17,7 @@ import pandas as pd
 from jacrl.report.families import KIND_TITLES, family_table, plot_families
 from jacrl.report.grpo import draw_timings
 from jacrl.report.rows import _order, cell_of
-from jacrl.report.stamp import rows_stamp, save_figure, save_formats, source_stamp
+from jacrl.report.stamp import rows_stamp, save_formats, source_stamp
 from jacrl.report.tables import format_comparison, frame, labels
 from jacrl.results import KINDS
 from jacrl.splits import RUNGS
@@ -87,6 +87,10 @@ def _curve_panel(ax, sub: pd.DataFrame, conds: list[str], rungs: list[str], valu
         x = [xpos[r] + offsets[cond] for r in line.rung]  # dodged within the rung
         _draw_condition(ax, line, x, value, styles[cond], cond, interval)
     _rung_ticks(ax, sub, rungs)
+    absent = [c for c in conds if sub[(sub.condition == c) & sub[value].notna()].empty]
+    if absent:  # every condition accounted for: those without a value here are named
+        ax.text(0.01, 0.98, f"no value here: {', '.join(absent)}", transform=ax.transAxes,
+                fontsize=7, va="top", color="0.35")
     ax.set_ylim(-4, 104)
     ax.set_yticks(range(0, 101, 20))
     ax.grid(alpha=0.3, axis="y")
@@ -102,6 +106,14 @@ def _figure_legend(fig, axes, order: list[str]) -> None:
     if names:
         fig.legend([seen[c] for c in names], names, loc="outside lower center",
                    ncol=min(len(names), 4), title="condition", frameon=False, fontsize=9)
+
+
+def _temperatures(sub: pd.DataFrame, value: str) -> str:
+    """The sampling temperature(s) of a panel's sampled values, for its title ("" for greedy)."""
+    if value == "pass1_pct" or "temperature" not in sub:
+        return ""
+    ts = sorted({float(t) for t in sub.temperature.dropna()})
+    return f" (T {', '.join(f'{t:g}' for t in ts)})" if ts else ""
 
 
 def plot_curves(rows: list[dict], value: str = "pass1_pct", band: bool = True):
@@ -128,15 +140,17 @@ def plot_curves(rows: list[dict], value: str = "pass1_pct", band: bool = True):
             ax = axes[i][j]
             _curve_panel(ax, df[(df.kind == kind) & (df.model == model)], conds, rungs, value,
                          interval)
-            ax.set_title(f"{model}: {KIND_TITLES.get(kind, kind)}", fontsize=10)
+            ax.set_title(f"{model}: {KIND_TITLES.get(kind, kind)}"
+                         + _temperatures(df[(df.kind == kind) & (df.model == model)], value),
+                         fontsize=10)
             ax.set_ylabel(f"{kind} {what}" if j == 0 else "")
             ax.set_xlabel("rung (training tasks); n = tasks graded" if i == len(kinds) - 1
                           else "")
     _figure_legend(fig, axes, conds)
     k = sorted({int(x) for x in df.k.dropna()}) if value == "passk_pct" and not df.empty else []
     fig.suptitle(f"ladder: {what}" + (f" (k = {', '.join(map(str, k))})" if k else "")
-                 + ("\nbars: 95 % Wilson interval" if interval else "")
-                 + ("; " if interval else "\n") + "conditions side by side within each rung",
+                 + ("\nbars: 95 % Wilson interval" if interval else "\nno interval drawn")
+                 + "; conditions side by side within each rung",
                  fontsize=10)
     return fig
 
@@ -151,10 +165,14 @@ def _training_records(metrics: str | os.PathLike) -> tuple[list[dict], Path]:
 
 
 def _training_series(stage: str) -> list[tuple[str, str]]:
+    """A stage's panels: (column, title); SFT's one panel holds train and val loss together."""
     if stage == "grpo":
         return [("reward_mean", "reward mean ± σ"), ("group_reward_std", "within-group σ"),
                 ("kl", "KL"), ("truncated", "truncated share")]
-    return [("train_loss", "train loss"), ("val_loss", "val loss")]
+    return [("train_loss", "loss (every logged point)")]
+
+
+EXTRA = {"train_loss": ("val_loss",)}  # drawn on the same panel, each with its own label
 
 
 def _stage(recs: list[dict]) -> str:
@@ -177,10 +195,14 @@ def _draw_training(axes, recs: list[dict], label: str = "") -> None:
     for ax, (col, title) in zip(axes, series):
         if not df.empty and col in df and "iteration" in df and df[col].notna().any():
             d = df[df[col].notna()]
-            ax.plot(d["iteration"], d[col], marker=".")
+            ax.plot(d["iteration"], d[col], marker=".", label=col.replace("_", " "))
+            for more in (m for m in EXTRA.get(col, ()) if m in df and df[m].notna().any()):
+                e = df[df[more].notna()]
+                ax.plot(e["iteration"], e[more], marker="o", ls="--", label=more.replace("_", " "))
+                ax.legend(fontsize=7, frameon=False)
             if col == "reward_mean" and "reward_std" in d and d["reward_std"].notna().all():
-                ax.fill_between(d["iteration"], d[col] - d["reward_std"],
-                                d[col] + d["reward_std"], alpha=0.2)
+                ax.fill_between(d["iteration"], (d[col] - d["reward_std"]).clip(0, 1),
+                                (d[col] + d["reward_std"]).clip(0, 1), alpha=0.2)  # rewards: 0..1
         ax.set_title(f"{label}: {title}" if label else title, fontsize=9)
         ax.set_xlabel("iteration")
         ax.grid(alpha=0.3)
@@ -208,24 +230,23 @@ def plot_training_runs(runs: Sequence[tuple[str, str | os.PathLike]], title: str
     (with step events) the seconds per step. Returns the Figure."""
     plt = _pyplot()
     loaded = [(label, _training_records(m)[0]) for label, m in runs]
-    cols = max([_panels(r) for _, r in loaded] or [2])
-    fig, axes = plt.subplots(max(1, len(loaded)), cols, figsize=(3.6 * cols, 2.6 * len(loaded)),
-                             squeeze=False)
-    for row, (label, recs) in zip(axes, loaded):
-        n = _panels(recs)
-        _draw_training(row[:n], recs, label)
-        for ax in row[n:]:
-            ax.axis("off")
+    cols = max([_panels(r) for _, r in loaded] or [1])
+    fig = plt.figure(figsize=(3.6 * cols, 2.7 * max(1, len(loaded))), layout="constrained")
+    # a row per run, as wide as the figure: each row has the panels its stage has, no blanks
+    for sf, (label, recs) in zip(fig.subfigures(max(1, len(loaded)), 1, squeeze=False)[:, 0],
+                                 loaded):
+        _draw_training(sf.subplots(1, max(1, _panels(recs)), squeeze=False)[0], recs, label)
     fig.suptitle(title or "training curves")
-    fig.tight_layout()
     return fig
 
 
 def write_training_figure(runs: Sequence[tuple[str, str | os.PathLike]],
                           out_dir: str | os.PathLike | None = None,
                           name: str = "training.png", title: str = "") -> Path:
-    """`plot_training_runs(runs)` saved as figures/<name> (the project's figures/ by default),
-    with each run's metrics file as a source of its provenance."""
+    """`plot_training_runs(runs)` saved as figures/<name> (the project's figures/ by default) and,
+    beside it, as .svg and .pdf, with each run's metrics file as a source of its provenance. The
+    metrics live in git-ignored folders (results/cells/, artifacts/), so they are marked `local`:
+    a clone has none, and a missing local source is not a stale figure (a changed one is)."""
     from jacrl.project import path_or
 
     if not runs:
@@ -234,9 +255,10 @@ def write_training_figure(runs: Sequence[tuple[str, str | os.PathLike]],
     out = path_or(out_dir, "figures")
     out.mkdir(parents=True, exist_ok=True)
     files = [_training_records(m)[1] for _, m in runs]
-    sources = [source_stamp(f) for f in files if f.is_file()]  # before drawing what they hold
+    # stamped before drawing what they hold
+    sources = [{**source_stamp(f), "local": True} for f in files if f.is_file()]
     fig = plot_training_runs(runs, title)
-    p = save_figure(fig, out / name, sources, drawn_rows=sum(s["rows"] for s in sources))
+    p = save_formats(fig, out / name, sources, drawn_rows=sum(s["rows"] for s in sources))
     plt.close(fig)
     return p
 

@@ -145,7 +145,8 @@ def draw_timings(ax, steps: list[dict], label: str = "") -> None:
     _steps_axis(ax)
     ax.grid(alpha=0.3, axis="y")
     if steps:
-        ax.legend(fontsize=7)
+        ax.set_ylim(0, 1.3 * float(bottom.max() or 1))  # headroom: the legend never covers a bar
+        ax.legend(fontsize=7, ncol=3, loc="upper center", frameon=False)
 
 
 def plot_timings(metrics: str | os.PathLike, title: str = ""):

@@ -12,6 +12,7 @@ settings": rows that differ only in them are replicates (`jacrl.report.seeds`).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from jacrl.conditions import STAGES
@@ -86,6 +87,13 @@ def _keeps(settings: Mapping[str, object], key: str, wants: list[str]) -> bool:
 
 def where_text(where: Sequence[str]) -> str:
     return ", ".join(f"{k}={'|'.join(v)}" for k, v in parse_where(where).items())
+
+
+def where_folder(where: Sequence[str]) -> str:
+    """The folder name that says a figure's filter, e.g. `where-n=8_sft.iters=100`: filtered
+    figures go there, never over the figures of all the rows."""
+    parts = (f"{k}={'+'.join(v)}" for k, v in sorted(parse_where(where).items()))
+    return "where-" + re.sub(r"[^\w.=+,-]", "-", "_".join(parts))
 
 
 def _ordered(values: set[str]) -> list[str]:

@@ -126,7 +126,8 @@ def mark_stale(rows: list[dict]) -> list[dict]:
 
 def figure_stale_reasons(path: str | os.PathLike) -> list[str]:
     """Why a figure no longer shows what its rows hold: it has no provenance (drawn by something
-    else, or before figures carried it), a source it was drawn from is missing, or a source's
+    else, or before figures carried it), a source it was drawn from is missing (but a `local`
+    one: a git-ignored run file a clone never has), or a source's
     bytes differ from those it was drawn from (a row appended, the file rewritten). [] when every
     recorded source is unchanged. Rows drawn from memory cannot be checked and say so."""
     rec = read_stamp(path)
@@ -140,6 +141,8 @@ def figure_stale_reasons(path: str | os.PathLike) -> list[str]:
             out.append("drawn from rows in memory, not a file (cannot be checked)")
             continue
         p = located(src["path"], path)
+        if not p.is_file() and src.get("local"):  # a git-ignored run file: not in a clone
+            continue
         if not p.is_file():
             out.append(f"{src['path']} missing")
         elif (now := source_stamp(p))["sha256"] != src.get("sha256"):
