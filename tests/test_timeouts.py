@@ -23,7 +23,7 @@ from jacrl.tasks import TIMEOUT, TIMEOUT_STEPS, load_all, read_tasks, task_timeo
 
 
 def test_the_rule_and_the_stored_values():
-    assert [task_timeout(s) for s in (0.0, 0.12, 0.17, 0.33, 0.34, 1.66, 1.67)] == \
+    assert [task_timeout(s) for s in (0.0, 0.12, 0.17, 0.33, 0.34, 1.7, 6.7)] == \
         [0.5, 0.5, 1.0, 1.0, 5.0, 5.0, TIMEOUT]
     tasks = read_tasks(ROOT / "data" / "tasks.jsonl")
     assert {t["meta"]["timeout"] for t in tasks} <= set(TIMEOUT_STEPS)
