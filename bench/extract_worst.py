@@ -79,7 +79,7 @@ def at_revision(rev: str, reps: int) -> dict[str, dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(allow_abbrev=False)
     ap.add_argument("--against", default="ccf6cdf")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json")

@@ -113,7 +113,7 @@ def prepare(mod: str, fresh: bool) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     ap.add_argument("--modules", default="", help="comma list (default: every one of MODULES)")
     ap.add_argument("--cap", type=int, default=50, help="most mutants run per module")
     ap.add_argument("--seed", type=int, default=0, help="the sample's seed")

@@ -44,7 +44,8 @@ def _ran(stdout: str) -> Verdict:
 
 
 def test_default_formula_value_for_a_hand_built_case():
-    """dependent: ran = 0.25 sim + 0.55 changed; compiles 0.20 sim; neither 0.10 sim."""
+    """dependent: compiled, whatever its exit, = 0.25 sim + 0.55 changed ('ran' is the job's own,
+    forgeable claim: docs/threat-model.md); neither 0.10 sim."""
     # two of the three lines that depend on the hole (b, c, d; `a` is the baseline's) match
     hole = _hole("a\nb\nc\nd", baseline="a\nX\nY\nZ", gold="return 1;")
     same = score("return 1;", _ran("a\nb\nQ\nd\n"), hole, "dependent")
@@ -55,7 +56,10 @@ def test_default_formula_value_for_a_hand_built_case():
     assert near.sim == pytest.approx(16 / 18)
     assert near.score == round(0.25 * 16 / 18 + 0.55 * 2 / 3, 4) == 0.5889
     failed = dataclasses.replace(_ran(""), ran=False, exit_code=1, status="runtime_error")
-    assert score("return 1;", failed, hole, "dependent").score == 0.20
+    assert score("return 1;", failed, hole, "dependent").score == 0.25
+    # what it printed counts, not how it exited
+    crashed_late = dataclasses.replace(failed, stdout="a\nb\nQ\nd\n")
+    assert score("return 1;", crashed_late, hole, "dependent").score == same.score
     neither = dataclasses.replace(failed, compiled=False, status="compile_error")
     assert score("return 1;", neither, hole, "dependent").score == 0.10
     assert score("return 1;", _ran("a\nb\nc\nd"), hole, "dependent").score == 1.0
@@ -242,7 +246,8 @@ def test_nothing_run_scores_nothing_and_says_why():
     from jacrl.reward import Scored
 
     hole = _hole("1")
-    assert score("# TODO", None, hole) == Scored("t", 0.0, "empty", "# TODO", 0.0, 0.0, None)
+    assert score("# TODO", None, hole) == Scored("t", 0.0, "empty", "# TODO", 0.0, 0.0, None,
+                                                 "no code")
     assert score("return 1;", None, hole) == Scored("t", 0.0, "none", "return 1;", 0.0, 0.0, None)
 
 

@@ -9,7 +9,7 @@ import base64
 import pytest
 
 from jacrl.executor import Executor, Limits
-from jacrl.executor.client import fit_concurrency
+from jacrl.executor.budget import fit_concurrency
 
 CAP_MB = 768
 

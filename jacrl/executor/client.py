@@ -42,12 +42,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jacrl.executor import sandbox
+from jacrl.executor.budget import fit_concurrency
 from jacrl.executor.child import wall_limit
 from jacrl.executor.jac_cache import jac_cache
 
 # the server script, then the file it loads from its own folder (both shown in the sandbox)
 SERVER_FILES = tuple(str(Path(__file__).with_name(f))
-                     for f in ("server.py", "child.py", "warm.py"))
+                     for f in ("server.py", "child.py", "warm.py", "budget.py"))
 SLACK = 3.0  # seconds past a job's wall backstop before the client declares the server hung
 START_TIMEOUT = 180.0  # importing and warming jaclang on a loaded 2-core machine
 
@@ -56,7 +57,7 @@ START_TIMEOUT = 180.0  # importing and warming jaclang on a loaded 2-core machin
 class Limits:
     """Per-job resource limits."""
 
-    mem_mb: int = 1024  # the whole job's memory: processes and tmpfs (server.process_budget)
+    mem_mb: int = 1024  # the whole job's memory: processes and tmpfs (budget.process_budget)
     fsize_mb: int = 16  # largest file a job may write (also caps its stdout/stderr files)
     nproc: int = 3  # processes and threads a job may have at once (in its own user namespace)
     max_output: int = 1 << 20  # bytes of stdout kept
@@ -97,31 +98,6 @@ def minimal_env(home: str) -> dict[str, str]:
     """The only environment a `jac run` subprocess sees: no tokens or keys leak into model code."""
     return {"PATH": os.defpath + ":" + os.path.dirname(sys.executable), "LANG": "C.UTF-8",
             "HOME": home}
-
-
-def _mem_available() -> int | None:
-    """MemAvailable in bytes (Linux), else None."""
-    try:
-        with open("/proc/meminfo") as fh:
-            return next(int(ln.split()[1]) * 1024 for ln in fh if ln.startswith("MemAvailable:"))
-    except (OSError, StopIteration):
-        return None
-
-
-def fit_concurrency(concurrency: int, mem_mb: int) -> int:
-    """Concurrent jobs x their memory cap within the machine's available memory: never an OOM of
-    the host. Lowered (with a warning) when they do not fit; one job that does not fit: an error."""
-    avail = _mem_available()
-    if avail is None:
-        return concurrency
-    fit = avail // (mem_mb * 2**20)
-    if fit < 1:
-        raise ValueError(f"a job's memory cap mem_mb={mem_mb} exceeds the machine's available "
-                         f"memory ({avail // 2**20} MiB)")
-    if concurrency > fit:
-        warnings.warn(f"jacrl executor: concurrency {concurrency} x mem_mb={mem_mb} exceeds the "
-                      f"available memory ({avail // 2**20} MiB): concurrency {fit}", stacklevel=3)
-    return min(concurrency, fit)
 
 
 class _Server:

@@ -56,7 +56,6 @@ from typing import NoReturn
 HAVE_PIDFD = hasattr(os, "pidfd_open")  # Linux; macOS polls
 # the defaults of `jacrl.executor.client.Limits` (this file cannot import it)
 DEFAULT_LIMITS = dict(mem_mb=1024, fsize_mb=16, nproc=3, max_output=1 << 20, stderr_lines=40)
-MIN_PROCESS_MB = 64  # the least new memory one process of a job may have
 RUNNERS = 2  # processes of each job's user namespace that run none of its code: shim and init
 STDERR_READ = 64 * 1024  # bytes of a job's stderr read back (the verdict keeps its first lines)
 
@@ -73,41 +72,8 @@ def _sibling(name: str) -> types.ModuleType:
 
 child = _sibling("child")
 warming = _sibling("warm")
-
-def _vm(field: str) -> int:
-    """A `Vm*` size of this process in bytes (Linux); 0 without /proc (no RLIMIT_AS then)."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def process_budget(mem_mb: int, nproc: int, data: int) -> int:
-    """Bytes of address space each process of a job may add to what it inherits, so that the
-    whole job stays within mem_mb: each of its at most `nproc` processes (threads count; its shim
-    and init counted as if they were the job's) holds at most that plus a private copy of the
-    zygote's writable memory (`data`: VmData + VmStk), and its private tmpfs count in full.
-    RLIMIT_AS is per process; without a delegated cgroup (no cgroup v2 memory.max is delegated to
-    us) this sum is the strongest per-job bound."""
-    tmpfs = len(child.PRIVATE_DIRS) * child.TMPFS_MB * 2**20
-    per = (mem_mb * 2**20 - tmpfs) // nproc - data
-    if per < MIN_PROCESS_MB * 2**20:
-        need = (tmpfs + nproc * (data + MIN_PROCESS_MB * 2**20)) // 2**20 + 1
-        raise ValueError(f"mem_mb={mem_mb} is too small for {nproc} processes a job: "
-                         f"give at least {need}")
-    return per
-
-
-def _owned_by_me(pid: str) -> bool:
-    try:
-        return os.stat(f"/proc/{pid}").st_uid == os.getuid()
-    except OSError:
-        return False
-
+budget = _sibling("budget")
+MIN_CHECK = 0.005  # seconds between two readings of a job's CPU time near its limit
 
 def _read(path: str, cap: int) -> str:
     try:
@@ -125,32 +91,6 @@ def _kill(pid: int) -> None:
             kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-
-
-TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-MIN_CHECK = 0.005  # seconds between two readings of a job's CPU time near its limit
-
-
-def tree_cpu(pid: int) -> float | None:
-    """CPU seconds of a process and all its descendants, live ones and those reaped by them
-    (/proc stat utime+stime+cutime+cstime); None where /proc cannot tell (macOS)."""
-    total, stack, seen = 0, [pid], set()
-    while stack:
-        p = stack.pop()
-        if p in seen:
-            continue
-        seen.add(p)
-        try:
-            with open(f"/proc/{p}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            total += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
-            for tid in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{tid}/children", "rb") as fh:
-                    stack += [int(c) for c in fh.read().split()]
-        except (OSError, IndexError, ValueError):
-            if p == pid:
-                return None
-    return total / TICK
 
 
 def _over_cpu(wstatus: int, job: dict) -> bool:
@@ -205,15 +145,17 @@ class Zygote:
         self.scratch = scratch
         warming.import_compiler()
         warming.warm(scratch, child)
-        self.base_vm = _vm("VmSize")
-        self.process_mem = process_budget(self.limits["mem_mb"], self.limits["nproc"] + RUNNERS,
-                                          _vm("VmData") + _vm("VmStk"))
+        self.base_vm = budget.vm("VmSize")
+        tmpfs = len(child.PRIVATE_DIRS) * child.TMPFS_MB * 2**20
+        nproc = self.limits["nproc"] + RUNNERS
+        self.process_mem = budget.process_budget(self.limits["mem_mb"], nproc,
+                                                 budget.vm("VmData") + budget.vm("VmStk"), tmpfs)
         self.namespaces = namespaces and child.namespaces_work(self.keep)
         # A job must not ptrace or read the memory of this process even if it could name it.
         child.prctl(child.PR_SET_DUMPABLE, 0)
         # Without namespaces a normal user's process count includes their whole session.
         self.nproc_base = 0 if self.namespaces or not os.path.isdir("/proc") else sum(
-            1 for p in os.listdir("/proc") if p.isdigit() and _owned_by_me(p))
+            1 for p in os.listdir("/proc") if p.isdigit() and budget.owned_by_me(p))
         self.rlimits = self._rlimits()
         # how fast a job's CPU time can grow: all its processes (threads count) on all cores
         self.rate = min(self.limits["nproc"] + RUNNERS, os.cpu_count() or 1)
@@ -263,7 +205,7 @@ class Zygote:
     def _check_cpu(self, pid: int, job: dict, now: float) -> None:
         """At a job's check time: its tree's CPU time; past the limit, kill it; else the next
         check when it could reach the limit, using every process it may have on every core."""
-        used = tree_cpu(pid)
+        used = budget.tree_cpu(pid)
         if used is None:  # no /proc: RLIMIT_CPU alone
             job["check"] = float("inf")
             return

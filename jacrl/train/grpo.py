@@ -190,7 +190,13 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
                     train_dataset=train_ds, val_dataset=val_ds, reward_funcs=[reward],
                     args=_training_args(cfg, batch, out_dir), training_callback=metrics,
                     end_answer_token="")
-    wall = time.time() - t0
+    return _summary(cfg, metrics, time.time() - t0, reward, acfg, parent, ref, reference, batch,
+                    rollout, policy, prompt_tokens, calibration)
+
+
+def _summary(cfg, metrics, wall, reward, acfg, parent, ref, reference, batch, rollout, policy,
+             prompt_tokens, calibration) -> dict:
+    """The manifest's summary of a GRPO run: its settings as resolved and its metrics' means."""
     tr, steps = metrics.train, metrics.steps
     return {
         "adapter": acfg, "adapter_inherited_from": parent.key if parent else None,

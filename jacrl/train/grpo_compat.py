@@ -181,6 +181,19 @@ class _StepLog:
                         "rollouts_discarded": len(dropped),
                         "truncated": round(sum(r["truncated"] for r in rows) / len(rows), 4)}
 
+    def validation(self, evaluate):
+        """`evaluate` run as validation: its rollouts pass through, and it ends the step before."""
+
+        def run(*args, **kw):
+            self.close_step()  # validation is not the last step's update either
+            self.validating = True
+            try:
+                return evaluate(*args, **kw)
+            finally:
+                self.validating = False
+
+        return run
+
     def close_step(self, at: float | None = None) -> None:
         """The pending step's update time: reward done -> `at` (the next generation's start) or
         now (the end)."""
@@ -205,18 +218,52 @@ def _quiet_tqdm(tqdm):
     return Quiet
 
 
+def _draw_groups(generate, reward_fn, batch, kw, clock: list[float]) -> list[_Group]:
+    """One draw: `batch`'s rollouts generated and scored once, as groups (one per prompt);
+    generation and reward seconds added to `clock`."""
+    t0 = time.perf_counter()
+    comps, texts, idx = generate(**{**kw, "prompt_tokens": batch[0]})
+    t1 = time.perf_counter()
+    reward_fn(prompts=[batch[2][i] for i in idx], completions=texts,
+              answer=[batch[3][i] for i in idx], types=None)
+    clock[0] += t1 - t0
+    clock[1] += time.perf_counter() - t1
+    groups = []
+    for u in dict.fromkeys(idx):
+        rows = [i for i, x in enumerate(idx) if x == u]
+        groups.append(_Group(tuple(None if part is None else part[u] for part in batch),
+                             [comps[i] for i in rows], [texts[i] for i in rows],
+                             [reward_fn.last[i] for i in rows]))
+    return groups
+
+
+def _fill_in_place(batch, batches, draw, min_span: float, max_draws: int):
+    """Dynamic sampling from the trainer's `batch`, then further batches of `batches.source`;
+    the trainer's batch is rewritten in place to hold the kept groups' entries."""
+    first = [True]
+
+    def next_draw():
+        b = batch if first[0] else next(batches.source)
+        first[0] = False
+        return draw(b)
+
+    kept, discarded, draws = fill_batch(next_draw, len(batch[0]), min_span, max_draws)
+    for j, part in enumerate(batch):
+        if part is not None:
+            part[:] = [g.entry[j] for g in kept]
+    return kept, discarded, draws
+
+
 @contextlib.contextmanager
 def grpo_hooks(reward_fn, kind: str, min_span: float, rollouts: Path, metrics: MetricsLog,
                max_tokens: int, eos_ids, dynamic: bool = False, max_draws: int = 1):
     """mlx-lm-lora's GRPO trainer with our advantages (`group_advantages` replaces its σ-normalised
     ones), every training rollout written to `rollouts` (JSON lines: step, group, task id,
     completion, extracted body, tier, reason, reward, advantage, truncated, tokens, discarded)
-    and per-step timings (generation, reward, update) and draws in metrics.jsonl. With `dynamic`,
-    DAPO's dynamic sampling (`fill_batch`): a step's batch is made of groups spanning >= min_span
-    from up to `max_draws` draws; the rest are logged as discarded and not trained on. Pass the
-    yielded log's `batches` to the trainer as `iterate_batches`. reward_fn:
-    `jacrl.reward.reward_function(...)` (its `.last` holds the Scored of each call); rollouts
-    are scored once, as drawn. Validation rollouts pass through unchanged."""
+    and per-step timings and draws in metrics.jsonl. `dynamic`: DAPO's dynamic sampling
+    (`fill_batch` from up to `max_draws` draws). Pass the yielded log's `batches` to the trainer
+    as `iterate_batches`. reward_fn: `jacrl.reward.reward_function(...)` (its `.last` holds the
+    Scored of each call); rollouts are scored once, as drawn."""
     import mlx.core as mx
     from mlx_lm_lora.trainer import grpo_trainer as gt
 
@@ -224,45 +271,22 @@ def grpo_hooks(reward_fn, kind: str, min_span: float, rollouts: Path, metrics: M
     log.batches = batches = _Batches()
     orig = gt.generate_grpo, gt._rollout_rewards, gt.evaluate_grpo, gt.tqdm
 
-    def draw_from(batch, kw, clock):
-        t0 = time.perf_counter()
-        comps, texts, idx = orig[0](**{**kw, "prompt_tokens": batch[0]})
-        t1 = time.perf_counter()
-        reward_fn(prompts=[batch[2][i] for i in idx], completions=texts,
-                  answer=[batch[3][i] for i in idx], types=None)
-        clock[0] += t1 - t0
-        clock[1] += time.perf_counter() - t1
-        groups = []
-        for u in dict.fromkeys(idx):
-            rows = [i for i, x in enumerate(idx) if x == u]
-            groups.append(_Group(tuple(None if part is None else part[u] for part in batch),
-                                 [comps[i] for i in rows], [texts[i] for i in rows],
-                                 [reward_fn.last[i] for i in rows]))
-        return groups
-
     def generate(*args, **kw):
-        t0 = time.perf_counter()
         if log.validating:
             return orig[0](*args, **kw)
-        log.close_step(t0)  # before this generation: it is not the last step's update
+        log.close_step(time.perf_counter())  # before this generation: not the last step's update
         batch = batches.current
         if args or batch is None or batch[0] is not kw["prompt_tokens"]:
             raise RuntimeError("grpo_hooks: the trainer must draw its batches from log.batches")
         clock = [0.0, 0.0]
+
+        def draw(b):
+            return _draw_groups(orig[0], reward_fn, b, kw, clock)
+
         if dynamic:
-            first = [True]
-
-            def draw():
-                b = batch if first[0] else next(batches.source)
-                first[0] = False
-                return draw_from(b, kw, clock)
-
-            kept, discarded, draws = fill_batch(draw, len(batch[0]), min_span, max_draws)
-            for j, part in enumerate(batch):  # the trainer's batch, in place: the kept groups
-                if part is not None:
-                    part[:] = [g.entry[j] for g in kept]
+            kept, discarded, draws = _fill_in_place(batch, batches, draw, min_span, max_draws)
         else:
-            kept, discarded, draws = draw_from(batch, kw, clock), [], 1
+            kept, discarded, draws = draw(batch), [], 1
         log.drawn(kept, discarded, draws, *clock)
         return ([c for g in kept for c in g.completions], [t for g in kept for t in g.texts],
                 [k for k, g in enumerate(kept) for _ in g.completions])
@@ -283,15 +307,8 @@ def grpo_hooks(reward_fn, kind: str, min_span: float, rollouts: Path, metrics: M
         log.rewarded(ours, skipped, time.perf_counter() - t0, kind)
         return mx.array(ours, dtype=mx.float32), info
 
-    def evaluate(*args, **kw):
-        log.close_step()  # validation is not the last step's update either
-        log.validating = True
-        try:
-            return orig[2](*args, **kw)
-        finally:
-            log.validating = False
-
-    gt.generate_grpo, gt._rollout_rewards, gt.evaluate_grpo = generate, rewards, evaluate
+    gt.generate_grpo, gt._rollout_rewards = generate, rewards
+    gt.evaluate_grpo = log.validation(orig[2])
     gt.tqdm = _quiet_tqdm(orig[3])
     try:
         yield log
