@@ -72,7 +72,7 @@ def test_earlier_format_drivers_build_with_identical_prompts(foreign_data, execu
         prompt, answer = earlier_harness_record((FOREIGN / f).read_text(), v.stdout)
         assert t["prompt"] == prompt, f
         # the earlier harness's keys first, equal but the time-out, which is now the task's own
-        assert {k: t["meta"][k] for k in list(t["meta"])[:4]} == {**answer, "timeout": 1.0}, f
+        assert {k: t["meta"][k] for k in list(t["meta"])[:4]} == {**answer, "timeout": 0.5}, f
     by_id = {t["meta"]["id"]: t["meta"] for t in tasks}
     assert '\\"anonymous\\"' in tasks[0]["prompt"].split("\n")[0]  # backslashes kept literally
     assert by_id["syn_run_length"]["family"] == "syn" and by_id["sg_reach_walk"]["family"] == "sg"
