@@ -23,8 +23,8 @@ from jacrl.tasks import TIMEOUT, TIMEOUT_STEPS, load_all, read_tasks, task_timeo
 
 
 def test_the_rule_and_the_stored_values():
-    assert [task_timeout(s) for s in (0.0, 0.03, 0.25, 0.26, 1.2, 6.0)] == \
-        [1.0, 1.0, 1.0, 5.0, 5.0, TIMEOUT]
+    assert [task_timeout(s) for s in (0.0, 0.12, 0.17, 0.33, 0.34, 1.66, 1.67)] == \
+        [0.5, 0.5, 1.0, 1.0, 5.0, 5.0, TIMEOUT]
     tasks = read_tasks(ROOT / "data" / "tasks.jsonl")
     assert {t["meta"]["timeout"] for t in tasks} <= set(TIMEOUT_STEPS)
     by_id = {t["meta"]["id"]: t["answer"] for t in tasks}
@@ -55,12 +55,12 @@ class Recording(Executor):
 
 def test_reward_and_conversion_checks_use_the_tasks_timeout(harness_tasks):
     answer = json.loads(harness_tasks[0]["answer"])
-    assert answer["timeout"] == 1.0  # the ordinary build of a harness driver
+    assert answer["timeout"] == 0.5  # the ordinary build of a harness driver
     with Recording() as ex:
         loop, = score_completions(["```jac\nwhile True { }\n```"], [harness_tasks[0]["answer"]],
                                   executor=ex)
-        assert ex.timeouts == [1.0]
-        assert loop.verdict.timed_out and loop.verdict.seconds < wall_limit(1.0) + 0.5
+        assert ex.timeouts == [0.5]
+        assert loop.verdict.timed_out and loop.verdict.seconds < wall_limit(0.5) + 0.5
         ex.timeouts.clear()
         built = read_tasks(ROOT / "data" / "tasks.jsonl")
         report = conversion.build(ROOT / "drivers", built, ex)
