@@ -23,19 +23,19 @@ from jacrl.project import path_or
 from jacrl.reward import score_completions
 
 TIMEOUT = 20  # seconds; the earlier harness's task timeout: the cap, and `--fixed-timeout`'s value
-TIMEOUT_STEPS = (1.0, 5.0, TIMEOUT)  # a task's time-out: the first step >= 4x its gold's CPU time
-TIMEOUT_FACTOR = 4
+TIMEOUT_STEPS = (0.5, 1.0, 5.0, TIMEOUT)  # a task's time-out: the first step >= 3x its gold's CPU
+TIMEOUT_FACTOR = 3
 
 
 def task_timeout(gold_cpu_seconds: float) -> float:
     """A task's time-out from its gold program's CPU time (the larger of the two build runs): the
     first of TIMEOUT_STEPS that is at least TIMEOUT_FACTOR x that. The executor's time-out is CPU
-    time (a wall-clock backstop 1 s later), which a busy machine stretches little: every gold here
-    uses 0.03-0.08 s on an Intel host and 0.09-0.12 s on an AMD EPYC one (0.12 s with both cores
-    spinning; one crossed 0.125 s in the loaded suite, where the factor was 8), far from the
-    0.25 s boundary, so a rebuild stays byte-identical on either and every task gets 1 s, 8x or
-    more its gold's CPU time: a correct answer is not cut off, and a looping rollout holds a job
-    slot 1 s instead of 20."""
+    time of the job's whole process tree, enforced to the clock tick (a wall-clock backstop 1 s
+    later), which a busy machine stretches little: every gold here uses 0.03-0.08 s on an Intel
+    host and 0.09-0.12 s on an AMD EPYC one (0.12 s with both cores spinning; one crossed 0.125 s
+    in a loaded suite), far from the 0.167 s boundary, so a rebuild stays byte-identical on either
+    and every task gets 0.5 s, 4x or more its gold's CPU time: a correct answer is not cut off,
+    and a looping rollout holds a job slot 0.5 s instead of 20."""
     need = TIMEOUT_FACTOR * gold_cpu_seconds
     return next((t for t in TIMEOUT_STEPS if t >= need), TIMEOUT_STEPS[-1])
 
