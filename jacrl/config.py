@@ -1,7 +1,7 @@
 """Every knob of every algorithm: one frozen dataclass per stage, each field with its default and
 help text (mlx-lm's `TrainingArgs` style), and one way to override them (`configure`: a mapping,
 dotted keys for nested configs, or `JACRL_<STAGE>_<FIELD>` environment variables; one under a
-stage's prefix that names no knob is an error). Where each default comes from:
+stage's prefix that names no knob is an error; the prefixes are `jacrl.stages`'). Where each default comes from:
 docs/training.md, "Where the defaults come from".
 """
 
@@ -34,9 +34,9 @@ def check_formula(formula: str) -> str:
     return formula
 
 
-def default_formula(env: Mapping[str, str] = os.environ) -> str:
-    """JACRL_REWARD_FORMULA, else DEFAULT_FORMULA. Training configs read it once, when created
-    (the formula is then part of the artifact key); training never relies on it at call time."""
+def env_formula(env: Mapping[str, str]) -> str:
+    """JACRL_REWARD_FORMULA, else DEFAULT_FORMULA: read once, at the edge (the CLI, the ladder's
+    `from_env`, a notebook run by hand), never by a config default or the grader."""
     value = env.get("JACRL_REWARD_FORMULA", "").strip() or DEFAULT_FORMULA
     if value not in REWARD_FORMULAS:
         raise ValueError(f"JACRL_REWARD_FORMULA={value!r} is not a reward formula; choose from "
@@ -45,10 +45,8 @@ def default_formula(env: Mapping[str, str] = os.environ) -> str:
 
 
 def _formula(what: str):
-    """The reward formula knob, resolved when the config is created (so the key holds it)."""
-    return field(default_factory=default_formula, metadata={
-        "help": f"reward formula grading {what} ({' | '.join(REWARD_FORMULAS)}); default: "
-                f"JACRL_REWARD_FORMULA when the config is created, else {DEFAULT_FORMULA}"})
+    """The reward formula knob (part of the key, like every knob)."""
+    return _f(DEFAULT_FORMULA, f"reward formula grading {what} ({' | '.join(REWARD_FORMULAS)})")
 
 
 # -------------------------------------------------------------------------------------------
@@ -197,12 +195,6 @@ class EvalConfig:
 
 
 
-ENV_PREFIX = {SFTConfig: "JACRL_SFT_", GRPOConfig: "JACRL_GRPO_", RFTConfig: "JACRL_RFT_",
-              STaRConfig: "JACRL_STAR_", EvalConfig: "JACRL_EVAL_"}
-CONFIGS = {"sft": SFTConfig, "grpo": GRPOConfig, "rft": RFTConfig, "star": STaRConfig,
-           "eval": EvalConfig}
-
-
 def _coerce(value, typ):
     if typing.get_origin(typ) is tuple:  # "1,2,4" or a sequence -> tuple of the item type
         item = typing.get_args(typ)[0]
@@ -248,7 +240,9 @@ def configure(cfg, overrides: Mapping[str, object] | None = None, *,
         changes[head] = configure(getattr(cfg, head), sub)
     cfg = dataclasses.replace(cfg, **changes)
     if env is not None:
-        prefix = prefix if prefix is not None else ENV_PREFIX.get(type(cfg), "JACRL_")
+        if prefix is None:  # the stage table names each config's prefix (it imports this module)
+            from jacrl.stages import ENV_PREFIX
+            prefix = ENV_PREFIX.get(type(cfg), "JACRL_")
         env_changes = {}
         for f in dataclasses.fields(cfg):
             typ = hints[f.name]

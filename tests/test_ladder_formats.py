@@ -204,7 +204,7 @@ def test_a_ladder_run_with_both_formats_pairs_its_rows(tiny, data_dir, tmp_path,
             "--artifacts", str(tmp_path / "artifacts")]
     # both quick sets: the grpo one sizes the sft cells' mem calibration (rollouts at 16 tokens)
     argv += [f"--set={stage}.{k}={v}" for stage in ("sft", "grpo")
-             for k, v in QUICK_SETS[f"{stage}_set"].items()]
+             for k, v in QUICK_SETS[stage].items()]
     cells = ladder.plan(config_from_args(_args("run", *argv)))
     assert [c.name for c in cells] == ["r1/jac-tiny/base", "r1/jac-tiny/base/conversion",
                                        "r1/jac-tiny/sft", "r1/jac-tiny/sft/conversion"]

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _sets() -> list[str]:
     """notebook 30's quick training settings as --set flags (jac-tiny-sized, one val batch)."""
-    return [f"--set={stage.removesuffix('_set')}.{k}={v}"
+    return [f"--set={stage}.{k}={v}"
             for stage, d in notebooks.QUICK_SETS.items() for k, v in d.items()]
 
 

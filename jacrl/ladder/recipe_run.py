@@ -77,7 +77,7 @@ class Book:
 
     def cells(self, specs: Sequence[CellSpec]) -> list[Cell]:
         """The ladder cells of the specs: `plan` scoped to each one (so every axis the plan has
-        applies), its <stage>_set fields with the spec's overrides."""
+        applies), its `sets` with the spec's overrides."""
         out = []
         for s in specs:
             memo = (s.name, repr(s.overrides))

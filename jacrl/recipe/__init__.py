@@ -11,13 +11,13 @@ one runs.
 
 `decide` holds the gate and the elbow rule (its cases are documented there), `stages` the cells
 of each stage, `record` the decision record and the plan text. Everything is a pure function of
-the ladder's configuration (any object with its fields: rungs, models, grpo_iters, sft_set,
-grpo_set, ...), a `RecipeConfig` and the result rows so far; nothing here runs a cell. The runner
+the ladder's configuration (any object with its fields: rungs, models, grpo_iters, sets,
+...), a `RecipeConfig` and the result rows so far; nothing here runs a cell. The runner
 (`jacrl.ladder.run_recipe`, `jacrl ladder run --recipe smart`) loops over the stages::
 
     for stage in STAGES:
         specs = stage_cells(stage.number, cfg, rows, rcfg)   # [] once the gate has not passed
-        # one ladder cell per spec (spec.sets(cfg) = its <stage>_set fields); run those without
+        # one ladder cell per spec (spec.sets(cfg) = its `sets` field); run those without
         # rows; then re-read the rows of the recipe's cells: rows = rows_for(all_rows, keys)
         write_record(results_dir, build_record(cfg, rows, rcfg, keys))
         if (why := stop_reason(cfg, rows, rcfg)) is not None:

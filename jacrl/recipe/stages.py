@@ -1,6 +1,6 @@
 """The recipe's stages and the cells each one runs, as pure functions of (ladder configuration,
 recipe configuration, rows so far). The ladder configuration is any object with the ladder's
-fields (rungs, models, grpo_iters, sft_set, grpo_set); nothing here runs or resolves a cell.
+fields (rungs, models, grpo_iters, sets); nothing here runs or resolves a cell.
 
 Each cell belongs to one stage: stage 0's sft cell on the first rung is not repeated in stage 1.
 The tuned arm is the ladder's `sft_grpo_tuned` condition (`jacrl.conditions`: the default arm's
@@ -42,7 +42,7 @@ STAGES = (
 @dataclass(frozen=True)
 class CellSpec:
     """One cell the recipe wants: ladder cell (rung, model, condition) with hyperparameter
-    overrides {stage: {...}} applied over the ladder's <stage>_set (none of the recipe's own
+    overrides {stage: {...}} applied over the ladder's `sets` (none of the recipe's own
     cells has any; a caller's spec may)."""
 
     stage: int
@@ -61,10 +61,10 @@ class CellSpec:
         return f"r{self.rung}/{self.label}/{self.condition}"
 
     def sets(self, cfg) -> dict[str, dict]:
-        """{"<stage>_set": overrides} of the ladder cell for each stage this spec overrides: the
-        configuration's, then this spec's."""
-        return {f"{st}_set": {**getattr(cfg, f"{st}_set"), **o}
-                for st, o in self.overrides.items()}
+        """{"sets": {stage: overrides}} of the ladder cell: the configuration's, then, for each
+        stage this spec overrides, this spec's over them."""
+        return {"sets": {**cfg.sets, **{st: {**cfg.sets.get(st, {}), **o}
+                                        for st, o in self.overrides.items()}}}
 
     def as_dict(self) -> dict:
         return {"stage": self.stage, "cell": self.name, "rung": self.rung, "model": self.model,
