@@ -147,16 +147,25 @@ KEYED_CODE = tuple(m for m in RESULT_MODULES if m != "config")
 WHOLE_PACKAGES = ("executor",)
 
 
-def _imports(path: Path, name: str) -> set[str]:
+_IMPORTS: dict[str, set[str]] = {}  # sha256 of the source -> the jacrl modules it imports
+
+
+def _imports(path: Path) -> set[str]:
     """The jacrl modules a source file imports (absolute `jacrl.x` names; `from jacrl.x import
-    y` names jacrl.x and, when it is a module, jacrl.x.y), found in its syntax tree."""
+    y` names jacrl.x and, when it is a module, jacrl.x.y), found in its syntax tree; cached by
+    the file's bytes."""
+    source = path.read_bytes()
+    key = sha256_bytes(source)
+    if key in _IMPORTS:
+        return _IMPORTS[key]
     out = set()
-    for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
+    for node in ast.walk(ast.parse(source, filename=str(path))):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.split(".")[0] == "jacrl"}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
                 and node.module.split(".")[0] == "jacrl":
             out |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    _IMPORTS[key] = out
     return out
 
 
@@ -180,7 +189,7 @@ def imported_sources(roots: Iterable[str], package: Path = PACKAGE,
         if not path.is_file() or path in seen:
             continue  # a package (its __init__) or a name that is no module
         seen.add(path)
-        todo += _imports(path, ".".join(["jacrl", *parts]))
+        todo += _imports(path)
     return sorted(seen)
 
 
