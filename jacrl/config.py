@@ -217,7 +217,8 @@ def configure(cfg, overrides: Mapping[str, object] | None = None, *,
               env: Mapping[str, str] | None = None, prefix: str | None = None):
     """A copy of `cfg` with overrides applied: `{"iters": 50, "sft.learning_rate": 1e-3}` (dotted
     keys reach nested configs; strings are converted to the field's type), then, when `env` is
-    given, `JACRL_<STAGE>_<FIELD>` variables (nested: `JACRL_RFT_SFT_ITERS`). Unknown keys raise."""
+    given, the variables `prefix` + FIELD (`JACRL_<STAGE>_<FIELD>`; nested: `JACRL_RFT_SFT_ITERS`).
+    Unknown keys raise."""
     hints = typing.get_type_hints(type(cfg))
     names = {f.name for f in dataclasses.fields(cfg)}
     changes: dict[str, object] = {}
@@ -240,9 +241,8 @@ def configure(cfg, overrides: Mapping[str, object] | None = None, *,
         changes[head] = configure(getattr(cfg, head), sub)
     cfg = dataclasses.replace(cfg, **changes)
     if env is not None:
-        if prefix is None:  # the stage table names each config's prefix (it imports this module)
-            from jacrl.stages import ENV_PREFIX
-            prefix = ENV_PREFIX.get(type(cfg), "JACRL_")
+        if prefix is None:  # the stage table names each stage's (jacrl.stages.ENV_PREFIX)
+            raise TypeError(f"configure({type(cfg).__name__}, env=...) needs its prefix")
         env_changes = {}
         for f in dataclasses.fields(cfg):
             typ = hints[f.name]

@@ -103,7 +103,7 @@ def resolve(name: str, formula: str, env: Mapping[str, str], *layers: Mapping) -
     each of `layers` ({field: value}, dotted keys for nested configs) in order."""
     stage = stage_of(name)
     cfg = stage.config(**({"reward_formula": formula} if stage.grades else {}))
-    cfg = configure(cfg, env=env)
+    cfg = configure(cfg, env=env, prefix=stage.env_prefix)
     for layer in layers:
         cfg = configure(cfg, layer)
     return cfg

@@ -263,8 +263,9 @@ def test_reward_formula_keys_grading_cells_only(data_dir, tmp_path, monkeypatch,
         if c in GRADING_CONDITIONS:
             stage = ladder.CONDITIONS[c].last
             assert cell.stages[stage].reward_formula == cell.reward_formula == "additive"
-            assert ladder.notebook_cell(condition=c, **{f"{stage}_set": {
-                "reward_formula": "additive"}}, **one).key == additive[c]
+            # the same by sets: every grading stage the cell runs or its evaluation reads
+            sets = {s: {"reward_formula": "additive"} for s in (stage, *cell.reads)}
+            assert ladder.notebook_cell(condition=c, sets=sets, **one).key == additive[c]
         else:
             assert cell.reward_formula == ""
             assert c == "base" or cell.reads["grpo"].reward_formula == "additive"

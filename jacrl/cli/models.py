@@ -11,7 +11,7 @@ from pathlib import Path
 from jacrl.config import configure
 from jacrl.models import TINY
 from jacrl.project import project
-from jacrl.stages import CONFIGS
+from jacrl.stages import CONFIGS, ENV_PREFIX
 from jacrl.tiny_model import TinyModelConfig, build_tiny_model
 
 
@@ -65,7 +65,8 @@ def stage_configs(sets: list[str]) -> dict:
             raise ValueError(f"--set {key}={value}: expected STAGE.KEY=VALUE with STAGE one of "
                              f"{', '.join(CHECKED)}")
         per[stage][field] = value
-    return {s: configure(configure(CONFIGS[s](), env=os.environ), per[s]) for s in CHECKED}
+    return {s: configure(configure(CONFIGS[s](), env=os.environ, prefix=ENV_PREFIX[CONFIGS[s]]),
+                         per[s]) for s in CHECKED}
 
 
 def run_check(args: argparse.Namespace) -> int:
