@@ -374,7 +374,7 @@ def test_plan_text_shows_stages_states_and_dependencies(tmp_path):
     cfg = Cfg(rungs=("1", "3", "5"), models=("a",))
     before = R.plan_text(cfg, [], env={}, results_dir=tmp_path)
     assert str(tmp_path / "recipe") in before
-    for s in R.STAGES:
+    for s in R.STEPS:
         assert f"stage {s.number} {s.name}:" in before
     assert "gate undecided" in before and "waits for the gate" in before
     assert "rE/a/sft_grpo  waits for the elbow" in before

@@ -221,7 +221,7 @@ def test_the_recipes_cells_are_the_demo_grids_cells(data_dir):
     and sft cells, and stage 3's untuned sft_grpo at the elbow is the grid's sft_grpo cell. Only
     the tuned arm (its own condition) and the raw_grpo control (not in the demo) are extra."""
     from jacrl.ladder.recipe_run import Book
-    from jacrl.recipe.stages import planned_cells
+    from jacrl.recipe.steps import planned_cells
 
     cfg = ladder.validate(ladder.demo_config(data_dir=data_dir))
     grid = {(c.rung, c.condition): c.key for c in ladder.plan(cfg)}

@@ -1,4 +1,5 @@
-"""The recipe's stages and the cells each one runs, as pure functions of (ladder configuration,
+"""The recipe's steps (its records call them stages 0-3; the training stages are
+`jacrl.stages`) and the cells each one runs, as pure functions of (ladder configuration,
 recipe configuration, rows so far). The ladder configuration is any object with the ladder's
 fields (rungs, models, grpo_iters, sets); nothing here runs or resolves a cell.
 
@@ -19,7 +20,7 @@ from jacrl.results import model_label
 
 
 @dataclass(frozen=True)
-class Stage:
+class Step:
     """One step of the recipe: what it runs and what it needs from the steps before."""
 
     number: int
@@ -28,13 +29,13 @@ class Stage:
     needs: str
 
 
-STAGES = (
-    Stage(0, "gate", "sft on the first rung, every model; its mem eval must reach the threshold",
+STEPS = (
+    Step(0, "gate", "sft on the first rung, every model; its mem eval must reach the threshold",
           "nothing"),
-    Stage(1, "curve", "base + sft on every rung, every model", "the gate (stage 0) passing"),
-    Stage(2, "elbow", "no cells: the elbow rung E of each model's sft curve",
+    Step(1, "curve", "base + sft on every rung, every model", "the gate (stage 0) passing"),
+    Step(2, "elbow", "no cells: the elbow rung E of each model's sft curve",
           "stage 1's sft gen rows"),
-    Stage(3, "grpo", "sft_grpo + sft_grpo_tuned at E; raw_grpo control on the first rung",
+    Step(3, "grpo", "sft_grpo + sft_grpo_tuned at E; raw_grpo control on the first rung",
           "the gate; the sft_grpo arms also the elbow (stage 2)"),
 )
 
