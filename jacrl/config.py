@@ -1,15 +1,14 @@
 """Every knob of every algorithm: one frozen dataclass per stage, each field with its default and
 help text (mlx-lm's `TrainingArgs` style), and one way to override them (`configure`: a mapping,
 dotted keys for nested configs, or `JACRL_<STAGE>_<FIELD>` environment variables; one under a
-stage's prefix that names no knob is an error; the prefixes are `jacrl.stages`'). Where each default comes from:
-docs/training.md, "Where the defaults come from".
+stage's prefix that names no knob is an error; the prefixes are `jacrl.stages`'). Where each
+default comes from: docs/training.md, "Where the defaults come from".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import os
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field

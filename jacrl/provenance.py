@@ -1,7 +1,8 @@
 """What a result depends on, as hashes: files and model/adapter dirs, task data, the code, the
 git commit and the library versions. `provenance(...)` is the record every eval row carries;
-`code_of(modules)` is part of every artifact's and ladder cell's key (the code they import); `rebuild_verdict` /
-`rows_verdict` tell a rebuilt adapter that differs by training noise from one whose inputs changed.
+`code_of(modules)` is part of every artifact's and ladder cell's key (the code they import);
+`rebuild_verdict` / `rows_verdict` tell a rebuilt adapter that differs by training noise from
+one whose inputs changed.
 """
 
 from __future__ import annotations

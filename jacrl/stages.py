@@ -24,9 +24,9 @@ from jacrl.config import EvalConfig, GRPOConfig, RFTConfig, SFTConfig, STaRConfi
 # input of that cell's evaluation.
 CALIBRATION = ("temperature", "temperature_grid", "calibration_floor", "group_size", "seed",
                "max_completion_length", "top_p", "top_k", "reward_formula")
-CALIBRATED = {"grpo": CALIBRATION}  # what a cell whose last stage has no rollouts reads
+CALIBRATED = {"grpo": CALIBRATION}  # what the cell of a stage without rollouts reads
 
-PARENT_USES = ("none", "continues", "samples")  # the parent's adapter: unused / trained on / sampled
+PARENT_USES = ("none", "continues", "samples")  # its parent's adapter: unused/trained on/sampled
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,10 @@ class Stage:
     """One training method: its `config` class, its `trainer` ("module:function"), how it uses
     the previous stage's artifact (`parent`: PARENT_USES), whether it may only come first (it
     starts from the base model), whether its artifact is `shared` by every condition that starts
-with it (labelled with the stage's name, not the condition's), the ladder's knob its `iters`
-come from ("sft_iters", "grpo_iters"; "" = its own default), and `eval_reads`: {stage: fields} of the configs the cell's
-    evaluation reads when this is its last stage (beside the cell's own stages)."""
+    with it (labelled with the stage's name, not the condition's), the ladder's knob its
+    `iters` come from ("sft_iters", "grpo_iters"; "" = its own default), and `eval_reads`:
+    {stage: fields} of the configs the cell's evaluation reads when this is its last stage
+    (beside the cell's own stages)."""
 
     name: str
     config: type

@@ -274,7 +274,8 @@ def test_reward_formula_keys_grading_cells_only(data_dir, tmp_path, monkeypatch,
 def test_unknown_reward_formula_is_a_one_line_error(data_dir, monkeypatch, capsys):
     one = {"rung": "1", "model": "jac-tiny", "condition": "raw_grpo", "data_dir": data_dir}
     for bad in ({"reward_formula": "v3"}, {"env": {"JACRL_REWARD_FORMULA": "v3"}},
-                {"grpo_set": {"reward_formula": "v3"}}, {"sets": {"grpo": {"reward_formula": "v3"}}}):
+                {"grpo_set": {"reward_formula": "v3"}},
+                {"sets": {"grpo": {"reward_formula": "v3"}}}):
         with pytest.raises(ValueError, match="v3.*choose from dependent, tiered, additive") as e:
             ladder.notebook_cell(**one, **bad)
         assert "\n" not in str(e.value)

@@ -365,8 +365,9 @@ def test_bound_reward_ignores_the_env_at_call_time(harness, monkeypatch):
         assert fn.__name__ == "jac_behavioral" and fn.formula == f  # mlx-lm-lora's metric name
         got = fn(prompts=["p"] * 2, completions=completions, answer=[answer] * 2, types=None)
         assert got == want[f]
-    with pytest.raises(ValueError, match="JACRL_REWARD_FORMULA"):
-        jac_behavioral(["p"], [d.gold], [answer])  # unbound: the env default, read now
+    # unbound (mlx-lm-lora's CLI path): the default formula, the environment never read
+    assert jac_behavioral(["p"] * 2, completions, [answer] * 2) == [
+        s.score for s in score_completions(completions, [answer], formula=DEFAULT_FORMULA)]
 
 
 def test_grpo_artifact_keyed_by_formula_not_env(tiny, harness_tasks, out_root, monkeypatch):

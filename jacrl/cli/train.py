@@ -1,7 +1,7 @@
 """`jacrl train STAGE`: train (or reuse) one content-addressed LoRA artifact and print its path
 and key. Hyperparameters are `jacrl.config`'s, resolved as a ladder cell resolves them
-(`jacrl.stages.resolve`): JACRL_REWARD_FORMULA, then JACRL_<STAGE>_<FIELD>, then `--set KEY=VALUE`. `--report-to wandb` tracks the build (not a knob:
-no key changes)."""
+(`jacrl.stages.resolve`): JACRL_REWARD_FORMULA, then JACRL_<STAGE>_<FIELD>, then
+`--set KEY=VALUE`. `--report-to wandb` tracks the build (not a knob: no key changes)."""
 
 from __future__ import annotations
 
