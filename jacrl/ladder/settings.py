@@ -118,14 +118,16 @@ def comma_list(s: str) -> tuple[str, ...]:
 
 
 def parse_iters(s: str) -> dict[str, int]:
-    """'50' -> {sft: 50, grpo: 50}; 'sft=50,grpo=20' -> as given."""
+    """'50' -> {sft: 50, grpo: 50}; 'sft=50,grpo=20' -> as given (the stages with a ladder
+    iterations knob, `<stage>_iters`)."""
     s = str(s).strip()
+    knobs = [st.iters.removesuffix("_iters") for st in STAGES.values() if st.iters]
     if re.fullmatch(r"\d+", s):
-        return {"sft": int(s), "grpo": int(s)}
+        return dict.fromkeys(knobs, int(s))
     out = {}
     for part in comma_list(s):
         k, sep, v = part.partition("=")
-        if not sep or k.strip() not in ("sft", "grpo") or not v.strip().isdigit():
+        if not sep or k.strip() not in knobs or not v.strip().isdigit():
             raise ValueError(f"iterations: expected N or sft=N,grpo=M, got {s!r}")
         out[k.strip()] = int(v)
     return out
