@@ -60,7 +60,7 @@ def test_a_hole_cell_keys_and_names_as_before(data_dir):
     hole = ladder.notebook_cell(**one)
     assert ladder.notebook_cell(**one, format="hole", paired="False").key == hole.key
     assert set(hole.key_parts) == {"rung", "model", "model_hash", "condition", "seed", "sft",
-                                   "grpo", "eval", "data_hash", "code_version", "notebook"}
+                                   "reads", "eval", "data_hash", "code_version", "notebook"}
     digest = hashlib.sha256(json.dumps(hole.key_parts, sort_keys=True).encode()).hexdigest()
     assert hole.key == f"r1-jac-tiny-sft-{digest[:12]}"
     assert hole.name == "r1/jac-tiny/sft" and hole.tag("gen") == "r1/jac-tiny/sft/gen"
