@@ -36,7 +36,7 @@ from jacrl.notebooks import QUICK_SETS  # noqa: E402
 
 
 def plan_argv(out: Path) -> list[str]:
-    sets = [x for stage in ("sft", "grpo") for k, v in QUICK_SETS[f"{stage}_set"].items()
+    sets = [x for stage in ("sft", "grpo") for k, v in QUICK_SETS[stage].items()
             for x in ("--set", f"{stage}.{k}={str(v).lower()}")]
     return ["--models", "jac-tiny", "--rungs", "1", "--conditions", "base,sft,sft_grpo,raw_grpo",
             "--iters", "sft=3,grpo=2", "--gen-limit", "2", "--mem-limit", "2", "-n", "2",

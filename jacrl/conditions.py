@@ -7,8 +7,9 @@ the sft adapter, `sft_rft`'s RFT samples from it. The first stage starts from th
 condition whose first stage is `sft` shares the gold SFT artifact of the `sft` cell (same rung,
 model, seed and SFT config), which is what the Ray engine's DAG follows.
 
-Owns: `Condition`, `CONDITIONS`, `DEFAULT_CONDITIONS`, `STAGES`, `GRADING_STAGES`, `TUNED`.
-Imports nothing of jacrl, so every floor (report, recipe, ladder) may read it.
+Owns: `Condition`, `CONDITIONS`, `DEFAULT_CONDITIONS`, `TUNED`. What a stage is, is
+`jacrl.stages` (the one table); both import no MLX, so every floor (report, recipe, ladder) may
+read them.
 """
 
 from __future__ import annotations
@@ -16,9 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-STAGES = ("sft", "rft", "star", "grpo")  # the trainers of jacrl.train a condition may chain
-GRADING_STAGES = ("rft", "star", "grpo")  # stages that grade samples (their reward_formula)
-FIRST_ONLY = ("sft", "star")  # stages that start from the base model, so only first in a chain
+from jacrl.stages import STAGES
 
 
 @dataclass(frozen=True)
@@ -34,11 +33,12 @@ class Condition:
 
     def __post_init__(self):
         bad = [s for s in self.stages if s not in STAGES]
-        late = [s for s in self.stages[1:] if s in FIRST_ONLY]
+        late = [s for s in self.stages[1:] if s in STAGES and STAGES[s].first_only]
         if bad or late or set(self.scale) - set(self.stages):
+            first = ", ".join(s.name for s in STAGES.values() if s.first_only)
             raise ValueError(
-                f"condition {self.name!r}: stages {self.stages} (of {STAGES}; "
-                f"{', '.join(FIRST_ONLY)} only first), scale {dict(self.scale)}"
+                f"condition {self.name!r}: stages {self.stages} (of {tuple(STAGES)}; "
+                f"{first} only first), scale {dict(self.scale)}"
             )
 
     @property
@@ -49,12 +49,13 @@ class Condition:
     @property
     def grades(self) -> bool:
         """Whether a stage grades samples, so the reward formula is part of the cell."""
-        return any(s in GRADING_STAGES for s in self.stages)
+        return any(STAGES[s].grades for s in self.stages)
 
     @property
     def shares_sft(self) -> bool:
-        """Whether its first stage is the gold SFT an `sft` cell also trains."""
-        return len(self.stages) > 1 and self.stages[0] == "sft"
+        """Whether its first stage's artifact is shared (the gold SFT an `sft` cell also
+        trains)."""
+        return len(self.stages) > 1 and STAGES[self.stages[0]].shared
 
 
 def parent_stage(condition: Condition, stage: str) -> str | None:

@@ -1,15 +1,14 @@
 """Every knob of every algorithm: one frozen dataclass per stage, each field with its default and
 help text (mlx-lm's `TrainingArgs` style), and one way to override them (`configure`: a mapping,
 dotted keys for nested configs, or `JACRL_<STAGE>_<FIELD>` environment variables; one under a
-stage's prefix that names no knob is an error). Where each default comes from:
-docs/training.md, "Where the defaults come from".
+stage's prefix that names no knob is an error; the prefixes are `jacrl.stages`'). Where each
+default comes from: docs/training.md, "Where the defaults come from".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import os
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -34,9 +33,9 @@ def check_formula(formula: str) -> str:
     return formula
 
 
-def default_formula(env: Mapping[str, str] = os.environ) -> str:
-    """JACRL_REWARD_FORMULA, else DEFAULT_FORMULA. Training configs read it once, when created
-    (the formula is then part of the artifact key); training never relies on it at call time."""
+def env_formula(env: Mapping[str, str]) -> str:
+    """JACRL_REWARD_FORMULA, else DEFAULT_FORMULA: read once, at the edge (the CLI, the ladder's
+    `from_env`, a notebook run by hand), never by a config default or the grader."""
     value = env.get("JACRL_REWARD_FORMULA", "").strip() or DEFAULT_FORMULA
     if value not in REWARD_FORMULAS:
         raise ValueError(f"JACRL_REWARD_FORMULA={value!r} is not a reward formula; choose from "
@@ -45,10 +44,8 @@ def default_formula(env: Mapping[str, str] = os.environ) -> str:
 
 
 def _formula(what: str):
-    """The reward formula knob, resolved when the config is created (so the key holds it)."""
-    return field(default_factory=default_formula, metadata={
-        "help": f"reward formula grading {what} ({' | '.join(REWARD_FORMULAS)}); default: "
-                f"JACRL_REWARD_FORMULA when the config is created, else {DEFAULT_FORMULA}"})
+    """The reward formula knob (part of the key, like every knob)."""
+    return _f(DEFAULT_FORMULA, f"reward formula grading {what} ({' | '.join(REWARD_FORMULAS)})")
 
 
 # -------------------------------------------------------------------------------------------
@@ -197,12 +194,6 @@ class EvalConfig:
 
 
 
-ENV_PREFIX = {SFTConfig: "JACRL_SFT_", GRPOConfig: "JACRL_GRPO_", RFTConfig: "JACRL_RFT_",
-              STaRConfig: "JACRL_STAR_", EvalConfig: "JACRL_EVAL_"}
-CONFIGS = {"sft": SFTConfig, "grpo": GRPOConfig, "rft": RFTConfig, "star": STaRConfig,
-           "eval": EvalConfig}
-
-
 def _coerce(value, typ):
     if typing.get_origin(typ) is tuple:  # "1,2,4" or a sequence -> tuple of the item type
         item = typing.get_args(typ)[0]
@@ -225,7 +216,8 @@ def configure(cfg, overrides: Mapping[str, object] | None = None, *,
               env: Mapping[str, str] | None = None, prefix: str | None = None):
     """A copy of `cfg` with overrides applied: `{"iters": 50, "sft.learning_rate": 1e-3}` (dotted
     keys reach nested configs; strings are converted to the field's type), then, when `env` is
-    given, `JACRL_<STAGE>_<FIELD>` variables (nested: `JACRL_RFT_SFT_ITERS`). Unknown keys raise."""
+    given, the variables `prefix` + FIELD (`JACRL_<STAGE>_<FIELD>`; nested: `JACRL_RFT_SFT_ITERS`).
+    Unknown keys raise."""
     hints = typing.get_type_hints(type(cfg))
     names = {f.name for f in dataclasses.fields(cfg)}
     changes: dict[str, object] = {}
@@ -248,7 +240,8 @@ def configure(cfg, overrides: Mapping[str, object] | None = None, *,
         changes[head] = configure(getattr(cfg, head), sub)
     cfg = dataclasses.replace(cfg, **changes)
     if env is not None:
-        prefix = prefix if prefix is not None else ENV_PREFIX.get(type(cfg), "JACRL_")
+        if prefix is None:  # the stage table names each stage's (jacrl.stages.ENV_PREFIX)
+            raise TypeError(f"configure({type(cfg).__name__}, env=...) needs its prefix")
         env_changes = {}
         for f in dataclasses.fields(cfg):
             typ = hints[f.name]

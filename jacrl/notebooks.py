@@ -69,13 +69,13 @@ QUICK: dict[str, dict] = {
                     "max_tokens": 16},
 }
 ZERO_MEANS_ALL = {"gen_limit", "mem_limit"}  # 0 = every task, above any cap
-# quick training settings under the notebook's own *_set (which win): jac-tiny-sized, no warm-up,
-# no validation pass beyond one batch
+# quick training settings {stage: knobs} under the notebook's own sets (which win): jac-tiny-sized,
+# no warm-up, no validation pass beyond one batch
 QUICK_SETS = {
-    "sft_set": {"warmup": 0, "lora_layers": 2, "lora_rank": 4, "grad_checkpoint": False,
+    "sft": {"warmup": 0, "lora_layers": 2, "lora_rank": 4, "grad_checkpoint": False,
                 "batch_size": 1, "steps_per_report": 1, "steps_per_eval": 1000,
                 "val_batches": 1},
-    "grpo_set": {"group_size": 2, "max_completion_length": 16, "lora_layers": 2, "lora_rank": 4,
+    "grpo": {"group_size": 2, "max_completion_length": 16, "lora_layers": 2, "lora_rank": 4,
                  "grad_checkpoint": False, "steps_per_report": 1},
 }
 
@@ -87,7 +87,7 @@ def quick(env: Mapping[str, str] = os.environ) -> bool:
 def scaled(notebook: str, params: Mapping, env: Mapping[str, str] = os.environ,
            log: Callable[[str], None] = print) -> dict:
     """`params` as given, or under JACRL_NOTEBOOK_QUICK=1 with the notebook's QUICK caps applied
-    (and, for a cell, k limited to n and the quick training settings under its own *_set).
+    (and, for a cell, k limited to n and the quick training settings under its own `sets`).
     Logs each change."""
     out = dict(params)
     if not quick(env):
@@ -105,11 +105,11 @@ def scaled(notebook: str, params: Mapping, env: Mapping[str, str] = os.environ,
             changed.append(f"k {out['k']} -> {kept}")
             out["k"] = kept
     if notebook == "30_training":
-        for name, small in QUICK_SETS.items():
-            given = json.loads(out.get(name) or "{}") if isinstance(out.get(name, ""), str) \
-                else dict(out.get(name) or {})
-            out[name] = json.dumps({**small, **given})
-            changed.append(f"{name} -> {out[name]}")
+        given = out.get("sets") or {}
+        given = json.loads(given) if isinstance(given, str) else dict(given)
+        out["sets"] = json.dumps({**given, **{s: {**small, **given.get(s, {})}
+                                              for s, small in QUICK_SETS.items()}})
+        changed.append(f"sets -> {out['sets']}")
     if changed:
         log(f"{QUICK_ENV}=1: " + "; ".join(changed))
     return out

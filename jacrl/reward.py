@@ -44,7 +44,7 @@ import warnings
 from collections.abc import Callable
 from functools import lru_cache
 
-from jacrl.config import DEFAULT_FORMULA, REWARD_FORMULAS, check_formula, default_formula
+from jacrl.config import DEFAULT_FORMULA, REWARD_FORMULAS, check_formula
 from jacrl.drivers import Unit
 from jacrl.executor import Executor, Verdict
 from jacrl.extract import dedent, extract_body, splice
@@ -253,11 +253,11 @@ def _pair(completions: list[str], answer: list[str]) -> list[str]:
 
 
 def score_completions(completions: list[str], answers: list[str], *,
-                      formula: str | None = None,
+                      formula: str = DEFAULT_FORMULA,
                       executor: Executor | None = None) -> list[Scored]:
-    """Grade a batch: one run per distinct program (the executor dedups identical ones).
-    formula None: `default_formula()`."""
-    formula = check_formula(formula or default_formula())
+    """Grade a batch with `formula`: one run per distinct program (the executor dedups identical
+    ones)."""
+    formula = check_formula(formula)
     executor = executor or default_executor()
     holes = [Hole.from_answer(a) for a in _pair(completions, answers)]
     extracted = [_extract(c, h) for c, h in zip(completions, holes)]
@@ -286,9 +286,9 @@ def _extract(completion: str, hole: Hole) -> tuple[str, str]:
 
 
 def jac_behavioral(prompts: list[str], completions: list[str], answer: list[str],
-                   types: list | None = None, formula: str | None = None) -> list[float]:
-    """mlx-lm-lora reward function: one float per completion, same order. formula None:
-    `default_formula()` at call time (the mlx-lm-lora CLI path); training uses `reward_function`."""
+                   types: list | None = None, formula: str = DEFAULT_FORMULA) -> list[float]:
+    """mlx-lm-lora reward function: one float per completion, same order (the mlx-lm-lora CLI
+    path grades with DEFAULT_FORMULA); training uses `reward_function`."""
     del prompts, types  # grading needs only the completion and the task's answer record
     return [s.score for s in score_completions(completions, answer, formula=formula)]
 

@@ -142,9 +142,9 @@ def test_every_eval_and_grpo_knob_a_cells_rows_depend_on_changes_its_key(data_di
             continue
         value = getattr(defaults, f.name)
         other = _other_value(f.name, value)
-        cell = make_cell(dataclasses.replace(base, grpo_set={f.name: other}), "1",
+        cell = make_cell(dataclasses.replace(base, sets={"grpo": {f.name: other}}), "1",
                          condition="sft_grpo", env={}, log=lambda _: None)
-        assert getattr(cell.grpo, f.name) == other and cell.key != k0, f.name
+        assert getattr(cell.stages["grpo"], f.name) == other and cell.key != k0, f.name
     assert key(dataclasses.replace(base, grpo_iters=5)) != k0
     assert key(dataclasses.replace(base, reward_formula="additive")) != k0
 

@@ -36,7 +36,7 @@ def test_fill_batch_keeps_groups_with_signal_and_caps_the_draws():
 def test_dynamic_sampling_is_a_config_knob(monkeypatch):
     monkeypatch.setenv("JACRL_GRPO_DYNAMIC_SAMPLING", "1")
     monkeypatch.setenv("JACRL_GRPO_MAX_DRAWS", "3")
-    cfg = configure(GRPOConfig(), env=__import__("os").environ)
+    cfg = configure(GRPOConfig(), env=__import__("os").environ, prefix="JACRL_GRPO_")
     assert cfg.dynamic_sampling is True and cfg.max_draws == 3
     with pytest.raises(ValueError, match="max_draws"):
         GRPOConfig(max_draws=0)

@@ -50,38 +50,42 @@ def test_env_scopes_and_flags_win():
     cfg = config_from_args(_args("plan", "--rungs", "3", "--iters", "9",
                                         "--set", "grpo.group_size=2", "-n", "4"), env)
     assert cfg.rungs == ("3",) and cfg.models == ("a", "b") and cfg.sft_iters == 9
-    assert cfg.grpo_set == {"group_size": "2"} and cfg.n == 4
+    assert cfg.sets == {"grpo": {"group_size": "2"}} and cfg.n == 4
     with pytest.raises(ValueError):
         ladder.from_env(ladder.LadderConfig(), {"JACRL_LADDER_CONDITIONS": "base,nope"})
     with pytest.raises(ValueError):
         ladder.parse_iters("sft=x")
 
 
+def _it(sft: int, grpo: int) -> dict[str, int]:
+    return {"sft_iters": sft, "grpo_iters": grpo}
+
+
 def test_condition_configs():
     """Each condition's stages, in order, resolved; the tuned arm scales the resolved default
     arm (the user's overrides included); RFT and STaR train with the one SFT config."""
-    got = ladder.stage_configs("sft_grpo_tuned", 3, 10, 4, {"grpo": {"group_size": 2}}, env={})
+    got = ladder.stage_configs("sft_grpo_tuned", 3, _it(10, 4), {"grpo": {"group_size": 2}}, env={})
     assert list(got) == ["sft", "grpo"]
     assert got["sft"].iters == 10 and got["sft"].seed == 3
     grpo = got["grpo"]
     assert (grpo.iters, grpo.learning_rate, grpo.group_size) == (8, 1e-5, 2)  # 2 x 4, 10 x 1e-6
-    tuned = ladder.stage_configs("sft_grpo_tuned", 0, 1, 4, {"grpo": {"learning_rate": 3e-6}},
+    tuned = ladder.stage_configs("sft_grpo_tuned", 0, _it(1, 4), {"grpo": {"learning_rate": 3e-6}},
                                  env={})["grpo"]
     assert tuned.learning_rate == 3e-5  # relative to what the default arm would run
-    assert ladder.stage_configs("base", 0, 1, 1, env={}) == {}
-    got = ladder.stage_configs("raw_grpo", 0, 1, 6, env={"JACRL_GRPO_BETA": "0.5"})
+    assert ladder.stage_configs("base", 0, _it(1, 1), env={}) == {}
+    got = ladder.stage_configs("raw_grpo", 0, _it(1, 6), env={"JACRL_GRPO_BETA": "0.5"})
     assert list(got) == ["grpo"] and got["grpo"].iters == 6 and got["grpo"].beta == 0.5
     sets = {"sft": {"learning_rate": 1e-3}, "star": {"rounds": 1, "sft.iters": 2}}
-    star = ladder.stage_configs("star", 5, 7, 1, sets, env={"JACRL_STAR_SAMPLES": "3"})
+    star = ladder.stage_configs("star", 5, _it(7, 1), sets, env={"JACRL_STAR_SAMPLES": "3"})
     assert list(star) == ["star"] and (star["star"].rounds, star["star"].samples) == (1, 3)
     assert star["star"].sft.learning_rate == 1e-3 and star["star"].sft.iters == 2
     assert star["star"].seed == star["star"].sft.seed == 5
-    rft = ladder.stage_configs("sft_rft", 0, 7, 1, sets, env={})
+    rft = ladder.stage_configs("sft_rft", 0, _it(7, 1), sets, env={})
     assert list(rft) == ["sft", "rft"] and rft["rft"].sft == rft["sft"]  # one SFT config
     with pytest.raises(ValueError, match="unknown condition 'nope'; choose from base, sft, "):
-        ladder.stage_configs("nope", 0, 1, 1, env={})
+        ladder.stage_configs("nope", 0, _it(1, 1), env={})
     with pytest.raises(KeyError, match="STaRConfig has no field 'roundz'"):
-        ladder.stage_configs("star", 0, 1, 1, {"star": {"roundz": 1}}, env={})
+        ladder.stage_configs("star", 0, _it(1, 1), {"star": {"roundz": 1}}, env={})
 
 
 def test_conditions_are_data_in_one_place():
@@ -162,7 +166,7 @@ def test_demo_budgets_fit_the_memorized_answers(tiny, data_dir):
                                              add_generation_prompt=True)
             answer = len(full) - len(prompt) - 1  # the answer and <|im_end|>, not the final "\n"
             assert answer <= cfg.max_tokens, (rung, answer)
-    assert cfg.grpo_set["max_completion_length"] == cfg.max_tokens
+    assert cfg.sets["grpo"]["max_completion_length"] == cfg.max_tokens
     assert {r: ladder.rung_sft_iters(cfg, r) for r in cfg.rungs} == {"1": 90, "3": 270}
     assert ladder.rung_sft_iters(dataclasses.replace(cfg, sft_iters=50), "3") == 50  # a cap
     assert ladder.rung_sft_iters(dataclasses.replace(cfg, sft_iters_per_task=0), "1") == 270
@@ -197,6 +201,8 @@ def test_plan_runs_nothing_and_keys_are_stable(tiny, data_dir, tmp_path, capsys)
     assert ladder.notebook_cell(**{**one, "seed": 1}).key != k0
     assert ladder.notebook_cell(**{**one, "gen_limit": 3}).key != k0
     assert ladder.notebook_cell(**{**one, "sft_set": {"learning_rate": 1e-3}}).key != k0
+    assert ladder.notebook_cell(**{**one, "sets": '{"sft": {"learning_rate": 1e-3}}'}).key == \
+        ladder.notebook_cell(**{**one, "sft_set": '{"learning_rate": 1e-3}'}).key  # both spellings
     assert ladder.notebook_cell(**{**one, "rung": "3"}).key != k0
     other = tmp_path / "data"
     shutil.copytree(Path(data_dir) / "splits", other / "splits")
@@ -218,8 +224,9 @@ GRADING_CONDITIONS = [c for c, v in ladder.CONDITIONS.items() if v.grades]
 
 
 def test_reward_formula_keys_grading_cells_only(data_dir, tmp_path, monkeypatch, capsys):
-    """`JACRL_REWARD_FORMULA=additive jacrl ladder plan` re-keys only the cells with a stage that
-    grades samples (GRPO, RFT, STaR)."""
+    """`JACRL_REWARD_FORMULA=additive jacrl ladder plan` re-keys the cells with a stage that
+    grades samples (GRPO, RFT, STaR) and sft, whose mem temperature GRPO's calibration picks by
+    that reward; never base."""
     assert set(GRADING_CONDITIONS) == {"sft_grpo", "raw_grpo", "sft_grpo_tuned", "sft_rft",
                                        "star"}
     argv = ["ladder", "plan", "--rungs", "1", "--conditions", ",".join(ladder.CONDITIONS),
@@ -236,7 +243,7 @@ def test_reward_formula_keys_grading_cells_only(data_dir, tmp_path, monkeypatch,
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "additive")
     additive = plan_keys()
     for c in ladder.CONDITIONS:
-        assert (default[c] != additive[c]) == (c in GRADING_CONDITIONS), c
+        assert (default[c] != additive[c]) == (c != "base"), c
     # the same cells by parameter (flag, notebook parameter, --set) under the default env
     monkeypatch.delenv("JACRL_REWARD_FORMULA")
     assert plan_keys() == default
@@ -256,16 +263,19 @@ def test_reward_formula_keys_grading_cells_only(data_dir, tmp_path, monkeypatch,
         if c in GRADING_CONDITIONS:
             stage = ladder.CONDITIONS[c].last
             assert cell.stages[stage].reward_formula == cell.reward_formula == "additive"
-            assert ladder.notebook_cell(condition=c, **{f"{stage}_set": {
-                "reward_formula": "additive"}}, **one).key == additive[c]
+            # the same by sets: every grading stage the cell runs or its evaluation reads
+            sets = {s: {"reward_formula": "additive"} for s in (stage, *cell.reads)}
+            assert ladder.notebook_cell(condition=c, sets=sets, **one).key == additive[c]
         else:
             assert cell.reward_formula == ""
+            assert c == "base" or cell.reads["grpo"].reward_formula == "additive"
 
 
 def test_unknown_reward_formula_is_a_one_line_error(data_dir, monkeypatch, capsys):
     one = {"rung": "1", "model": "jac-tiny", "condition": "raw_grpo", "data_dir": data_dir}
     for bad in ({"reward_formula": "v3"}, {"env": {"JACRL_REWARD_FORMULA": "v3"}},
-                {"grpo_set": {"reward_formula": "v3"}}):
+                {"grpo_set": {"reward_formula": "v3"}},
+                {"sets": {"grpo": {"reward_formula": "v3"}}}):
         with pytest.raises(ValueError, match="v3.*choose from dependent, tiered, additive") as e:
             ladder.notebook_cell(**one, **bad)
         assert "\n" not in str(e.value)
@@ -273,8 +283,9 @@ def test_unknown_reward_formula_is_a_one_line_error(data_dir, monkeypatch, capsy
         ladder.validate(ladder.LadderConfig(reward_formula="v3"))
     assert main(["ladder", "plan", "--reward-formula", "v3"]) == 2  # a usage error, one line
     assert "invalid choice: 'v3'" in capsys.readouterr().err
-    monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")  # base and sft cells never grade rollouts
-    assert ladder.notebook_cell(**{**one, "condition": "sft"}, env=os.environ).reward_formula == ""
+    monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")  # read at the edge, for every cell
+    with pytest.raises(ValueError, match="JACRL_REWARD_FORMULA='v3'"):
+        ladder.notebook_cell(**{**one, "condition": "base"}, env=os.environ)
 
 
 def test_an_unknown_cell_parameter_is_a_one_line_error(data_dir):
@@ -324,7 +335,7 @@ def test_rft_and_star_cells_train_their_stages_on_jac_tiny(tiny, data_dir, tmp_p
 
     kw = {"rung": "1", "model": tiny, "data_dir": data_dir, "sft_iters": 3, "gen_limit": 1,
           "mem_limit": 1, "n": 0, "k": "1", "max_tokens": 16, "env": {},
-          "sft_set": QUICK_SETS["sft_set"], "artifacts_dir": str(tmp_path / "a"),
+          "sft_set": QUICK_SETS["sft"], "artifacts_dir": str(tmp_path / "a"),
           "results_dir": str(tmp_path / "r"),
           "rft_set": TINY_SAMPLING, "star_set": {**TINY_SAMPLING, "rounds": 1}}
     rft_cell = ladder.notebook_cell(condition="sft_rft", **kw)

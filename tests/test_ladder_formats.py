@@ -60,7 +60,7 @@ def test_a_hole_cell_keys_and_names_as_before(data_dir):
     hole = ladder.notebook_cell(**one)
     assert ladder.notebook_cell(**one, format="hole", paired="False").key == hole.key
     assert set(hole.key_parts) == {"rung", "model", "model_hash", "condition", "seed", "sft",
-                                   "grpo", "eval", "data_hash", "code_version", "notebook"}
+                                   "reads", "eval", "data_hash", "code_version", "notebook"}
     digest = hashlib.sha256(json.dumps(hole.key_parts, sort_keys=True).encode()).hexdigest()
     assert hole.key == f"r1-jac-tiny-sft-{digest[:12]}"
     assert hole.name == "r1/jac-tiny/sft" and hole.tag("gen") == "r1/jac-tiny/sft/gen"
@@ -204,7 +204,7 @@ def test_a_ladder_run_with_both_formats_pairs_its_rows(tiny, data_dir, tmp_path,
             "--artifacts", str(tmp_path / "artifacts")]
     # both quick sets: the grpo one sizes the sft cells' mem calibration (rollouts at 16 tokens)
     argv += [f"--set={stage}.{k}={v}" for stage in ("sft", "grpo")
-             for k, v in QUICK_SETS[f"{stage}_set"].items()]
+             for k, v in QUICK_SETS[stage].items()]
     cells = ladder.plan(config_from_args(_args("run", *argv)))
     assert [c.name for c in cells] == ["r1/jac-tiny/base", "r1/jac-tiny/base/conversion",
                                        "r1/jac-tiny/sft", "r1/jac-tiny/sft/conversion"]

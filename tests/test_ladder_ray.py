@@ -32,8 +32,8 @@ DATA = ROOT / "data"
 # jac-tiny after 3 SFT iterations verifies no sample: threshold 0 keeps any with a body (plumbing)
 STAR = {"rounds": 1, "samples": 2, "threshold": 0.0, "max_tokens": 16}
 TINY = {"models": ("jac-tiny",), "sft_iters": 3, "grpo_iters": 2, "gen_limit": 2, "mem_limit": 2,
-        "n": 2, "k": (1, 2), "max_tokens": 16, "sft_set": dict(QUICK_SETS["sft_set"]),
-        "grpo_set": dict(QUICK_SETS["grpo_set"]), "star_set": dict(STAR)}
+        "n": 2, "k": (1, 2), "max_tokens": 16, "sets": {
+        "sft": dict(QUICK_SETS["sft"]), "grpo": dict(QUICK_SETS["grpo"]), "star": dict(STAR)}}
 
 
 @pytest.fixture(scope="session")
@@ -100,7 +100,7 @@ def _driver(d: Path, rungs: str, seed: int, conditions: str = "base", engine: st
     """`jacrl ladder run` on jac-tiny with tiny settings, in its own process (the drivers' way;
     Ray reads its token settings at process start), output in d/driver.log."""
     sets = [f"{stage}.{k}={str(v).lower()}" for stage in ("sft", "grpo")
-            for k, v in QUICK_SETS[f"{stage}_set"].items()] + [f"star.{k}={v}"
+            for k, v in QUICK_SETS[stage].items()] + [f"star.{k}={v}"
                                                                for k, v in STAR.items()]
     argv = [sys.executable, "-m", "jacrl.cli", "ladder", "run", "--engine", engine,
             "--models", "jac-tiny", "--rungs", rungs, "--conditions", conditions,

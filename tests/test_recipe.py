@@ -27,8 +27,7 @@ class Cfg:
     seed: int = 0
     sft_iters: int = 200
     grpo_iters: int = 200
-    sft_set: dict = field(default_factory=dict)
-    grpo_set: dict = field(default_factory=dict)
+    sets: dict = field(default_factory=dict)
     n: int = 8
     results_dir: str = ""
     batch_size: int = 32
@@ -267,17 +266,17 @@ def test_the_tuned_arm_is_one_condition_not_overrides():
     "tuned" has one meaning; the ladder resolves it (test_ladder's test_condition_configs)."""
     from jacrl.conditions import CONDITIONS, TUNED
 
-    cfg = Cfg(grpo_iters=4, grpo_set={"learning_rate": "2e-5", "group_size": 2})
+    cfg = Cfg(grpo_iters=4, sets={"grpo": {"learning_rate": "2e-5", "group_size": 2}})
     spec = next(s for s in R.planned_cells(3, cfg, elbow_rungs={"a": "3"}, env={})
                 if s.condition == "sft_grpo_tuned")
     assert spec.rung == "3" and spec.overrides == {"sft": {}, "grpo": {}}
-    assert spec.sets(cfg) == {"sft_set": {}, "grpo_set": cfg.grpo_set}  # the ladder's, as is
+    assert spec.sets(cfg) == {"sets": {"sft": {}, **cfg.sets}}  # the ladder's, as is
     assert CONDITIONS["sft_grpo_tuned"].scale == TUNED == {
         "grpo": {"learning_rate": 10.0, "iters": 2.0}}
     assert CONDITIONS["sft_grpo_tuned"].stages == CONDITIONS["sft_grpo"].stages
     assert not [f for f in dataclasses.fields(R.RecipeConfig) if "tuned" in f.name]
     custom = dataclasses.replace(spec, overrides={"grpo": {"beta": 0.0}})  # a caller's spec
-    assert custom.sets(cfg) == {"grpo_set": {**cfg.grpo_set, "beta": 0.0}}
+    assert custom.sets(cfg) == {"sets": {"grpo": {**cfg.sets["grpo"], "beta": 0.0}}}
 
 
 # -------------------------------------------------------------------------------------------
@@ -301,7 +300,7 @@ def test_plan_key_is_identity_not_decisions(monkeypatch):
     k = R.plan_key(cfg, rc)
     assert k.startswith("smart-") and len(k) == len("smart-") + 12
     assert R.plan_key(Cfg(), R.RecipeConfig()) == k
-    for changed in (Cfg(grpo_iters=4), Cfg(models=("a",)), Cfg(grpo_set={"beta": 0.0})):
+    for changed in (Cfg(grpo_iters=4), Cfg(models=("a",)), Cfg(sets={"grpo": {"beta": 0.0}})):
         assert R.plan_key(changed, rc) != k
     tuned = CONDITIONS["sft_grpo_tuned"]  # its scales are part of the recipe's identity
     monkeypatch.setitem(CONDITIONS, "sft_grpo_tuned", dataclasses.replace(
@@ -375,7 +374,7 @@ def test_plan_text_shows_stages_states_and_dependencies(tmp_path):
     cfg = Cfg(rungs=("1", "3", "5"), models=("a",))
     before = R.plan_text(cfg, [], env={}, results_dir=tmp_path)
     assert str(tmp_path / "recipe") in before
-    for s in R.STAGES:
+    for s in R.STEPS:
         assert f"stage {s.number} {s.name}:" in before
     assert "gate undecided" in before and "waits for the gate" in before
     assert "rE/a/sft_grpo  waits for the elbow" in before

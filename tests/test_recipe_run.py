@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _sets() -> list[str]:
     """notebook 30's quick training settings as --set flags (jac-tiny-sized, one val batch)."""
-    return [f"--set={stage.removesuffix('_set')}.{k}={v}"
+    return [f"--set={stage}.{k}={v}"
             for stage, d in notebooks.QUICK_SETS.items() for k, v in d.items()]
 
 
@@ -221,7 +221,7 @@ def test_the_recipes_cells_are_the_demo_grids_cells(data_dir):
     and sft cells, and stage 3's untuned sft_grpo at the elbow is the grid's sft_grpo cell. Only
     the tuned arm (its own condition) and the raw_grpo control (not in the demo) are extra."""
     from jacrl.ladder.recipe_run import Book
-    from jacrl.recipe.stages import planned_cells
+    from jacrl.recipe.steps import planned_cells
 
     cfg = ladder.validate(ladder.demo_config(data_dir=data_dir))
     grid = {(c.rung, c.condition): c.key for c in ladder.plan(cfg)}

@@ -13,8 +13,10 @@ import time
 import pytest
 
 from jacrl import evaluate as ev
+from jacrl import stages
 from jacrl import train as tr
 from jacrl.config import (
+    DEFAULT_FORMULA,
     EvalConfig,
     GRPOConfig,
     RFTConfig,
@@ -22,6 +24,7 @@ from jacrl.config import (
     STaRConfig,
     config_help,
     configure,
+    env_formula,
     from_dict,
 )
 from jacrl.generate import generate_best_of_k
@@ -281,9 +284,11 @@ def test_configure_overrides_and_env():
     cfg = configure(RFTConfig(), {"samples": "3", "sft.iters": 7, "sft.grad_checkpoint": "0"})
     assert cfg.samples == 3 and cfg.sft.iters == 7 and cfg.sft.grad_checkpoint is False
     env = {"JACRL_GRPO_BETA": "0", "JACRL_GRPO_ITERS": "9", "JACRL_RFT_SFT_LEARNING_RATE": "1e-4"}
-    g = configure(GRPOConfig(), env=env)
+    g = configure(GRPOConfig(), env=env, prefix="JACRL_GRPO_")
     assert g.beta == 0.0 and g.iters == 9
-    assert configure(RFTConfig(), env=env).sft.learning_rate == 1e-4
+    assert stages.resolve("rft", "dependent", env).sft.learning_rate == 1e-4
+    with pytest.raises(TypeError, match="needs its prefix"):
+        configure(GRPOConfig(), env=env)
     with pytest.raises(KeyError):
         configure(SFTConfig(), {"itres": 3})
     assert SFTConfig().iters == 200 and GRPOConfig().learning_rate == 1e-6
@@ -298,17 +303,19 @@ def test_configure_overrides_and_env():
 REWARD_CONFIGS = (GRPOConfig, RFTConfig, STaRConfig)
 
 
-def test_formula_default_follows_env_at_creation_only(monkeypatch):
-    monkeypatch.delenv("JACRL_REWARD_FORMULA", raising=False)
-    assert [c().reward_formula for c in REWARD_CONFIGS] == ["dependent"] * 3
+def test_formula_default_is_a_value_and_the_env_is_read_at_the_edge(monkeypatch):
+    """A config's formula defaults to DEFAULT_FORMULA whatever the environment; the edge (the
+    CLI, the ladder's from_env: `stages.resolve` with `env_formula`) reads JACRL_REWARD_FORMULA
+    once, and a stage's own JACRL_<STAGE>_REWARD_FORMULA wins over it."""
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "additive")
-    made = [c() for c in REWARD_CONFIGS]
+    assert [c().reward_formula for c in REWARD_CONFIGS] == [DEFAULT_FORMULA] * 3
+    env = {"JACRL_REWARD_FORMULA": "additive"}
+    made = [stages.resolve(s, env_formula(env), env) for s in ("grpo", "rft", "star")]
     assert [c.reward_formula for c in made] == ["additive"] * 3
-    monkeypatch.setenv("JACRL_REWARD_FORMULA", "tiered")
-    assert [c.reward_formula for c in made] == ["additive"] * 3  # not re-read later
     assert from_dict(GRPOConfig, dataclasses.asdict(made[0])).reward_formula == "additive"
-    env = {"JACRL_GRPO_REWARD_FORMULA": "additive"}  # the per-stage variable works too
-    assert configure(GRPOConfig(), env=env).reward_formula == "additive"
+    env = {**env, "JACRL_GRPO_REWARD_FORMULA": "tiered"}  # the per-stage variable wins
+    assert stages.resolve("grpo", env_formula(env), env).reward_formula == "tiered"
+    assert env_formula({}) == DEFAULT_FORMULA
     assert not hasattr(SFTConfig(), "reward_formula")  # SFT never calls the reward
 
 
@@ -317,7 +324,7 @@ def test_formula_is_part_of_the_artifact_key(tiny):
 
     base = resolve(tiny)
     for cls in REWARD_CONFIGS:
-        keys = {f: artifacts.artifact_key(artifacts.key_parts("c", "s", base, {"train": "x"},
+        keys = {f: artifacts.artifact_key(artifacts.key_parts("c", "grpo", base, {"train": "x"},
                                                               cls(reward_formula=f), None))
                 for f in ("tiered", "additive")}
         assert keys["tiered"] != keys["additive"], cls.__name__
@@ -339,7 +346,8 @@ def test_unknown_formula_is_a_one_line_error(monkeypatch, capsys):
                                        "dependent, tiered, additive\n")
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")
     with pytest.raises(ValueError, match=r"^JACRL_REWARD_FORMULA='v3' is not a reward formula"):
-        GRPOConfig()
+        env_formula(os.environ)
+    assert GRPOConfig().reward_formula == DEFAULT_FORMULA  # a config never reads it
     assert main(["train", "rft", "--show-config"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("jacrl: train: JACRL_REWARD_FORMULA='v3'") and err.count("\n") == 1
@@ -357,8 +365,9 @@ def test_bound_reward_ignores_the_env_at_call_time(harness, monkeypatch):
         assert fn.__name__ == "jac_behavioral" and fn.formula == f  # mlx-lm-lora's metric name
         got = fn(prompts=["p"] * 2, completions=completions, answer=[answer] * 2, types=None)
         assert got == want[f]
-    with pytest.raises(ValueError, match="JACRL_REWARD_FORMULA"):
-        jac_behavioral(["p"], [d.gold], [answer])  # unbound: the env default, read now
+    # unbound (mlx-lm-lora's CLI path): the default formula, the environment never read
+    assert jac_behavioral(["p"] * 2, completions, [answer] * 2) == [
+        s.score for s in score_completions(completions, [answer], formula=DEFAULT_FORMULA)]
 
 
 def test_grpo_artifact_keyed_by_formula_not_env(tiny, harness_tasks, out_root, monkeypatch):

@@ -23,26 +23,26 @@ from pathlib import Path
 from jacrl import jsonl, kernel, ladder
 from jacrl.cli import train as train_cli
 from jacrl.cli.evaluate import int_list
-from jacrl.conditions import STAGES
 from jacrl.config import REWARD_FORMULAS, configure
 from jacrl.ladder import LadderConfig, parse_iters
 from jacrl.project import figures_for
 from jacrl.recipe import DEMO_GATE_THRESHOLD, GATE_THRESHOLD, RECIPE
+from jacrl.stages import STAGES
 
 ENGINES = ("local", "ray")  # where cells run: one after another here, or Ray tasks on a cluster
 ENGINE_ENV = "JACRL_LADDER_ENGINE"
 
 
 def parse_sets(items: Sequence[str]) -> dict[str, dict[str, str]]:
-    """['sft.iters=5', 'grpo.group_size=2'] -> {'sft': {'iters': '5'}, 'grpo': {...}, ...}, one
-    entry per stage of `jacrl.conditions.STAGES`."""
-    out: dict[str, dict[str, str]] = {s: {} for s in STAGES}
+    """['sft.iters=5', 'grpo.group_size=2'] -> {'sft': {'iters': '5'}, 'grpo': {...}}: the
+    stages given, each of `jacrl.stages.STAGES`."""
+    out: dict[str, dict[str, str]] = {}
     for key, value in train_cli.parse_sets(items).items():
         stage, dot, name = key.partition(".")
-        if not dot or stage not in out:
+        if not dot or stage not in STAGES:
             raise ValueError(f"--set expects STAGE.KEY=VALUE with STAGE one of "
                              f"{', '.join(STAGES)}, got {key!r}")
-        out[stage][name] = value
+        out.setdefault(stage, {})[name] = value
     return out
 
 
@@ -50,7 +50,7 @@ def parse_sets(items: Sequence[str]) -> dict[str, dict[str, str]]:
 # have flags of their own below (a stage's overrides, pass@k, paths, the recipe); adding a knob is
 # its field in jacrl.ladder.settings
 OWN_FLAGS = ("n", "k", "data_dir", "results_dir", "figures_dir", "artifacts_dir", "recipe",
-             *(f"{s}_set" for s in STAGES))
+             "sets")
 FIELD_FLAGS = tuple(f.name for f in dataclasses.fields(LadderConfig) if f.name not in OWN_FLAGS)
 FLAG_CHOICES = {"reward_formula": REWARD_FORMULAS}
 
@@ -142,7 +142,7 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.envir
         ch["n"] = args.samples
     if k is not None:
         ch["k"] = k
-    ch.update({f"{st}_set": {**getattr(cfg, f"{st}_set"), **sets[st]} for st in STAGES})
+    ch["sets"] = {st: {**cfg.sets.get(st, {}), **sets.get(st, {})} for st in {*cfg.sets, *sets}}
     ch.update(data_dir=args.data_dir, results_dir=args.results,
               figures_dir=getattr(args, "figures", None) or "", artifacts_dir=args.artifacts)
     return ladder.validate(configure(cfg, ch))

@@ -8,9 +8,10 @@ import json
 import os
 from pathlib import Path
 
-from jacrl.config import EvalConfig, GRPOConfig, SFTConfig, configure
+from jacrl.config import configure
 from jacrl.models import TINY
 from jacrl.project import project
+from jacrl.stages import CONFIGS, ENV_PREFIX
 from jacrl.tiny_model import TinyModelConfig, build_tiny_model
 
 
@@ -50,22 +51,22 @@ def _check_doc() -> str:
     return model_check.__doc__
 
 
-STAGE_CONFIGS = {"sft": SFTConfig, "grpo": GRPOConfig, "eval": EvalConfig}
+CHECKED = ("sft", "grpo", "eval")  # the configs (of jacrl.stages.CONFIGS) model_check reads
 
 
 def stage_configs(sets: list[str]) -> dict:
     """{stage: config} from the defaults, JACRL_<STAGE>_<FIELD> and ['grpo.max_seq_length=2048']."""
     from jacrl.cli.train import parse_sets
 
-    per: dict[str, dict] = {s: {} for s in STAGE_CONFIGS}
+    per: dict[str, dict] = {s: {} for s in CHECKED}
     for key, value in parse_sets(sets).items():
         stage, _, field = key.partition(".")
-        if stage not in STAGE_CONFIGS or not field:
+        if stage not in CHECKED or not field:
             raise ValueError(f"--set {key}={value}: expected STAGE.KEY=VALUE with STAGE one of "
-                             f"{', '.join(STAGE_CONFIGS)}")
+                             f"{', '.join(CHECKED)}")
         per[stage][field] = value
-    return {s: configure(configure(cls(), env=os.environ), per[s])
-            for s, cls in STAGE_CONFIGS.items()}
+    return {s: configure(configure(CONFIGS[s](), env=os.environ, prefix=ENV_PREFIX[CONFIGS[s]]),
+                         per[s]) for s in CHECKED}
 
 
 def run_check(args: argparse.Namespace) -> int:

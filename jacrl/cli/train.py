@@ -1,7 +1,7 @@
 """`jacrl train STAGE`: train (or reuse) one content-addressed LoRA artifact and print its path
-and key. Hyperparameters are `jacrl.config`'s; `--set KEY=VALUE` overrides them after the
-JACRL_<STAGE>_<FIELD> environment variables. `--report-to wandb` tracks the build (not a knob:
-no key changes)."""
+and key. Hyperparameters are `jacrl.config`'s, resolved as a ladder cell resolves them
+(`jacrl.stages.resolve`): JACRL_REWARD_FORMULA, then JACRL_<STAGE>_<FIELD>, then
+`--set KEY=VALUE`. `--report-to wandb` tracks the build (not a knob: no key changes)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,11 @@ import json
 import os
 from collections.abc import Sequence
 
-from jacrl import train
-from jacrl.config import CONFIGS, config_help, configure
+from jacrl import stages, train
+from jacrl.config import config_help, env_formula
 from jacrl.splits import load_split, rung
+from jacrl.stages import STAGES, trainer_of
 from jacrl.tasks import prompt_answer, read_tasks
-
-STAGES = {"sft": train.sft, "rft": train.rft, "grpo": train.grpo, "star": train.star}
-CHAINED = ("grpo", "rft")  # the stages that take --parent
 
 
 def parse_sets(items: Sequence[str]) -> dict[str, str]:
@@ -59,10 +57,10 @@ def _tasks(args: argparse.Namespace) -> tuple[list[dict], list[dict] | None]:
 
 def run_train(args: argparse.Namespace) -> int:
     """`jacrl train STAGE ...`: train (or reuse) one artifact and print its path and key."""
-    cls = CONFIGS[args.stage]
-    cfg = configure(configure(cls(), env=os.environ), parse_sets(args.sets))
+    stage = STAGES[args.stage]
+    cfg = stages.resolve(args.stage, env_formula(os.environ), os.environ, parse_sets(args.sets))
     if args.show_config:
-        print(config_help(cls))
+        print(config_help(stage.config))
         print(json.dumps(dataclasses.asdict(cfg), indent=1))
         return 0
     try:  # before any work; a missing package is a user's mistake here (one line, exit 2)
@@ -73,11 +71,11 @@ def run_train(args: argparse.Namespace) -> int:
     parent = train.Artifact.load(args.parent) if args.parent else None
     kw = {"condition": args.condition or args.stage, "report_to": report_to,
           "project": args.project}
-    if args.stage in CHAINED:
+    if stage.parent != "none":
         kw["parent"] = parent
     elif parent is not None:
         raise ValueError(f"--parent is not used by {args.stage}")
-    out = STAGES[args.stage](args.model, train_tasks, valid_tasks, cfg, args.out_root, **kw)
+    out = trainer_of(args.stage)(args.model, train_tasks, valid_tasks, cfg, args.out_root, **kw)
     for a in out if isinstance(out, list) else [out]:
         print(json.dumps({"path": str(a.path), "key": a.key, "reused": a.reused,
                           "base_model": str(a.base_model)}))
@@ -98,8 +96,8 @@ def add(subparsers) -> None:
                                                  "split 'valid' when using --rung)")
     p.add_argument("--data", "--data-dir", dest="data_dir", default=None,
                    help="the data dir (default: the project's data/)")
-    p.add_argument("--parent", default=None, help="artifact dir to chain from (grpo: continue "
-                                                  "its adapter; rft: sample from it)")
+    p.add_argument("--parent", default=None, help="artifact dir to chain from (" + "; ".join(
+        f"{s.name}: {s.parent} its adapter" for s in STAGES.values() if s.parent != "none") + ")")
     p.add_argument("--condition", default=None, help="condition label (default: the stage)")
     p.add_argument("--out-root", default=None,
                    help="where artifacts are stored (default: the project's artifacts/)")

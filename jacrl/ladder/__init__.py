@@ -36,25 +36,27 @@ greedy) and appends one row per evaluation to results/rl_ladder.jsonl, only at t
 cell, each row one write + fsync, under a lock, skipping (cell key, kind) pairs already there
 (`jacrl.results.append_cell_rows`).
 
-Cell key = sha256 of everything that defines the cell: rung, model (name + file hashes),
-condition, the evaluation seed, each stage's resolved hyperparameters (its seed the cell's
-training seed; iterations and, for grading stages, the reward formula included; base and sft
-cells do not depend on the formula), the evaluation settings, the hash of the tasks it
-trains/validates/evaluates on, the code version (`jacrl.provenance.code_version`) and the
-training notebook's code. `make_cell` computes it; the ladder hands the notebook the whole cell,
-its key included, as one parameter (`cell_json`), and the rows are filed under it. `run` skips a
-cell only when rows with its key exist for both kinds; a cell killed mid-way (even SIGKILL) has
-no rows, so it runs again. Its directory results/cells/<key>/ holds 30_training.ipynb
-(executed), log.txt, status.json (running | done | failed, with the error) and the artifacts'
-metrics.jsonl.
+Cell key = sha256 of exactly what the cell's rows are made from: rung, model (name + file
+hashes), condition, the evaluation seed, each stage's resolved hyperparameters (its seed the
+cell's training seed; iterations and, for grading stages, the reward formula included), the
+configs its evaluation reads (`jacrl.stages` `eval_reads`: an sft, sft_rft or star cell's mem
+temperature is calibrated with the cell's GRPO settings), the evaluation settings, the hash of
+the tasks it trains/validates/evaluates on, the code its stages and evaluation import
+(`jacrl.provenance.code_of`) and the training notebook's code (tests/test_cell_keys.py).
+`make_cell` computes it; the ladder hands the notebook the whole cell, its key included, as one
+parameter (`cell_json`), and the rows are filed under it. `run` skips a cell only when rows with
+its key exist for both kinds; a cell killed mid-way (even SIGKILL) has no rows, so it runs again.
+Its directory results/cells/<key>/ holds 30_training.ipynb (executed), log.txt, status.json
+(running | done | failed, with the error) and the artifacts' metrics.jsonl.
 
 Scoping: flags, else JACRL_LADDER_RUNGS / _MODELS / _CONDITIONS (comma lists) and
 JACRL_LADDER_ITERS ("50" for both stages, or "sft=50,grpo=20"). Hyperparameters
-(`stage_configs`): the `jacrl.config` dataclasses' defaults (a grading stage's reward formula's
-is JACRL_REWARD_FORMULA, else the default formula), then JACRL_<STAGE>_* env vars, then the
-ladder's iterations, seed and `--reward-formula`, then `--set STAGE.KEY=V` (sft, rft, star,
-grpo), then the condition's scales. The resolved formula is part of the cell notebook 30 gets and is
-recorded in each row (`reward_formula`).
+(`stage_configs`, by `jacrl.stages.resolve` as `jacrl train` does): the `jacrl.config`
+dataclasses' defaults, the ladder's reward formula (`--reward-formula`, else
+JACRL_REWARD_FORMULA read by `from_env`, else the default formula), then JACRL_<STAGE>_* env
+vars, then the ladder's iterations and seed, then `--set STAGE.KEY=V` (the ladder's `sets`,
+{stage: {knob: value}}; any stage of `jacrl.stages`), then the condition's scales. The resolved
+formula is part of the cell notebook 30 gets and is recorded in each row (`reward_formula`).
 
 Training seeds (`--train-seeds 0,1,2`): every cell that trains is planned once per seed, each
 its own key (`-s<seed>` in key and name unless it is `seed`), the evaluation sampling with `seed`

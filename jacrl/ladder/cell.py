@@ -14,9 +14,8 @@ from types import ModuleType
 
 from tqdm.auto import tqdm  # a widget in a notebook, text elsewhere
 
-from jacrl import train
 from jacrl.conditions import condition_of, parent_stage
-from jacrl.config import EvalConfig, GRPOConfig, configure
+from jacrl.config import EvalConfig, configure, env_formula
 from jacrl.evaluate import evaluate
 from jacrl.ladder.plan import Cell, make_cell
 from jacrl.ladder.settings import LadderConfig
@@ -24,6 +23,7 @@ from jacrl.ladder.taskset import cell_tasks
 from jacrl.notebooks import scaled, unknown_params
 from jacrl.project import project
 from jacrl.samples import cell_samples_path
+from jacrl.stages import STAGES, trainer_of
 
 KEY_PARTS_IN_ROWS = ("model_hash", "data_hash", "code_version", "notebook")
 
@@ -63,27 +63,37 @@ def notebook_cell(cell_json: str = "", cell_key: str = "", log: Callable[[str], 
     if not cell_key:
         params = scaled("30_training", params, env, log)
     pick = {k: params.pop(k) for k in PICK if k in params}
+    sets = _json(params.pop("sets", {}))
+    for stage in STAGES:  # <stage>_set: one stage's overrides (the parameters' older spelling)
+        if f"{stage}_set" in params:
+            sets[stage] = {**sets.get(stage, {}), **_json(params.pop(f"{stage}_set"))}
     known = {f.name for f in dataclasses.fields(LadderConfig)}
     if set(params) - known:
         raise TypeError(unknown_params(set(params) - known, known | set(PICK), "cell parameter"))
-    sets = {k: json.loads(v) if isinstance(v, str) else v
-            for k, v in params.items() if k.endswith("_set")}
-    cfg = configure(LadderConfig(), {**params, **sets})
+    if not params.get("reward_formula"):  # "" in the notebook: the environment's, else default
+        params["reward_formula"] = env_formula(env)
+    cfg = configure(LadderConfig(), {**params, "sets": sets})
     if not cfg.results_dir:
         cfg = dataclasses.replace(cfg, results_dir=str(project().scratch))
     return make_cell(cfg, cell_key=cell_key, env=env, log=log, **pick)
 
 
+def _json(value) -> dict:
+    """A notebook parameter that is a mapping, or its JSON text."""
+    return dict(json.loads(value) if isinstance(value, str) else value or {})
+
+
 def _train_stage(cell: Cell, stage: str, tasks: Mapping, parent, log) -> object:
-    """One stage's artifact, continuing or sampling from `parent` (the previous stage's)."""
+    """One stage's artifact, continuing or sampling from `parent` (the previous stage's), by the
+    stage table's trainer."""
+    st = STAGES[stage]
     args = (cell.model, tasks["train"], tasks["valid"], cell.stages[stage], cell.cfg.artifacts_dir)
-    kw = {"log": log, "report_to": cell.cfg.report_to or None}  # None: the trainers' default
-    if stage == "sft":  # labelled "sft" for every condition: the sft cell's artifact is shared
-        return train.sft(*args, condition="sft", **kw)
-    if stage == "star":
-        return train.star(*args, condition=cell.condition, **kw)[-1]  # the last round
-    trainer = {"rft": train.rft, "grpo": train.grpo}[stage]
-    return trainer(*args, parent=parent, condition=cell.condition, **kw)
+    kw = {"log": log, "report_to": cell.cfg.report_to or None,  # None: the trainers' default
+          # a shared stage is labelled with its own name, so every condition reuses one build
+          "condition": stage if st.shared else cell.condition,
+          **({"parent": parent} if st.parent != "none" else {})}
+    out = trainer_of(stage)(*args, **kw)
+    return out[-1] if isinstance(out, list) else out  # rounds (star): the last
 
 
 def train_cell(cell: Cell, log: Callable[[str], None] = print) -> dict:
@@ -108,7 +118,8 @@ def rollout_temperature(cell: Cell, arts: Mapping, tasks: list[dict]) -> float |
     """The temperature mem is also sampled at: the GRPO stage's rollout temperature; for a cell
     with an adapter but no GRPO stage (sft, sft_rft, star), the one GRPO calibrates on that
     adapter with the cell's GRPO settings — so sft and sft_grpo compare at the temperature
-    sft_grpo trained at; None for the base model."""
+    sft_grpo trained at; None for the base model. The GRPO config is the cell's, resolved once
+    (`make_cell`: JACRL_GRPO_*, the ladder's formula and sets), and in its key."""
     if "grpo" in arts:
         return float(arts["grpo"].manifest["summary"]["temperature"])
     adapter = adapter_of(arts)
@@ -117,7 +128,7 @@ def rollout_temperature(cell: Cell, arts: Mapping, tasks: list[dict]) -> float |
     from jacrl.models import load
     from jacrl.train.grpo import calibrate_temperature
 
-    cfg = configure(GRPOConfig(), {**cell.cfg.grpo_set, "seed": cell.train_seed})
+    cfg = cell.reads["grpo"]
     if cfg.temperature > 0:
         return cfg.temperature
     lm, tok = load(cell.model, str(adapter))
@@ -152,7 +163,7 @@ def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None =
             "train_seed": cell.train_seed,
             "condition": cell.condition, "format": cell.format, "paired": cell.paired,
             "reward_formula": cell.reward_formula or None,
-            "ladder": {"sft": None, "grpo": None, "eval": cell.eval,
+            "ladder": {**dict.fromkeys(STAGES), "eval": cell.eval,  # None: a stage it lacks
                        **{s: dataclasses.asdict(sc) for s, sc in cell.stages.items()},
                        "artifacts": {s: str(a.path) for s, a in arts.items()},
                        "artifact_keys": {s: a.key for s, a in arts.items()},

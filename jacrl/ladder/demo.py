@@ -45,7 +45,7 @@ DEMO_CONDITIONS = tuple(c for c in DEFAULT_CONDITIONS if c != "raw_grpo")
 def demo_config(**over) -> LadderConfig:
     base = LadderConfig(rungs=("1", "3"), models=("jac-tiny",), conditions=DEMO_CONDITIONS,
                         sft_iters=270, sft_iters_per_task=90, grpo_iters=8,
-                        sft_set=dict(DEMO_SFT), grpo_set=dict(DEMO_GRPO), gen_limit=6, n=4,
+                        sets={"sft": dict(DEMO_SFT), "grpo": dict(DEMO_GRPO)}, gen_limit=6, n=4,
                         k=(1, 2, 4), max_tokens=256)
     return dataclasses.replace(base, **over)
 

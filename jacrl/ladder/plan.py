@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jacrl.conditions import STAGES, condition_of
-from jacrl.config import GRPOConfig, RFTConfig, SFTConfig, STaRConfig, configure, default_formula
+from jacrl.conditions import condition_of
+from jacrl.config import SFTConfig, configure
 from jacrl.ladder.settings import (
     DEFAULTS,
     LadderConfig,
@@ -24,16 +24,17 @@ from jacrl.ladder.settings import (
 )
 from jacrl.ladder.taskset import cell_tasks, pool_size, task_format
 from jacrl.models import ModelError, resolve
-from jacrl.provenance import code_version, data_hash, dir_hash
+from jacrl.provenance import code_of, data_hash, dir_hash
 from jacrl.results import model_label
+from jacrl import stages as stage_table
+from jacrl.stages import STAGES
 
 # -------------------------------------------------------------------------------------------
 # cells
 # -------------------------------------------------------------------------------------------
 
 
-STAGE_CONFIGS = {"sft": SFTConfig, "rft": RFTConfig, "star": STaRConfig, "grpo": GRPOConfig}
-StageConfig = SFTConfig | RFTConfig | STaRConfig | GRPOConfig
+EVAL_MODULES = ("jacrl.evaluate",)  # the code every cell's evaluation runs (with its imports)
 
 
 @dataclass(frozen=True)
@@ -50,18 +51,15 @@ class Cell:
     format: str  # the task format it trains and evaluates on (FORMATS)
     paired: bool  # only the ids with a conversion task (always so for conversion)
     train_seed: int  # every stage's seed; the evaluation samples with cfg.seed
-    stages: dict[str, StageConfig]  # in training order ({} = base)
+    stages: dict[str, object]  # {stage: its config}, in training order ({} = base)
     key: str  # the key its rows are filed under
     key_parts: dict = field(repr=False, default_factory=dict)
+    reads: dict[str, object] = field(default_factory=dict)  # configs its evaluation reads
 
     @property
     def sft(self) -> SFTConfig | None:
         """The gold SFT stage's config (None: the condition has none)."""
         return self.stages.get("sft")
-
-    @property
-    def grpo(self) -> GRPOConfig | None:
-        return self.stages.get("grpo")
 
     @property
     def eval(self) -> dict:
@@ -71,7 +69,7 @@ class Cell:
     @property
     def reward_formula(self) -> str:
         """The last grading stage's formula; "" without one."""
-        grading = [c for s, c in self.stages.items() if s != "sft" and hasattr(c, "reward_formula")]
+        grading = [c for s, c in self.stages.items() if STAGES[s].grades]
         return grading[-1].reward_formula if grading else ""
 
     @property
@@ -139,32 +137,43 @@ def _scaled(cfg, factors):
     return configure(cfg, out)
 
 
-def stage_configs(condition: str, seed: int, sft_iters: int, grpo_iters: int,
+def stage_configs(condition: str, seed: int, iters: Mapping[str, int],
                   sets: Mapping[str, Mapping] | None = None,
-                  env: Mapping[str, str] = os.environ, reward_formula: str = "") -> dict:
-    """{stage: its config} of a condition, in training order, each resolved in this order: the
-    dataclass defaults, JACRL_<STAGE>_* in `env`, the ladder's iterations and seed (and
-    reward_formula; "" = JACRL_REWARD_FORMULA in `env`, else the default formula), the user's
-    `sets[stage]`, then the condition's `scale`. Every SFT run of a cell (gold SFT, RFT's, each
-    STaR round's) uses the one resolved SFT config. Raises on an unknown condition or knob."""
+                  env: Mapping[str, str] = os.environ,
+                  reward_formula: str = DEFAULTS.reward_formula) -> dict:
+    """{stage: its config} of a condition, in training order, each resolved by
+    `jacrl.stages.resolve` (as `jacrl train` does: the defaults, `reward_formula`, JACRL_<STAGE>_*
+    in `env`), then the ladder's `iters` ({"sft_iters": N, ...}, per the stage's `iters`) and
+    seed, the user's `sets[stage]`, then the condition's `scale`. Every SFT run of a cell (gold
+    SFT, RFT's, each STaR round's) uses the one resolved SFT config. Raises on an unknown
+    condition or knob."""
     c = condition_of(condition)
-    sets = sets or {}
-    sft = configure(configure(SFTConfig(), env=env),
-                    {"iters": sft_iters, "seed": seed, **sets.get("sft", {})})
-    own = {"seed": seed, **({"reward_formula": reward_formula} if reward_formula else {})}
-    out = {}
-    for stage in c.stages:
-        cls = STAGE_CONFIGS[stage]
-        if stage == "sft":
-            cfg = sft
-        else:
-            first = {"reward_formula": default_formula(env)}
-            cfg = configure(cls(**first), env=env)
-            mine = {"iters": max(1, grpo_iters)} if stage == "grpo" else \
-                {"sft": dataclasses.asdict(sft)}
-            cfg = configure(cfg, {**mine, **own, **sets.get(stage, {})})
-        out[stage] = _scaled(cfg, c.scale.get(stage, {}))
-    return out
+    return {s: _scaled(ladder_config(s, seed, iters, sets, env, reward_formula),
+                       c.scale.get(s, {})) for s in c.stages}
+
+
+def ladder_config(stage: str, seed: int, iters: Mapping[str, int],
+                  sets: Mapping[str, Mapping] | None, env: Mapping[str, str],
+                  reward_formula: str) -> object:
+    """One stage's config as a ladder cell resolves it (see `stage_configs`), unscaled."""
+    sets, st = sets or {}, STAGES[stage]
+    own: dict = {"seed": seed, **({"iters": iters[st.iters]} if st.iters else {})}
+    nested = [f.name for f in dataclasses.fields(st.config) if f.type in (SFTConfig, "SFTConfig")]
+    if nested:  # its SFT runs are the cell's one SFT config
+        sft = ladder_config("sft", seed, iters, sets, env, reward_formula)
+        own.update({n: dataclasses.asdict(sft) for n in nested})
+    return stage_table.resolve(stage, reward_formula, env, own, dict(sets.get(stage, {})))
+
+
+def eval_reads(condition: str, seed: int, iters: Mapping[str, int],
+               sets: Mapping[str, Mapping] | None = None, env: Mapping[str, str] = os.environ,
+               reward_formula: str = DEFAULTS.reward_formula) -> dict:
+    """{stage: config} the cell's evaluation reads beyond its stages (its last stage's
+    `eval_reads`: an sft cell's mem temperature is calibrated with the GRPO config), resolved
+    as that stage would be in this cell; {} for the base model."""
+    c = condition_of(condition)
+    reads = STAGES[c.last].eval_reads if c.last else {}
+    return {s: ladder_config(s, seed, iters, sets, env, reward_formula) for s in reads}
 
 
 def key_of(parts: Mapping) -> str:
@@ -184,29 +193,32 @@ def make_cell(cfg: LadderConfig, rung, model: str = DEFAULTS.models[0], conditio
     (`paired_plan`); `train_seed` None: cfg.seed. `cell_key`: the key the ladder planned the
     cell under ("" = the one computed here); when the two differ (code or data changed since
     planning) the difference is logged and the rows are filed under the planned key, so
-    `ladder run` finds them. The key holds the stages' configs (`sft` and `grpo` None when the
-    condition lacks them; any other stage only when it has it, so a new condition leaves the
-    others' keys as they were), the eval settings (`eval_settings`), the tasks, model, code and
+    `ladder run` finds them. The key holds exactly what the cell's rows are made from: its
+    stages' configs, the configs its evaluation reads (`eval_reads`: the fields the table names,
+    e.g. GRPO's calibration settings for an sft cell), the eval settings (`eval_settings`), the
+    tasks, the model, the code its stages and evaluation import (`cell_modules`) and the
     notebook; `format`/`paired` only when not plain hole-fill, `train_seed` only when it is not
-    cfg.seed (so a one-seed ladder's keys are the ones it had before seeds)."""
+    cfg.seed. tests/test_cell_keys.py checks this field by field."""
     cfg = validate(cfg)
     rung, seed = str(rung), cfg.seed if train_seed is None else int(train_seed)
     fmt, paired = task_format(format, paired_plan(cfg) if paired is None else paired)
-    sets = {s: dict(getattr(cfg, f"{s}_set")) for s in STAGES}
-    stages = stage_configs(condition, seed, rung_sft_iters(cfg, rung), cfg.grpo_iters, sets,
-                           env, cfg.reward_formula)
+    iters = {"sft_iters": rung_sft_iters(cfg, rung), "grpo_iters": max(1, cfg.grpo_iters)}
+    args = (seed, iters, cfg.sets, env, cfg.reward_formula)
+    stages = stage_configs(condition, *args)
+    reads = eval_reads(condition, *args)
     tasks = cell_tasks(rung, cfg.data_dir, cfg.gen_limit, cfg.mem_limit, fmt, paired)
     label = model_label(str(model))
-    asdicts = {s: dataclasses.asdict(c) for s, c in stages.items()}
+    last = STAGES[condition_of(condition).last] if stages else None
     parts = {
         "rung": rung, "model": label, "model_hash": model_fingerprint(str(model)),
         "condition": condition, "seed": cfg.seed,
-        "sft": asdicts.get("sft"), "grpo": asdicts.get("grpo"),
-        **{s: v for s, v in asdicts.items() if s not in ("sft", "grpo")},
+        **{s: dataclasses.asdict(c) for s, c in stages.items()},
         "eval": eval_settings(cfg),
+        **({"reads": {s: {f: _plain(getattr(c, f)) for f in last.eval_reads[s]}
+                      for s, c in reads.items()}} if reads else {}),
         "data_hash": data_hash([t for name in ("train", "valid", "gen", "mem")
                                 for t in tasks[name]]),
-        "code_version": code_version(),
+        "code_version": code_of(cell_modules(condition)),
         "notebook": notebook_hash(cfg.notebook),
         **({"format": fmt} if fmt != "hole" else {"paired": True} if paired else {}),
         **({"train_seed": seed} if seed != cfg.seed else {}),
@@ -217,7 +229,20 @@ def make_cell(cfg: LadderConfig, rung, model: str = DEFAULTS.models[0], conditio
             "planning); filing rows under the planned key")
     return Cell(cfg=cfg, rung=rung, model=str(model), label=label, condition=condition,
                 format=fmt, paired=paired, train_seed=seed, stages=stages, key=cell_key or key,
-                key_parts=parts)
+                key_parts=parts, reads=reads)
+
+
+def _plain(v):
+    return list(v) if isinstance(v, tuple) else v
+
+
+def cell_modules(condition: str) -> tuple[str, ...]:
+    """The modules whose code (with their imports) makes a cell's rows: its stages' trainers,
+    the evaluation, and the trainers of the stages its evaluation reads (calibration is GRPO's)."""
+    c = condition_of(condition)
+    reads = STAGES[c.last].eval_reads if c.last else {}
+    return tuple(dict.fromkeys([*(STAGES[s].module for s in (*c.stages, *reads)),
+                                *EVAL_MODULES]))
 
 
 def rung_sft_iters(cfg: LadderConfig, rung: str) -> int:

@@ -29,13 +29,13 @@ from pathlib import Path
 
 import ray  # the optional `ray` extra: this module is imported only for --engine ray
 
-from jacrl.ladder.plan import Cell, model_fingerprint
+from jacrl.ladder.plan import Cell, cell_modules, model_fingerprint
 from jacrl.ladder.run import run_cell
 from jacrl.ladder.settings import LadderConfig
 from jacrl.ladder.status import cell_dir
 from jacrl.models import ModelError, read_registry, resolve
 from jacrl.project import MARKER, ROOT_ENV, Project, ProjectNotFound, find_root, project
-from jacrl.provenance import code_version
+from jacrl.provenance import code_of
 from jacrl.results import read_rows
 from jacrl.train import Artifact
 
@@ -127,7 +127,7 @@ def node_problem(cell: Cell) -> str:
         return f"model {cell.model!r} is not on node {host}: {e}"
     if model_fingerprint(cell.model) != cell.key_parts.get("model_hash"):
         return f"model {cell.model!r} on node {host} has other files than the driver's"
-    if code_version() != cell.key_parts.get("code_version"):
+    if code_of(cell_modules(cell.condition)) != cell.key_parts.get("code_version"):
         return f"node {host} runs another jacrl code version than the driver (update its checkout)"
     return ""
 

@@ -28,7 +28,7 @@ from jacrl.ladder.settings import LadderConfig, validate
 from jacrl.ladder.status import cell_dir, cell_state, state_text
 from jacrl.recipe import (
     DEMO_RECIPE,
-    STAGES,
+    STEPS,
     CellSpec,
     RecipeConfig,
     build_record,
@@ -77,7 +77,7 @@ class Book:
 
     def cells(self, specs: Sequence[CellSpec]) -> list[Cell]:
         """The ladder cells of the specs: `plan` scoped to each one (so every axis the plan has
-        applies), its <stage>_set fields with the spec's overrides."""
+        applies), its `sets` with the spec's overrides."""
         out = []
         for s in specs:
             memo = (s.name, repr(s.overrides))
@@ -150,7 +150,7 @@ def run_recipe(cfg: LadderConfig, rcfg: RecipeConfig | None = None, engine: Engi
     book = Book(cfg, rcfg, env)
     book.resolve_known()  # so each stage's record states the later stages' cells too
     out = RecipeRun(plan_key(cfg, rcfg), Path())
-    for st in STAGES:
+    for st in STEPS:
         cells = book.cells(stage_cells(st.number, cfg, book.rows(), rcfg, env))
         if st.number != 2:
             log(f"recipe stage {st.number} {st.name}: {len(cells)} cells")

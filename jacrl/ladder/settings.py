@@ -15,12 +15,22 @@ from pathlib import Path
 
 from jacrl import splits
 from jacrl.conditions import CONDITIONS, DEFAULT_CONDITIONS
-from jacrl.config import EvalConfig, GRPOConfig, SFTConfig, _f, configure
+from jacrl.config import (
+    DEFAULT_FORMULA,
+    REWARD_FORMULAS,
+    EvalConfig,
+    GRPOConfig,
+    SFTConfig,
+    _f,
+    configure,
+    env_formula,
+)
 from jacrl.evaluate import check_k
 from jacrl.ladder.taskset import FORMATS
 from jacrl.project import ROWS_FILE, path_or, project
 from jacrl.recipe import RECIPE
 from jacrl.reward import check_formula
+from jacrl.stages import STAGES
 
 NOTEBOOK = "30_training.ipynb"  # in the project's notebooks/
 RESULTS_FILE = ROWS_FILE
@@ -63,25 +73,15 @@ class LadderConfig:
         "tasks) iterations, so every rung trains each task about "
         "equally often (0 = sft_iters on every rung)",
     )
-    sft_set: dict = field(
-        default_factory=dict, metadata={"help": "SFTConfig overrides, e.g. {'learning_rate': 1e-3}"}
-    )
-    grpo_set: dict = field(
-        default_factory=dict, metadata={"help": "GRPOConfig overrides, e.g. {'group_size': 2}"}
-    )
-    rft_set: dict = field(
+    sets: dict = field(
         default_factory=dict,
-        metadata={"help": "RFTConfig overrides of the sft_rft condition, e.g. {'samples': 4}"},
-    )
-    star_set: dict = field(
-        default_factory=dict,
-        metadata={"help": "STaRConfig overrides of the star condition, e.g. {'rounds': 1}"},
+        metadata={"help": "{stage: {knob: value}}: overrides of a stage's config (jacrl.stages), "
+                          "e.g. {'grpo': {'group_size': 2}}; `--set grpo.group_size=2`"},
     )
     reward_formula: str = _f(
-        "",
-        "reward formula of every stage that grades samples (grpo, rft, "
-        "star), of jacrl.reward's ('' = JACRL_REWARD_FORMULA, else "
-        "the default)",
+        DEFAULT_FORMULA,
+        f"reward formula of every stage that grades samples ({', '.join(REWARD_FORMULAS)}); "
+        "`from_env` takes JACRL_REWARD_FORMULA",
     )
     # eval knobs (in a cell's key): one named like an EvalConfig field reaches EvalConfig as is
     gen_limit: int = _eval(0, "N holdout tasks for gen, taken round-robin by family (0 = all)")
@@ -118,14 +118,16 @@ def comma_list(s: str) -> tuple[str, ...]:
 
 
 def parse_iters(s: str) -> dict[str, int]:
-    """'50' -> {sft: 50, grpo: 50}; 'sft=50,grpo=20' -> as given."""
+    """'50' -> {sft: 50, grpo: 50}; 'sft=50,grpo=20' -> as given (the stages with a ladder
+    iterations knob, `<stage>_iters`)."""
     s = str(s).strip()
+    knobs = [st.iters.removesuffix("_iters") for st in STAGES.values() if st.iters]
     if re.fullmatch(r"\d+", s):
-        return {"sft": int(s), "grpo": int(s)}
+        return dict.fromkeys(knobs, int(s))
     out = {}
     for part in comma_list(s):
         k, sep, v = part.partition("=")
-        if not sep or k.strip() not in ("sft", "grpo") or not v.strip().isdigit():
+        if not sep or k.strip() not in knobs or not v.strip().isdigit():
             raise ValueError(f"iterations: expected N or sft=N,grpo=M, got {s!r}")
         out[k.strip()] = int(v)
     return out
@@ -138,8 +140,11 @@ NOT_FIELDS = ("JACRL_LADDER_ITERS", "JACRL_LADDER_ENGINE")  # read here / by the
 def from_env(cfg: LadderConfig, env: Mapping[str, str] = os.environ) -> LadderConfig:
     """Apply JACRL_LADDER_<FIELD> for every scalar or list field (`configure`'s scheme: comma
     lists for rungs, models, conditions, formats, k; one naming no field is an error), plus
-    JACRL_LADDER_ITERS ("50" or "sft=50,grpo=20"). Empty values are ignored."""
+    JACRL_LADDER_ITERS ("50" or "sft=50,grpo=20"), after JACRL_REWARD_FORMULA (the reward
+    formula's one environment variable, read here). Empty values are ignored."""
     given = {k: v for k, v in env.items() if k.startswith(ENV_PREFIX) and v.strip()}
+    if env.get("JACRL_REWARD_FORMULA", "").strip():
+        cfg = dataclasses.replace(cfg, reward_formula=env_formula(env))
     cfg = configure(
         cfg, env={k: v for k, v in given.items() if k not in NOT_FIELDS}, prefix=ENV_PREFIX
     )
@@ -165,8 +170,12 @@ def validate(cfg: LadderConfig) -> LadderConfig:
         raise ValueError(f"train_seeds {list(cfg.train_seeds)}: each seed once")
     if cfg.recipe not in ("", RECIPE):
         raise ValueError(f"unknown recipe {cfg.recipe!r}; choose {RECIPE!r} (or none)")
-    if cfg.reward_formula:
-        check_formula(cfg.reward_formula)
+    check_formula(cfg.reward_formula)
+    bad = [s for s in cfg.sets if s not in STAGES] + [
+        s for s, v in cfg.sets.items() if not isinstance(v, Mapping)]
+    if bad:
+        raise ValueError(f"sets {dict(cfg.sets)}: expected {{stage: {{knob: value}}}} with "
+                         f"stages of {', '.join(STAGES)}")
     return with_paths(cfg)
 
 

@@ -9,15 +9,16 @@ one runs.
                     `jacrl.conditions`: the default arm's learning rate x10, iterations x2); plus
                     one raw_grpo control on the first rung
 
-`decide` holds the gate and the elbow rule (its cases are documented there), `stages` the cells
-of each stage, `record` the decision record and the plan text. Everything is a pure function of
-the ladder's configuration (any object with its fields: rungs, models, grpo_iters, sft_set,
-grpo_set, ...), a `RecipeConfig` and the result rows so far; nothing here runs a cell. The runner
+`decide` holds the gate and the elbow rule (its cases are documented there), `steps` the cells
+of each stage (the recipe's steps, called stages in its records; not `jacrl.stages`' training
+stages), `record` the decision record and the plan text. Everything is a pure function of
+the ladder's configuration (any object with its fields: rungs, models, grpo_iters, sets,
+...), a `RecipeConfig` and the result rows so far; nothing here runs a cell. The runner
 (`jacrl.ladder.run_recipe`, `jacrl ladder run --recipe smart`) loops over the stages::
 
-    for stage in STAGES:
+    for stage in STEPS:
         specs = stage_cells(stage.number, cfg, rows, rcfg)   # [] once the gate has not passed
-        # one ladder cell per spec (spec.sets(cfg) = its <stage>_set fields); run those without
+        # one ladder cell per spec (spec.sets(cfg) = its `sets` field); run those without
         # rows; then re-read the rows of the recipe's cells: rows = rows_for(all_rows, keys)
         write_record(results_dir, build_record(cfg, rows, rcfg, keys))
         if (why := stop_reason(cfg, rows, rcfg)) is not None:
@@ -62,18 +63,18 @@ from jacrl.recipe.record import (
     stages,
     write_record,
 )
-from jacrl.recipe.stages import (
-    STAGES,
+from jacrl.recipe.steps import (
+    STEPS,
     CellSpec,
-    Stage,
+    Step,
     planned_cells,
     stage_cells,
     stop_reason,
 )
 
 __all__ = [
-    "DEMO_GATE_THRESHOLD", "DEMO_RECIPE", "GATE_THRESHOLD", "RECIPE", "RULE", "RULE_TEXT", "STAGES",
-    "CellSpec", "Elbow", "Gate", "RecipeConfig", "Stage", "build_record", "curve", "elbow",
+    "DEMO_GATE_THRESHOLD", "DEMO_RECIPE", "GATE_THRESHOLD", "RECIPE", "RULE", "RULE_TEXT", "STEPS",
+    "CellSpec", "Elbow", "Gate", "RecipeConfig", "Step", "build_record", "curve", "elbow",
     "elbows", "first_rung", "gate", "index_rows", "ordered_rungs", "parse_elbow",
     "plan_key", "plan_text", "planned_cells", "read_record", "read_records", "record_path",
     "record_text", "rows_for",

@@ -26,7 +26,7 @@ from jacrl.conditions import CONDITIONS, ORDER
 from jacrl.models import display_path
 from jacrl.provenance import now
 from jacrl.recipe.decide import RecipeConfig, elbows, gate, index_rows
-from jacrl.recipe.stages import STAGES, CellSpec, planned_cells
+from jacrl.recipe.steps import STEPS, CellSpec, planned_cells
 from jacrl.results import model_label
 
 RECIPE = "smart"
@@ -75,7 +75,7 @@ def stages(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig(),
     state = state or (lambda s: _state(idx, s))
     labels = [model_label(m) for m in cfg.models]
     out = []
-    for st in STAGES:
+    for st in STEPS:
         specs = planned_cells(st.number, cfg, rcfg, {m: e.rung for m, e in el.items()}, env)
         cells = [{**s.as_dict(), "state": state(s)} for s in specs]
         if st.number == 3:

@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from jacrl.conditions import STAGES
+from jacrl.stages import STAGES
 from jacrl.report.rows import cell_of, condition_label, variant_of
 
 EVAL_KEYS = ("n", "k", "temperature", "max_tokens", "gen_limit", "mem_limit")

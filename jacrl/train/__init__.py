@@ -12,8 +12,10 @@
   adapter (`jacrl.train.grpo`).
 
 Every knob is in `jacrl.config` (`SFTConfig`, `RFTConfig`, `STaRConfig`, `GRPOConfig`). rft,
-grpo and star grade with `cfg.reward_formula` (tiered | additive): a hyperparameter, so part of
-the key; its default is JACRL_REWARD_FORMULA (else tiered), read once when the config is created.
+grpo and star grade with `cfg.reward_formula` (dependent | tiered | additive): a hyperparameter,
+so part of the key; its default is `jacrl.config.DEFAULT_FORMULA` (dependent), and the CLI and the
+ladder read JACRL_REWARD_FORMULA once, at their edge. What a stage is (config, trainer, parent,
+grading) is `jacrl.stages`; an artifact's key holds the code its trainer imports.
 `jacrl.train.mlx_compat` holds what adapts mlx-lm / mlx-lm-lora, and documents metrics.jsonl.
 
 Experiment tracking is a keyword of every stage, never a knob, so it changes no key:

@@ -1,7 +1,8 @@
 """The content-addressed artifact store: every training stage's output is one directory.
 
 key = sha256 over {condition, stage, the base model's file hashes, the training data's hash, the
-hyperparameters, `jacrl.provenance.code_version()`, the parent artifact's key} (plus a stage's
+hyperparameters, the code its stage's trainer imports (`jacrl.provenance.code_of`), the parent
+artifact's key} (plus a stage's
 extras, e.g. the system prompt sampling used). An artifact lives in
 `<out_root>/<condition>-<key[:16]>/`: `manifest.json` (the key, its parts and the run's results),
 `adapter_config.json` + `adapters.safetensors` (load with `jacrl.models.load(base, adapter_path=
@@ -34,9 +35,10 @@ from pathlib import Path
 from jacrl.blas import blas_record
 from jacrl.models import resolve
 from jacrl.project import path_or
+from jacrl.stages import STAGES
 from jacrl.provenance import (
     adapter_weights_hash,
-    code_version,
+    code_of,
     dir_hashes,
     sha256_bytes,
     versions,
@@ -65,9 +67,6 @@ class Artifact:
         return cls(path, m["key"], path, Path(m["base_model"]["path"]), m, reused=True)
 
 
-# Stages whose training data comes from graded runs in the sandbox (RFT and STaR sample and keep
-# what passes; GRPO's rewards).
-GRADED_STAGES = ("rft", "star", "grpo")
 DETERMINISM = {
     "scope": "a rebuild of this key in a process with the same BLAS library, OpenBLAS kernel "
              "family and thread count (`blas`) writes the same adapter bytes (weights_hash); "
@@ -94,7 +93,7 @@ def determinism(stage: str) -> dict:
     blas = blas_record()
     rec = {"level": "bitwise" if blas["library"] else "seeded", **DETERMINISM, "blas": blas,
            "thread_invariant": THREAD_INVARIANT.get(blas["openblas_core"])}
-    if stage in GRADED_STAGES:
+    if stage in STAGES and STAGES[stage].grades:  # its data or rewards come from sandboxed runs
         rec["caveat"] = GRADED_CAVEAT
     return rec
 
@@ -117,7 +116,7 @@ def key_parts(condition: str, stage: str, base: Path, data: dict, cfg, parent: A
         "base_model": dir_hashes(base),
         "data": data,
         "hyperparameters": dataclasses.asdict(cfg),
-        "code_version": code_version(),
+        "code_version": code_of([STAGES[stage].module]),
         "parent": parent.key if parent else None,
         **(extra or {}),
     }

@@ -1,6 +1,7 @@
-"""The recipe's stages and the cells each one runs, as pure functions of (ladder configuration,
+"""The recipe's steps (its records call them stages 0-3; the training stages are
+`jacrl.stages`) and the cells each one runs, as pure functions of (ladder configuration,
 recipe configuration, rows so far). The ladder configuration is any object with the ladder's
-fields (rungs, models, grpo_iters, sft_set, grpo_set); nothing here runs or resolves a cell.
+fields (rungs, models, grpo_iters, sets); nothing here runs or resolves a cell.
 
 Each cell belongs to one stage: stage 0's sft cell on the first rung is not repeated in stage 1.
 The tuned arm is the ladder's `sft_grpo_tuned` condition (`jacrl.conditions`: the default arm's
@@ -19,7 +20,7 @@ from jacrl.results import model_label
 
 
 @dataclass(frozen=True)
-class Stage:
+class Step:
     """One step of the recipe: what it runs and what it needs from the steps before."""
 
     number: int
@@ -28,13 +29,13 @@ class Stage:
     needs: str
 
 
-STAGES = (
-    Stage(0, "gate", "sft on the first rung, every model; its mem eval must reach the threshold",
+STEPS = (
+    Step(0, "gate", "sft on the first rung, every model; its mem eval must reach the threshold",
           "nothing"),
-    Stage(1, "curve", "base + sft on every rung, every model", "the gate (stage 0) passing"),
-    Stage(2, "elbow", "no cells: the elbow rung E of each model's sft curve",
+    Step(1, "curve", "base + sft on every rung, every model", "the gate (stage 0) passing"),
+    Step(2, "elbow", "no cells: the elbow rung E of each model's sft curve",
           "stage 1's sft gen rows"),
-    Stage(3, "grpo", "sft_grpo + sft_grpo_tuned at E; raw_grpo control on the first rung",
+    Step(3, "grpo", "sft_grpo + sft_grpo_tuned at E; raw_grpo control on the first rung",
           "the gate; the sft_grpo arms also the elbow (stage 2)"),
 )
 
@@ -42,7 +43,7 @@ STAGES = (
 @dataclass(frozen=True)
 class CellSpec:
     """One cell the recipe wants: ladder cell (rung, model, condition) with hyperparameter
-    overrides {stage: {...}} applied over the ladder's <stage>_set (none of the recipe's own
+    overrides {stage: {...}} applied over the ladder's `sets` (none of the recipe's own
     cells has any; a caller's spec may)."""
 
     stage: int
@@ -61,10 +62,10 @@ class CellSpec:
         return f"r{self.rung}/{self.label}/{self.condition}"
 
     def sets(self, cfg) -> dict[str, dict]:
-        """{"<stage>_set": overrides} of the ladder cell for each stage this spec overrides: the
-        configuration's, then this spec's."""
-        return {f"{st}_set": {**getattr(cfg, f"{st}_set"), **o}
-                for st, o in self.overrides.items()}
+        """{"sets": {stage: overrides}} of the ladder cell: the configuration's, then, for each
+        stage this spec overrides, this spec's over them."""
+        return {"sets": {**cfg.sets, **{st: {**cfg.sets.get(st, {}), **o}
+                                        for st, o in self.overrides.items()}}}
 
     def as_dict(self) -> dict:
         return {"stage": self.stage, "cell": self.name, "rung": self.rung, "model": self.model,

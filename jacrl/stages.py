@@ -1,0 +1,110 @@
+"""The training stages as data: one `Stage` per method of jacrl.train, the one place that says
+what a stage is. Conditions chain stages (`jacrl.conditions`); the ladder resolves a stage's
+config, dispatches its trainer and keys its cell from this table; `jacrl train` lists it.
+
+A stage's trainer is named by dotted path ("jacrl.train.grpo:grpo") and imported only when it
+runs (`trainer_of`), so reading the table loads no MLX. Adding a training method is one entry
+here, its config class in jacrl.config and its trainer module (docs/training.md).
+
+Owns: `Stage`, `STAGES` (by name), `CONFIGS`, `ENV_PREFIX`, `CALIBRATION`, `stage_of`, and
+`resolve` (a stage's config from defaults, formula, environment and overrides).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from jacrl.config import EvalConfig, GRPOConfig, RFTConfig, SFTConfig, STaRConfig, configure
+
+# The GRPOConfig fields `jacrl.train.grpo.calibrate_temperature` reads: the rollout temperature
+# a cell without a GRPO stage samples its mem rows at is calibrated with them, so they are an
+# input of that cell's evaluation.
+CALIBRATION = ("temperature", "temperature_grid", "calibration_floor", "group_size", "seed",
+               "max_completion_length", "top_p", "top_k", "reward_formula")
+CALIBRATED = {"grpo": CALIBRATION}  # what the cell of a stage without rollouts reads
+
+PARENT_USES = ("none", "continues", "samples")  # its parent's adapter: unused/trained on/sampled
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One training method: its `config` class, its `trainer` ("module:function"), how it uses
+    the previous stage's artifact (`parent`: PARENT_USES), whether it may only come first (it
+    starts from the base model), whether its artifact is `shared` by every condition that starts
+    with it (labelled with the stage's name, not the condition's), the ladder's knob its
+    `iters` come from ("sft_iters", "grpo_iters"; "" = its own default), and `eval_reads`:
+    {stage: fields} of the configs the cell's evaluation reads when this is its last stage
+    (beside the cell's own stages)."""
+
+    name: str
+    config: type
+    trainer: str
+    parent: str = "none"
+    first_only: bool = False
+    shared: bool = False
+    iters: str = ""
+    eval_reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.parent not in PARENT_USES or ":" not in self.trainer:
+            raise ValueError(f"stage {self.name!r}: parent {self.parent!r} (of {PARENT_USES}), "
+                             f"trainer {self.trainer!r} (module:function)")
+
+    @property
+    def grades(self) -> bool:
+        """Whether it grades samples (its config has a reward_formula)."""
+        return "reward_formula" in {f.name for f in dataclasses.fields(self.config)}
+
+    @property
+    def env_prefix(self) -> str:
+        return f"JACRL_{self.name.upper()}_"
+
+    @property
+    def module(self) -> str:
+        """The trainer's module: its imports are the code its artifacts' keys hold."""
+        return self.trainer.partition(":")[0]
+
+
+STAGES: dict[str, Stage] = {
+    s.name: s
+    for s in (
+        Stage("sft", SFTConfig, "jacrl.train.sft:sft", first_only=True, shared=True,
+              iters="sft_iters", eval_reads=CALIBRATED),
+        Stage("rft", RFTConfig, "jacrl.train.rft:rft", parent="samples", eval_reads=CALIBRATED),
+        Stage("star", STaRConfig, "jacrl.train.rft:star", first_only=True,
+              eval_reads=CALIBRATED),
+        Stage("grpo", GRPOConfig, "jacrl.train.grpo:grpo", parent="continues", iters="grpo_iters"),
+    )
+}
+
+CONFIGS = {**{s.name: s.config for s in STAGES.values()}, "eval": EvalConfig}
+ENV_PREFIX = {**{s.config: s.env_prefix for s in STAGES.values()}, EvalConfig: "JACRL_EVAL_"}
+
+
+def stage_of(name: str) -> Stage:
+    """The stage called `name`; an unknown name is a one-line error listing the known."""
+    try:
+        return STAGES[name]
+    except KeyError:
+        raise ValueError(f"unknown stage {name!r}; choose from {', '.join(STAGES)}") from None
+
+
+def trainer_of(name: str) -> Callable:
+    """The stage's trainer function, imported now (MLX loads with it)."""
+    module, _, func = stage_of(name).trainer.partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def resolve(name: str, formula: str, env: Mapping[str, str], *layers: Mapping) -> object:
+    """The stage's config, resolved the one way `jacrl train` and every ladder cell do: its
+    dataclass defaults, the reward `formula` (a grading stage), JACRL_<STAGE>_* in `env`, then
+    each of `layers` ({field: value}, dotted keys for nested configs) in order."""
+    stage = stage_of(name)
+    cfg = stage.config(**({"reward_formula": formula} if stage.grades else {}))
+    cfg = configure(cfg, env=env, prefix=stage.env_prefix)
+    for layer in layers:
+        cfg = configure(cfg, layer)
+    return cfg
