@@ -66,8 +66,8 @@ class Artifact:
 
 
 # Stages whose training data comes from graded runs in the sandbox (RFT and STaR sample and keep
-# what passes; GRPO's rewards).
-GRADED_STAGES = ("rft", "star", "grpo")
+# what passes; GRPO's rewards; DPO's pairs).
+GRADED_STAGES = ("rft", "star", "grpo", "dpo")
 DETERMINISM = {
     "scope": "a rebuild of this key in a process with the same BLAS library, OpenBLAS kernel "
              "family and thread count (`blas`) writes the same adapter bytes (weights_hash); "
