@@ -12,7 +12,7 @@ import pytest
 from jacrl import train as tr
 from jacrl.config import DPOConfig, SFTConfig, configure
 from jacrl.reward import score_completions
-from jacrl.samples import browse_pairs, read_pairs
+from jacrl.samples import SamplesError, browse_pairs, read_pairs
 from jacrl.train.dpo import build_pairs, require_pairs
 from jacrl.train.sft import fenced, gold_body, task_id
 
@@ -21,7 +21,7 @@ from jacrl.train.sft import fenced, gold_body, task_id
 PARENT = SFTConfig(iters=3, learning_rate=1e-3, warmup=0, batch_size=1, lora_layers=2,
                    lora_rank=4, grad_checkpoint=False, steps_per_report=1, steps_per_eval=1000,
                    val_batches=1)
-CFG = DPOConfig(samples=3, temperature=1.0, max_tokens=48, pairs_per_task=2, iters=2,
+CFG = DPOConfig(samples=2, temperature=1.0, max_tokens=32, pairs_per_task=2, iters=2,
                 learning_rate=1e-3, batch_size=1, steps_per_report=1)
 
 
@@ -108,6 +108,21 @@ def test_dpo_pairs_are_verified_and_kept(built, tasks, parent):
     assert len(summary.splitlines()) == 1 + len(rows)
     detail = browse_pairs(rows, rows[0]["task"])
     assert "chosen (exact" in detail and "rejected (" in detail
+
+
+def test_samples_cli_browses_pairs(built, capsys, tmp_path):
+    from jacrl.cli import main
+
+    rows = read_pairs(built.path)
+    assert main(["samples", str(built.path / "pairs.jsonl")]) == 0
+    assert capsys.readouterr().out.strip() == browse_pairs(rows)
+    assert main(["samples", str(built.path), "--task", rows[0]["task"], "--show", "text"]) == 0
+    out = capsys.readouterr().out
+    assert all(line in out for line in rows[0]["chosen"].splitlines() if line.strip())
+    bad = tmp_path / "pairs.jsonl"
+    bad.write_text('{"task": "x"}\n')
+    with pytest.raises(SamplesError, match=r"pairs.jsonl:1: not a DPO pair"):
+        read_pairs(bad)
 
 
 def test_dpo_continues_the_parent_against_it(built, parent):
