@@ -90,6 +90,11 @@ CONDITIONS: dict[str, Condition] = {
             TUNED,
         ),
         Condition("raw_grpo", ("grpo",), "GRPO on the base model (control)"),
+        Condition(
+            "sft_dpo",
+            ("sft", "dpo"),
+            "DPO continuing the sft adapter, on pairs the verifier builds from its own samples",
+        ),
     )
 }
 DEFAULT_CONDITIONS = ("base", "sft", "sft_grpo", "raw_grpo")

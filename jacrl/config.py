@@ -173,6 +173,56 @@ class STaRConfig(RFTConfig):
     rounds: int = _f(2, "extra rounds after the gold round 0 (2 = 3 SFTs)")
 
 
+DPO_LOSSES = ("sigmoid", "hinge", "ipo", "dpop")  # mlx-lm-lora's dpo_loss implements these
+
+
+@dataclass(frozen=True)
+class DPOConfig:
+    """DPO (mlx-lm-lora's trainer) on preference pairs our verifier builds from the parent's own
+    samples: chosen passes (a passing sample, else the gold), rejected fails (docs/dpo.md)."""
+
+    samples: int = _f(8, "completions sampled per train task from the parent (as RFT)")
+    temperature: float = _f(1.0, "sampling temperature of those completions (as RFT)")
+    max_tokens: int = _f(MAX_TOKENS, "sampling token budget; = the eval budget")
+    pairs_per_task: int = _f(2, "most pairs per task: its highest-reward distinct failures")
+    reward_formula: str = _formula("the samples (ranks the failures)")
+    iters: int = _f(100, "training iterations (mlx-lm-lora's default)")
+    learning_rate: float = _f(1e-5, "constant Adam learning rate (mlx-lm-lora's default)")
+    beta: float = _f(0.1, "DPO's beta: strength of the pull toward the reference (DPO paper, "
+                          "mlx-lm-lora's default)")
+    loss_type: str = _f("sigmoid", f"{' | '.join(DPO_LOSSES)} (sigmoid: the DPO paper's loss)")
+    delta: float = _f(50.0, "DPOP's penalty weight (loss_type dpop only; mlx-lm-lora's default)")
+    batch_size: int = _f(1, "pairs per step; clamped to the number of pairs (mlx-lm-lora drops "
+                            "the len % batch_size remainder of each shuffle)")
+    max_seq_length: int = _f(2048, "longest tokenized prompt + response; longer ones are cut")
+    # DPO always continues its parent's adapter, whose shape wins (`lora_model`): these are
+    # GRPO's knobs, kept so that every stage that trains LoRA has the same ones.
+    lora_layers: int = _f(8, "LoRA blocks; -1 = all; the parent adapter's shape wins")
+    lora_rank: int = _f(8, "LoRA rank; the parent adapter's wins")
+    lora_scale: float = _f(10.0, "LoRA scale; the parent adapter's wins")
+    lora_dropout: float = _f(0.0, "LoRA dropout; the parent adapter's wins")
+    lora_keys: str = _f("", "module paths that get LoRA (see SFTConfig); the parent adapter's "
+                            "win")
+    grad_checkpoint: bool = _f(False, "gradient checkpointing (memory for compute)")
+    steps_per_report: int = _f(5, "iterations between metric reports (metrics.jsonl)")
+    steps_per_eval: int = _f(0, "iterations between validation on pairs built from the valid "
+                                "tasks; 0 = never (no valid pairs are sampled)")
+    val_batches: int = _f(-1, "validation batches when steps_per_eval > 0 (-1 = all)")
+    seed: int = _f(0, "seed for sampling, batch order and training")
+
+    def __post_init__(self):
+        check_formula(self.reward_formula)
+        if self.loss_type not in DPO_LOSSES:
+            raise ValueError(f"DPOConfig.loss_type must be one of {', '.join(DPO_LOSSES)}, not "
+                             f"{self.loss_type!r}")
+        for name in ("samples", "pairs_per_task", "iters", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"DPOConfig.{name} must be >= 1, not {getattr(self, name)}")
+        if self.temperature <= 0:
+            raise ValueError(f"DPOConfig.temperature must be > 0 (greedy samples are all the "
+                             f"same), not {self.temperature}")
+
+
 @dataclass(frozen=True)
 class EvalConfig:
     """One evaluation: greedy decoding of every task, plus `n` temperature samples for pass@k."""

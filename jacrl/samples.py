@@ -242,3 +242,53 @@ def browse(head: dict, recs: Sequence[dict], task: str | None = None,
             if r["ran"] and not r["exact"]:
                 out += _block("its output", r["stdout"])
     return "\n".join(out)
+
+
+# -------------------------------------------------------------------------------------------
+# DPO's preference pairs (a dpo artifact's pairs.jsonl, `jacrl.train.dpo`)
+# -------------------------------------------------------------------------------------------
+
+PAIR_FIELDS = ("task", "chosen", "rejected", "chosen_reward", "rejected_reward", "reason")
+
+
+def read_pairs(path: str | os.PathLike) -> list[dict]:
+    """The rows of a DPO artifact's pairs.jsonl (or of the artifact directory); a row lacking a
+    pair's fields is a SamplesError naming the line."""
+    path = Path(path)
+    path = path / "pairs.jsonl" if path.is_dir() else path
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such pairs file")
+    rows = jsonl.read(path)
+    for i, r in enumerate(rows):
+        missing = [f for f in PAIR_FIELDS if f not in r]
+        if missing:
+            raise SamplesError(f"{path}:{i + 1}: not a DPO pair (no {', '.join(missing)})")
+    return rows
+
+
+def browse_pairs(rows: Sequence[dict], task: str | None = None, *, show: str = "body") -> str:
+    """What `jacrl samples pairs.jsonl` prints: without `task` one line per pair; with it, that
+    task's pairs, chosen above rejected (show = body: the fenced code only; text: as written)."""
+    if task is not None:
+        rows = [r for r in rows if r["task"] == task]
+        if not rows:
+            raise ValueError(f"no pair of task {task!r} in these pairs")
+    if task is None:
+        width = max((len(r["task"]) for r in rows), default=4)
+        return "\n".join([f"{'task':<{width}}  split  chosen -> rejected (rewards)  reason"] + [
+            f"{r['task']:<{width}}  {r.get('split', '-'):<5}  {r['chosen_reward']:.3f} -> "
+            f"{r['rejected_reward']:.3f}  {r['reason']}" for r in rows])
+    out = []
+    for r in rows:
+        out += ["", f"== {r['task']} ({r.get('split', '-')}): {r['reason']}"]
+        for side in ("chosen", "rejected"):
+            text = r[side] if show == "text" else _code(r[side])
+            out += _block(f"{side} ({r.get(side + '_tier', '-')}, reward "
+                          f"{r[side + '_reward']:.3f})", text)
+    return "\n".join(out)
+
+
+def _code(text: str) -> str:
+    """The fenced code of a completion (all of it when it has no fence)."""
+    parts = text.split("```")
+    return parts[1].split("\n", 1)[1] if len(parts) >= 3 and "\n" in parts[1] else text

@@ -17,7 +17,15 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from jacrl.config import EvalConfig, GRPOConfig, RFTConfig, SFTConfig, STaRConfig, configure
+from jacrl.config import (
+    DPOConfig,
+    EvalConfig,
+    GRPOConfig,
+    RFTConfig,
+    SFTConfig,
+    STaRConfig,
+    configure,
+)
 
 # The GRPOConfig fields `jacrl.train.grpo.calibrate_temperature` reads: the rollout temperature
 # a cell without a GRPO stage samples its mem rows at is calibrated with them, so they are an
@@ -77,6 +85,7 @@ STAGES: dict[str, Stage] = {
         Stage("star", STaRConfig, "jacrl.train.rft:star", first_only=True,
               eval_reads=CALIBRATED),
         Stage("grpo", GRPOConfig, "jacrl.train.grpo:grpo", parent="continues", iters="grpo_iters"),
+        Stage("dpo", DPOConfig, "jacrl.train.dpo:dpo", parent="continues", eval_reads=CALIBRATED),
     )
 }
 

@@ -10,12 +10,15 @@
   the original base on everything kept so far (`jacrl.train.rft`).
 * `grpo` — mlx-lm-lora GRPO with the `jac_behavioral` reward, optionally continuing a parent's
   adapter (`jacrl.train.grpo`).
+* `dpo` — mlx-lm-lora DPO continuing an SFT adapter, on preference pairs our verifier builds from
+  that policy's own samples (`jacrl.train.dpo`, docs/dpo.md).
 
-Every knob is in `jacrl.config` (`SFTConfig`, `RFTConfig`, `STaRConfig`, `GRPOConfig`). rft,
-grpo and star grade with `cfg.reward_formula` (dependent | tiered | additive): a hyperparameter,
-so part of the key; its default is `jacrl.config.DEFAULT_FORMULA` (dependent), and the CLI and the
-ladder read JACRL_REWARD_FORMULA once, at their edge. What a stage is (config, trainer, parent,
-grading) is `jacrl.stages`; an artifact's key holds the code its trainer imports.
+Every knob is in `jacrl.config` (`SFTConfig`, `RFTConfig`, `STaRConfig`, `GRPOConfig`,
+`DPOConfig`). rft, grpo, star and dpo grade with `cfg.reward_formula` (dependent | tiered |
+additive): a hyperparameter, so part of the key; its default is `jacrl.config.DEFAULT_FORMULA`
+(dependent), and the CLI and the ladder read JACRL_REWARD_FORMULA once, at their edge. What a
+stage is (config, trainer, parent, grading) is `jacrl.stages`; an artifact's key holds the code its
+trainer imports.
 `jacrl.train.mlx_compat` holds what adapts mlx-lm / mlx-lm-lora, and documents metrics.jsonl.
 
 Experiment tracking is a keyword of every stage, never a knob, so it changes no key:
@@ -24,10 +27,11 @@ Experiment tracking is a keyword of every stage, never a knob, so it changes no 
 """
 
 from jacrl.train.artifacts import Artifact
+from jacrl.train.dpo import dpo
 from jacrl.train.grpo import grpo
 from jacrl.train.rft import rft, star
 from jacrl.train.sft import fenced, gold_body, gold_records, sft
 from jacrl.train.tracking import report_services
 
-__all__ = ["Artifact", "fenced", "gold_body", "gold_records", "grpo", "report_services", "rft",
-           "sft", "star"]
+__all__ = ["Artifact", "dpo", "fenced", "gold_body", "gold_records", "grpo", "report_services",
+           "rft", "sft", "star"]
