@@ -12,8 +12,9 @@
   adapter (`jacrl.train.grpo`).
 
 Every knob is in `jacrl.config` (`SFTConfig`, `RFTConfig`, `STaRConfig`, `GRPOConfig`). rft,
-grpo and star grade with `cfg.reward_formula` (tiered | additive): a hyperparameter, so part of
-the key; its default is JACRL_REWARD_FORMULA (else tiered), read once when the config is created.
+grpo and star grade with `cfg.reward_formula` (one of `jacrl.config.REWARD_FORMULAS`): a
+hyperparameter, so part of the key; its default is JACRL_REWARD_FORMULA, else
+`jacrl.config.DEFAULT_FORMULA`, read once when the config is created.
 `jacrl.train.mlx_compat` holds what adapts mlx-lm / mlx-lm-lora, and documents metrics.jsonl.
 
 Experiment tracking is a keyword of every stage, never a knob, so it changes no key:

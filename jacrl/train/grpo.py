@@ -14,7 +14,7 @@ The completion budget equals the eval budget (`jacrl.config.MAX_TOKENS`): at 256
 rollouts were truncated. The share of truncated rollouts is logged. With `parent` (sft -> grpo)
 training continues the parent's adapter, so every artifact is "base + one adapter" and the reference
 model is base + parent adapter. `report_to` (W&B, SwanLab) sends what metrics.jsonl gets to a run
-(`jacrl.train.sft.tracking`; it changes no key).
+(`jacrl.train.tracking`; it changes no key).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
     """GRPO with mlx-lm-lora and `jac_behavioral`. With `parent`, continues the parent's adapter
     (its LoRA shape wins over cfg.lora_*) and the KL reference is base + parent adapter.
     out_root None: the project's artifacts/. report_to / project: experiment tracking of the
-    build (`jacrl.train.sft.tracking`; no key changes)."""
+    build (`jacrl.train.tracking`; no key changes)."""
     cfg = cfg if cfg is not None else GRPOConfig()
     isolation = reward_isolation()  # refuses here, before any work, without a sandbox
     base = resolve_base(model, parent)

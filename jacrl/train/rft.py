@@ -11,7 +11,7 @@
 Grading uses `cfg.reward_formula`, a hyperparameter (so part of the key) passed explicitly: the
 environment cannot change what a cached artifact was trained on. The per-task run timeout is in
 the task's answer record (hashed with the training data). `report_to` (W&B, SwanLab) tracks each
-build's SFT half, one run per artifact (`jacrl.train.sft.tracking`; it changes no key).
+build's SFT half, one run per artifact (`jacrl.train.tracking`; it changes no key).
 """
 
 from __future__ import annotations
