@@ -48,7 +48,10 @@ $(STAMP): pyproject.toml
 	@echo "setup: $$(( $$(date +%s) - $(T0) )) s"
 
 test: setup
-	$(VENV)/bin/ruff check .  # the house's lint: pyflakes, errors, 100 columns (pyproject.toml)
+	@# the house's style (pyproject.toml): pyflakes, errors, 100 columns, import order, bugbear;
+	@# ruff's format (tests/test_layout.py checks both again)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	@# two workers, one test file each at a time, the longest files first (tests/conftest.py)
 	$(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 

@@ -81,8 +81,8 @@ def cpu_seconds() -> float:
 def paired_gain(before: list[bool], after: list[bool]) -> tuple[float, list[float]]:
     """after - before over paired outcomes, with a 95 % Wald interval from the discordant pairs."""
     n = len(before)
-    b = sum(x and not y for x, y in zip(before, after))  # pass -> fail
-    c = sum(y and not x for x, y in zip(before, after))  # fail -> pass
+    b = sum(x and not y for x, y in zip(before, after, strict=True))  # pass -> fail
+    c = sum(y and not x for x, y in zip(before, after, strict=True))  # fail -> pass
     d = (c - b) / n
     half = 1.96 * math.sqrt(max(0.0, b + c - (c - b) ** 2 / n)) / n
     return round(d, 4), [round(d - half, 4), round(d + half, 4)]

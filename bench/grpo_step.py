@@ -114,7 +114,7 @@ def run_arm(arm: str, model: Path, steps: int, completion: int) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     return {"arm": arm, "model": str(model), "steps": [
         {k: r[k] for k in ("generation_s", "reward_s", "update_s")} | {"value_and_grad_s": v}
-        for r, v in zip(step_rows, vg)], "kl": kl, "wall_s": round(wall, 2),
+        for r, v in zip(step_rows, vg, strict=True)], "kl": kl, "wall_s": round(wall, 2),
         "peak_mlx_gb": round(mx.get_peak_memory() / 1e9, 4),
         "max_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 4),
         "reference_weights": summary["reference_weights"],
@@ -192,6 +192,11 @@ def summarise(res: dict) -> dict:
     return s
 
 
+def _ratio(arms: dict, arm: str, key: str) -> float:
+    """An arm's summary figure over the beta0 arm's."""
+    return summarise(arms[arm])[key] / summarise(arms["beta0"])[key]
+
+
 def report(results: dict, load: tuple, wall: float) -> str:
     out = [f"GRPO step cost: {os.cpu_count()} CPUs, load average {load[0]} at start, "
            f"{results['load_end']} at end; {wall:.0f} s wall"]
@@ -216,14 +221,13 @@ def report(results: dict, load: tuple, wall: float) -> str:
                     out.append(f"peak MLX memory {arm}/beta0: "
                                f"{arms[arm]['peak_mlx_gb'] / base['peak_mlx_gb']:.3f}x, max RSS "
                                f"{arms[arm]['max_rss_gb'] / base['max_rss_gb']:.3f}x")
-            ratio = lambda arm, key: summarise(arms[arm])[key] / summarise(base)[key]  # noqa: E731
             for arm in ("theirs", "ckpt"):
                 if arm in arms:
                     out.append(f"update {arm}/beta0 (loss: {arms[arm]['update_loss']} vs "
-                               f"{base['update_loss']}): {ratio(arm, 'update_s'):.2f}x")
+                               f"{base['update_loss']}): {_ratio(arms, arm, 'update_s'):.2f}x")
             if "nobatch" in arms:
                 out.append(f"generation nobatch/beta0 (rollout batching off/on): "
-                           f"{ratio('nobatch', 'generation_s'):.2f}x")
+                           f"{_ratio(arms, 'nobatch', 'generation_s'):.2f}x")
         if "copy" in arms and "shared" in arms:
             out.append(f"KL per step, copy  : {[round(k, 8) for k in arms['copy']['kl']]}")
             out.append(f"KL per step, shared: {[round(k, 8) for k in arms['shared']['kl']]}")

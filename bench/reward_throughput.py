@@ -229,7 +229,7 @@ class Agreement:
 
     def add(self, label: str, jobs: list[Job], a: list[Verdict], b: list[Verdict],
             names: tuple[str, str] = ("ours", "base")) -> None:
-        for j, x, y in zip(jobs, a, b):
+        for j, x, y in zip(jobs, a, b, strict=True):
             self.total += 1
             if verdict_key(x) == verdict_key(y):
                 self.same += 1
@@ -334,7 +334,7 @@ def main() -> None:
         print(f"\n-- round {r + 1}/{args.rounds} (load {load()})")
         # 1. ours at its natural setting, looping completions included
         ours_all = {name: ours(name, jobs) for name, jobs in batches.items()}
-        timed_out = {j.program for j, v in zip(U, ours_all["set"]) if v.timed_out}
+        timed_out = {j.program for j, v in zip(U, ours_all["set"], strict=True) if v.timed_out}
         if looping is None:
             looping = timed_out
             loop_kinds: dict[str, int] = {}
@@ -385,16 +385,18 @@ def main() -> None:
             b = baseline_batch(jobs, warm[0])
             T.setdefault(f"base_{name}", []).append(sum(b.wall))
             T.setdefault(f"base_{name}_nl", []).append(
-                sum(w for j, w in zip(jobs, b.wall) if j.program not in looping))
+                sum(w for j, w in zip(jobs, b.wall, strict=True) if j.program not in looping))
             print(f"base {name:8s}: {len(jobs):4d} completions in {sum(b.wall):6.1f} s "
                   f"({len(jobs) / sum(b.wall):6.2f}/s; {sum(b.fresh)} run, "
-                  f"{sum(v.timed_out for v, f in zip(b.verdicts, b.fresh) if f)} timed out; "
+                  f"{sum(v.timed_out for v, f in zip(b.verdicts, b.fresh,
+                                                     strict=True) if f)} timed out; "
                   f"without the looping ones {T[f'base_{name}_nl'][-1]:.1f} s)")
             agree[name].add(name, jobs, ours_all[name], b.verdicts)
             if name == "set":
-                base_job_s += [v.seconds for j, v, f in zip(jobs, b.verdicts, b.fresh)
+                base_job_s += [v.seconds for j, v, f in zip(jobs, b.verdicts, b.fresh, strict=True)
                                if f and j.program not in looping]
-                base_nl = [v for j, v in zip(jobs, b.verdicts) if j.program not in looping]
+                base_nl = [v for j, v in zip(jobs, b.verdicts,
+                                             strict=True) if j.program not in looping]
                 for arm, label in (("s", "sandbox c1"), ("r", "rlimits c1")):
                     agree_c1.add(label, U_nl * C1_PASSES, c1[arm], base_nl * C1_PASSES,
                                  (label, "base"))

@@ -138,7 +138,8 @@ def mismatch(sidecar: Sidecar, v: Verdict, expected: str) -> str | None:
     if v.stdout == expected:
         return None
     got, want = v.stdout.split("\n"), expected.split("\n")
-    k = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
+    k = next((i for i, (g, w) in enumerate(zip(got, want,
+                                               strict=False)) if g != w), min(len(got), len(want)))
     g = got[k] if k < len(got) else "<end of output>"
     w = want[k] if k < len(want) else "<end of output>"
     return (f"{sidecar.path}:{sidecar.main_line}: stdout differs from the driver's at output line "
@@ -184,7 +185,7 @@ def build(drivers_dir: str | Path, built: list[dict], executor: Executor) -> Con
     verdicts = executor.run_many([s.program() for s in runnable],  # each task's own time-out
                                  timeout=[tasks.meta(by_id[s.id])["timeout"] for s in runnable])
     ok = set()
-    for s, v in zip(runnable, verdicts):
+    for s, v in zip(runnable, verdicts, strict=True):
         why = mismatch(s, v, tasks.meta(by_id[s.id])["expected_output"])
         if why:
             failures.append(why)

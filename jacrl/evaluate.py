@@ -115,7 +115,7 @@ def score_all(tasks: Sequence[dict], greedy: Sequence[Sample],
     s_flat = score_completions([s.text for _, s in flat], [answers[i] for i, _ in flat]) \
         if flat else []
     s_scored: list[list[Scored]] = [[] for _ in tasks]
-    for (i, _), sc in zip(flat, s_flat):
+    for (i, _), sc in zip(flat, s_flat, strict=True):
         s_scored[i].append(sc)
     return g_scored, s_scored
 
@@ -164,7 +164,7 @@ def grade(tasks: Sequence[dict], greedy: Sequence[Sample | str],
     g_scored, s_scored = scored if scored is not None else score_all(tasks, greedy, samples)
     ks = sorted({int(x) for x in k if 1 <= int(x) <= n})
     k_row = ks[-1] if ks else 1
-    outs = [_outcome(*a, k_row) for a in zip(tasks, greedy, g_scored, s_scored)]
+    outs = [_outcome(*a, k_row) for a in zip(tasks, greedy, g_scored, s_scored, strict=True)]
     per_task = [{f: v for f, v in o.items() if not f.startswith("_")} for o in outs]
 
     def count(field: str) -> int:

@@ -111,7 +111,7 @@ def dedent(body: str) -> str:
     """
     lines = body.split("\n")
     in_code = jacsyntax.line_starts_in_code(body)
-    code = [i for i, (ln, c) in enumerate(zip(lines, in_code)) if c and ln.strip()]
+    code = [i for i, (ln, c) in enumerate(zip(lines, in_code, strict=True)) if c and ln.strip()]
     margin = {i: len(lines[i]) - len(lines[i].lstrip(" \t")) for i in code}
     cut = min(margin.values(), default=0)
     if len(code) > 1:
@@ -121,7 +121,7 @@ def dedent(body: str) -> str:
             cut = rest
     # strip up to `cut` leading whitespace (the first line may have less)
     return "\n".join(ln[min(cut, len(ln) - len(ln.lstrip(" \t"))):] if c else ln
-                     for ln, c in zip(lines, in_code))
+                     for ln, c in zip(lines, in_code, strict=True))
 
 
 def _line_depths(body: str) -> list[int]:
@@ -150,7 +150,7 @@ def _find_unit_body(code: str, unit: Unit) -> str | None:
     named = [h for h in heads if h.kind == unit.kind and h.name == unit.name]
     chains = jacsyntax.enclosing_names(mask, names, [h.start for h in named],
                                        len(unit.containers))
-    for h, containers in zip(named, chains):
+    for h, containers in zip(named, chains, strict=True):
         # None: nested deeper than the unit's containers, so neither of the ranks below
         rank = 2 if containers == unit.containers else (1 if containers == () else 0)
         if rank > best_rank:
@@ -212,5 +212,5 @@ def splice(template: str, body: str) -> str:
     body = dedent(body)
     in_code = jacsyntax.line_starts_in_code(body)
     new = [indent + ln if c and ln.strip() else ln
-           for ln, c in zip(body.split("\n"), in_code)]
+           for ln, c in zip(body.split("\n"), in_code, strict=True)]
     return "\n".join(lines[:i] + new + lines[i + 1:])

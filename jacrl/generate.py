@@ -70,7 +70,7 @@ def generate(model, tokenizer, prompts: Sequence[str], *, n: int = 1, temperatur
                         bar.update(1)
         finally:
             gen.close()
-        for (i, j), u in zip(chunk, uids):
+        for (i, j), u in zip(chunk, uids, strict=True):
             out[i][j] = Sample(tokenizer.decode(toks[u]), len(toks[u]),
                                reason.get(u) == "length")
     bar.close()
@@ -102,7 +102,7 @@ def generate_best_of_k(model, adapter: str | os.PathLike | None, task_or_prompt,
     else:
         bodies = [code_blocks(t)[0].strip("\n") for t in texts]
         verdicts = default_executor().run_many(bodies, timeout=timeout)
-    for i, (b, v) in enumerate(zip(bodies, verdicts)):
+    for i, (b, v) in enumerate(zip(bodies, verdicts, strict=True)):
         if b.strip() and v is not None and v.ran:
             return {"accepted": True, "index": i, "body": b, "completion": texts[i],
                     "stdout": v.stdout, "k": k}

@@ -79,7 +79,6 @@ FOLDS = ("sum", "len", "max")
 ACCS = ("+=", "-=")  # a walker or node adds or takes off a field of the node it is at
 CONDS = CMPS  # a walker's or node's step is always guarded (a bare step is too short a body)
 XFORMS = ("none", "upper", "lower")
-ERR_KINDS = ("int", "float", "lookup")
 
 _OP_PAIRS = [f"{a},{b}" for a in OPS for b in OPS if a != b]  # distinct: no repeated token
 # combinations only the holdout uses (each still appears in training in another shape)
@@ -143,7 +142,7 @@ def _arith(d: Draw, combo: str):
     fn, a, b = d.pick("name"), d.pick("name"), d.pick("name")
     expr = f"{a} {o1} {b} {o2} {d.pick('number')}"
     unit = [f"def {fn}({a}: int, {b}: int) -> int {{", "{HOLE}", "}"]
-    calls = [f"    print({fn}({_args(x, y)}));" for x, y in zip(d.ints(3), d.ints(3))]
+    calls = [f"    print({fn}({_args(x, y)}));" for x, y in zip(d.ints(3), d.ints(3), strict=True)]
     return [], unit, calls, f"Return {expr}.", [f"return {expr};"]
 
 
@@ -153,7 +152,8 @@ def _method(d: Draw, combo: str):
     expr = f"self.{f} {o1} {k} {o2} {d.pick('number')}"
     unit = [f"obj {t} {{", f"    has {f}: int;", "", f"    def {fn}({k}: int) -> int {{",
             "{HOLE}", "    }", "}"]
-    calls = [f"    print({t}({f}={x}).{fn}({y}));" for x, y in zip(d.ints(3), d.ints(3))]
+    calls = [f"    print({t}({f}={x}).{fn}({y}));" for x, y in zip(d.ints(3), d.ints(3),
+                                                                   strict=True)]
     return [], unit, calls, f"Return {expr}.", [f"return {expr};"]
 
 
@@ -201,7 +201,8 @@ def _fold(d: Draw, combo: str):
 def _graph(d: Draw, t: str, f: str, g: str, op: str, n: int) -> list[str]:
     """Entry lines: a chain of nodes under root (f values passing and failing the condition)."""
     xs = _cond_values(d, op, n, 4)
-    lines = [f"    {v} = {t}({f}={x},{g}={y});" for v, x, y in zip("abcd", xs, d.ints(4))]
+    lines = [f"    {v} = {t}({f}={x},{g}={y});" for v, x, y in zip("abcd", xs, d.ints(4),
+                                                                   strict=True)]
     return lines + ["    root ++> a;", "    a ++> b;", "    b ++> c;", "    b ++> d;"]
 
 
@@ -262,7 +263,7 @@ def _err(d: Draw, combo: str):
         tb, k = d.pick("name"), d.pick("name")
         unit = [f"def {fn}({tb}: dict[str, int], {k}: str{extra}) -> int {{", "{HOLE}", "}"]
         keys = d.rng.sample(PEOPLE, 3)
-        table = "{" + ",".join(f'"{x}":{v}' for x, v in zip(keys, d.ints(3))) + "}"
+        table = "{" + ",".join(f'"{x}":{v}' for x, v in zip(keys, d.ints(3), strict=True)) + "}"
         calls = [f"    {tb} = {table};"] + [f'    print({fn}({tb},"{x}"{args()}));'
                                              for x in (keys[0], "zed", keys[2])]
         expr, exc = f"{tb}[{k}] {op}", "KeyError"

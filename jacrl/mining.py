@@ -50,7 +50,7 @@ def units(text: str, file: str = "") -> list[UnitInfo]:
     closes = jacsyntax.brace_map(mask)
     chains = jacsyntax.enclosing_many(mask, [h.start for h in heads])
     found = []
-    for h, chain in zip(heads, chains):
+    for h, chain in zip(heads, chains, strict=True):
         close = closes.get(h.brace)
         if h.kind not in MINED_KINDS or close is None:
             continue
@@ -134,7 +134,7 @@ def candidates(tree: str | Path | None = None, *, max_files: int = 200, timeout:
                 texts = [p.read_text(errors="replace") for p in part]
                 first = ex.run_many(texts, timeout=timeout)
                 second = ex.run_many([t + "\n" for t in texts], timeout=timeout)  # uncached
-                for path, text, a, b in zip(part, texts, first, second):
+                for path, text, a, b in zip(part, texts, first, second, strict=True):
                     out += _file_candidates(ex, tree, path, text, a, b, timeout)
                 bar.update(len(part))
         return out
@@ -152,7 +152,7 @@ def _file_candidates(ex: Executor, tree: Path, path: Path, text: str, a, b,
     cands = [u for u in units(text, rel) if u.kind in HOLE_KINDS and u.lines >= 2]
     emptied = ex.run_many([_with_empty_body(text, u) for u in cands], timeout=timeout)
     out = []
-    for u, v in zip(cands, emptied):
+    for u, v in zip(cands, emptied, strict=True):
         if v.ran and v.stdout == a.stdout:
             continue  # the body does not matter to the output
         # a guessed family prefix, to be reviewed with the instruction

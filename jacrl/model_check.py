@@ -112,7 +112,8 @@ def _token_names(tok, ids) -> str:
 
 
 def _first_diff(a: Sequence[int], b: Sequence[int]) -> int:
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return next((i for i, (x, y) in enumerate(zip(a, b,
+                                                  strict=False)) if x != y), min(len(a), len(b)))
 
 
 class _Checker:
@@ -237,7 +238,7 @@ class _Checker:
         recs = gold_records(tasks)
         ds = ChatDataset(recs, tok, mask_prompt=True)
         prompt_n, full_n, answer_n = [], [], []
-        for t, r in zip(tasks, recs):
+        for t, r in zip(tasks, recs, strict=True):
             full, offset = ds.process(r)
             target = list(full[offset:])
             close = next((i + 1 for i, x in enumerate(target) if x in eos), len(target))

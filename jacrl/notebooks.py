@@ -23,6 +23,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
+from itertools import pairwise
 from pathlib import Path
 
 from jacrl import build, splits
@@ -55,7 +56,7 @@ def check_parameters(namespace: Mapping) -> None:
     injected cell) there is nothing to check. Notebook 30 checks its own, wider set (any
     LadderConfig field: `jacrl.ladder.notebook_cell`)."""
     history = list(namespace.get("In") or [])
-    for before, source in zip(history, history[1:]):
+    for before, source in pairwise(history):
         if source.startswith(INJECTED):
             known, given = _assigned(before), _assigned(source)
             if given - known:
@@ -230,7 +231,7 @@ def ladder_rows(results: str = "", include_stale: bool = False,
                                 "30) first, or point `results` at a results file")
     if not include_stale:
         marked = report.mark_stale(rows)
-        rows = [r for r, m in zip(rows, marked) if not m["stale"]]
+        rows = [r for r, m in zip(rows, marked, strict=True) if not m["stale"]]
         if len(rows) < len(marked):
             log(f"left out {len(marked) - len(rows)} stale row(s) (include_stale=True shows them)")
         if not rows:

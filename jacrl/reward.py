@@ -260,17 +260,17 @@ def score_completions(completions: list[str], answers: list[str], *,
     formula = check_formula(formula)
     executor = executor or default_executor()
     holes = [Hole.from_answer(a) for a in _pair(completions, answers)]
-    extracted = [_extract(c, h) for c, h in zip(completions, holes)]
+    extracted = [_extract(c, h) for c, h in zip(completions, holes, strict=True)]
     bodies, failed = [b for b, _ in extracted], [why for _, why in extracted]
     # no code (tier "empty"), too long or extraction failed: no run
     idx = [i for i, b in enumerate(bodies) if not failed[i] and not not_run(b)]
     verdicts: list[Verdict | None] = [None] * len(completions)
     ran = executor.run_many([splice(holes[i].template, bodies[i]) for i in idx],
                             timeout=[holes[i].timeout for i in idx])  # each task's own
-    for i, v in zip(idx, ran):
+    for i, v in zip(idx, ran, strict=True):
         verdicts[i] = v
     return [score(b, v, h, formula, why)
-            for b, v, h, why in zip(bodies, verdicts, holes, failed)]
+            for b, v, h, why in zip(bodies, verdicts, holes, failed, strict=True)]
 
 
 def _extract(completion: str, hole: Hole) -> tuple[str, str]:

@@ -73,11 +73,11 @@ def records(tasks: Sequence[dict], greedy: Sequence, samples: Sequence[Sequence]
     """Every completion of an evaluation as lines, task by task: the greedy one (sample 0), then
     the n temperature samples (1..n)."""
     out = []
-    for t, g, gs, ss, scs in zip(tasks, greedy, g_scored, samples, s_scored):
+    for t, g, gs, ss, scs in zip(tasks, greedy, g_scored, samples, s_scored, strict=True):
         tid = meta(t)["id"]
         out.append(completion_record(tid, 0, 0.0, g, gs))
         out += [completion_record(tid, j, temperature, s, sc)
-                for j, (s, sc) in enumerate(zip(ss, scs), start=1)]
+                for j, (s, sc) in enumerate(zip(ss, scs, strict=True), start=1)]
     return out
 
 

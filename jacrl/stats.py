@@ -69,6 +69,6 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict:
     """
     if len(a) != len(b):
         raise ValueError(f"paired outcomes need equal lengths, got {len(a)} and {len(b)}")
-    nb = sum(1 for x, y in zip(a, b) if x and not y)
-    nc = sum(1 for x, y in zip(a, b) if y and not x)
+    nb = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
+    nc = sum(1 for x, y in zip(a, b, strict=True) if y and not x)
     return {"b": nb, "c": nc, "n": len(a), "p": _binom_two_sided(nb, nc)}

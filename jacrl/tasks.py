@@ -125,8 +125,9 @@ def validate(drivers: list[Driver], executors: tuple[Executor, Executor],
     runs1 = first.run_many([d.text for d in drivers], timeout=TIMEOUT)
     runs2 = second.run_many([d.text for d in drivers], timeout=TIMEOUT)
     ok: list[tuple[Driver, str]] = []
-    slower = {d.id: max(a.cpu_seconds, b.cpu_seconds) for d, a, b in zip(drivers, runs1, runs2)}
-    for d, a, b in zip(drivers, runs1, runs2):
+    slower = {d.id: max(a.cpu_seconds, b.cpu_seconds) for d, a, b in zip(drivers, runs1, runs2,
+                                                                         strict=True)}
+    for d, a, b in zip(drivers, runs1, runs2, strict=True):
         if not a.ran:
             line, why = failure(a)
             failures[d.id] = f"{d.path}:{line or 1}: driver does not run clean ({a.status}): {why}"
@@ -139,21 +140,21 @@ def validate(drivers: list[Driver], executors: tuple[Executor, Executor],
     empties = first.run_many([splice(d.template, "") for d, _ in ok], timeout=TIMEOUT)
     answers = [answer_json(d, out, TIMEOUT if fixed_timeout else task_timeout(slower[d.id]),
                            baseline_output=v.stdout)
-               for (d, out), v in zip(ok, empties)]
+               for (d, out), v in zip(ok, empties, strict=True)]
     checks = [("gold body", lambda d: fenced(d.gold)), ("echoed driver", lambda d: fenced(d.text))]
     for name, make in checks:
         scored = score_completions([make(d) for d, _ in ok], answers, executor=first)
-        for (d, _), s in zip(ok, scored):
+        for (d, _), s in zip(ok, scored, strict=True):
             if s.score != 1.0 and d.id not in failures:
                 why = (s.reason if s.verdict is None else "its stdout differs" if s.verdict.ran
                        else failure(s.verdict)[1])
                 failures[d.id] = (f"{d.path}:{d.hole_line}: {name} scores {s.score} "
                                   f"({s.tier}), not 1.0: {why}")
-    for (d, out), v in zip(ok, empties):
+    for (d, out), v in zip(ok, empties, strict=True):
         if v.ran and v.stdout.strip() == out.strip() and d.id not in failures:
             failures[d.id] = (f"{d.path}:{d.hole_line}: an empty body gives the same output: "
                               "the hole does not matter")
-    built = [record(d, a) for (d, _), a in zip(ok, answers) if d.id not in failures]
+    built = [record(d, a) for (d, _), a in zip(ok, answers, strict=True) if d.id not in failures]
     return BuildReport(built, [failures[d.id] for d in drivers if d.id in failures],
                        time.perf_counter() - t0)
 

@@ -83,7 +83,7 @@ def main(argv=None) -> int:
     manifest = {r["id"]: r for r in map(json.loads, open(HERE / "manifest.jsonl"))}
     pool, valid = load_split("trainpool", args.data), load_split("valid", args.data)
     holdout = load_split("holdout", args.data)
-    for r, n_iter in zip(rungs, iters):
+    for r, n_iter in zip(rungs, iters, strict=True):
         t0, load0 = time.time(), _loadavg()
         train = rung_tasks(pool, r)
         cfg = from_dict(SFTConfig, {**over, "iters": n_iter})

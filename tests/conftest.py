@@ -67,7 +67,7 @@ def harness(executor):
     assert all(v.ran and v.stdout.strip() for v in runs), [v.stderr for v in runs]
     empties = executor.run_many([splice(d.template, "") for d in drivers])
     return {d.id: (d, answer_json(d, v.stdout, baseline_output=e.stdout))
-            for d, v, e in zip(drivers, runs, empties)}
+            for d, v, e in zip(drivers, runs, empties, strict=True)}
 
 
 @pytest.fixture(scope="session")

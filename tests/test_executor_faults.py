@@ -257,7 +257,8 @@ def test_job_failures_are_verdicts_not_retries(executor):
     tag = f"\n# {time.time_ns()}"
     executor.run(PROBE)
     pid, restarts = executor.server_pid, executor.restarts
-    verdicts = dict(zip(jobs, executor.run_many([j + tag for j in jobs.values()], timeout=1.5)))
+    verdicts = dict(zip(jobs, executor.run_many([j + tag for j in jobs.values()], timeout=1.5),
+                        strict=True))
     assert executor.server_pid == pid and executor.restarts == restarts
     assert verdicts["timeout"].timed_out and verdicts["parser_hang"].timed_out
     assert verdicts["exit_3"].exit_code == 3 and verdicts["exit_3"].status == "runtime_error"

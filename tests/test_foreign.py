@@ -68,7 +68,7 @@ def test_earlier_format_drivers_build_with_identical_prompts(foreign_data, execu
     tasks = read_tasks(out / "tasks.jsonl")
     assert [t["meta"]["id"] for t in tasks] == [IDS[f] for f in sorted(IDS)]
     runs = executor.run_many([(FOREIGN / f).read_text() for f in sorted(IDS)])
-    for f, t, v in zip(sorted(IDS), tasks, runs):
+    for f, t, v in zip(sorted(IDS), tasks, runs, strict=True):
         prompt, answer = earlier_harness_record((FOREIGN / f).read_text(), v.stdout)
         assert t["prompt"] == prompt, f
         # the earlier harness's keys first, equal but the time-out, which is now the task's own

@@ -43,7 +43,7 @@ def test_a_forged_ran_scores_what_the_same_body_scores_without_it(executor):
     forged = [s for s in scored if s.verdict is not None and s.verdict.ran]
     print(f"\nforged 'ran' on {len(forged)}/{len(tasks)} holdout tasks")
     assert len(forged) >= len(tasks) // 2, [s.verdict.status for s in scored if s.verdict][:5]
-    for t, s in zip(tasks, scored):
+    for t, s in zip(tasks, scored, strict=True):
         if s.verdict is None or not s.verdict.ran:
             continue
         honest = dataclasses.replace(s.verdict, ran=False, status="runtime_error", exit_code=1)

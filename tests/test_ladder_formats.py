@@ -97,7 +97,7 @@ def test_a_plan_with_both_formats_trains_and_evaluates_the_same_ids(data_dir, tm
     hold_ids = set(_ids(splits.load_split("holdout", data_dir)))
     pool = [i for i in _ids(splits.load_split("trainpool", data_dir)) if i in conv_ids]
     pool_sources = {meta(t)["source"] for t in splits.load_split("trainpool", data_dir)}
-    for hole, conv in zip(both[::2], both[1::2]):
+    for hole, conv in zip(both[::2], both[1::2], strict=True):
         assert (hole.format, conv.format) == ("hole", "conversion")
         assert (hole.rung, hole.condition) == (conv.rung, conv.condition)
         e = hole.eval
@@ -105,7 +105,7 @@ def test_a_plan_with_both_formats_trains_and_evaluates_the_same_ids(data_dir, tm
         c = ladder.cell_tasks(conv.rung, data_dir, e["gen_limit"], e["mem_limit"], "conversion")
         for split in ("train", "valid", "gen", "mem"):
             assert _ids(h[split]) == _ids(c[split]) and set(_ids(h[split])) <= conv_ids, split
-            for ht, ct in zip(h[split], c[split]):
+            for ht, ct in zip(h[split], c[split], strict=True):
                 assert ct["answer"] == ht["answer"] and ct["prompt"] != ht["prompt"]
                 assert "```python" in ct["prompt"] and "```python" not in ht["prompt"]
         assert _ids(h["train"]) == pool[:int(hole.rung)]
@@ -161,7 +161,7 @@ def test_format_comparison_reproduces_the_statistics(tmp_path, capsys):
     # rows without `format` read as hole-fill; tables label the variants apart
     assert report.format_of(rows[0]) == "hole" and report.variant_of(rows[0]) == ("hole", False)
     df = report.frame(rows)
-    assert sorted(zip(df.condition, df.format, df.paired, df.kind))[:2] == [
+    assert sorted(zip(df.condition, df.format, df.paired, df.kind, strict=True))[:2] == [
         ("base", "conversion", True, "gen"), ("base", "hole", True, "gen")]
     assert list(report.ladder_table(rows).index.get_level_values("condition")) == [
         "base/hole", "base/conversion", "sft", "sft/hole", "sft/conversion"]

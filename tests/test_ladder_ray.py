@@ -330,7 +330,7 @@ def test_rows_equal_the_local_engines(cluster, tmp_path):
           for c, k in by_cond.items()}
     assert [st[c]["status"] for c in conditions] == ["done"] * 3, out
     assert len({s["node"] for s in st.values()}) == 2  # side by side, on both nodes
-    for c, s in st.items():  # the start line names the node and the log there
+    for s in st.values():  # the start line names the node and the log there
         assert f"{s['cell']} ({s['key']}): running on " in out and s["log"] in out, out
         d_cell = results / "cells" / s["key"]  # the cell's record came back
         assert {"30_training.ipynb", "log.txt", "status.json"} <= {p.name for p in d_cell.iterdir()}

@@ -1,18 +1,27 @@
 """The package's shape: data flows one way (each module imports only modules listed before it in
-docs/architecture.md's module table), no module grows past ~400 lines, and no function past 60
-lines unless its docstring says why. Function-level imports count too: a lazy import is still a
-dependency."""
+docs/architecture.md's module table), no module grows past ~560 lines, and no function past 95
+lines unless its docstring says why; ruff's lint and format pass. Function-level imports count
+too: a lazy import is still a dependency."""
 
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "jacrl"
-MAX_MODULE_LINES = 410
-MAX_FUNCTION_LINES = 60
+# The limits were 410 and 60 lines in the hand style; `ruff format` (+ import sorting) grew jacrl/
+# from 16,142 to 19,251 lines (+19 %), a module by a median 17 % and a 90th percentile 38 % (those
+# over 100 lines), a function of 30+ lines by a median 35 % (argparse calls and long signatures
+# become one argument a line). So: 410 x 1.378 (the 90th percentile) = 565, the largest module
+# formatted then being report/seeds.py (395 -> 561); and 95 for a function, the largest one
+# formatted being cli/ladder.py's `add` (51 -> 93; 60 x the median 1.35 would be 81).
+MAX_MODULE_LINES = 565
+MAX_FUNCTION_LINES = 95
+RUFF = Path(sys.executable).with_name("ruff")  # the venv's ruff, pinned in pyproject's dev extra
 
 
 def _group(module: str) -> str:
@@ -142,3 +151,11 @@ def test_no_references_to_documents_we_do_not_ship():
              for i, line in enumerate(p.read_text().splitlines(), 1)
              if re.search(r"SPEC §|\bscar P?\d|\(P\d\d\)", line)]
     assert cites == []
+
+
+def test_ruff_lint_and_format_pass():
+    """What `make test` and the pre-commit hooks run (pyproject.toml's [tool.ruff]): the lint
+    (errors, pyflakes, 100 columns, import order, bugbear) and the formatter's check."""
+    for args in (["check", "."], ["format", "--check", "."]):
+        done = subprocess.run([str(RUFF), *args], cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, f"ruff {' '.join(args)}:\n{done.stdout}{done.stderr}"

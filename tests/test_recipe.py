@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,8 @@ def cell_rows(model, rung, cond, gen=(0, 6), mem=(1, 1)):
 
 
 def curve_of(counts, n, rungs=LADDER):
-    return {r: (k, n) for r, k in zip(rungs, counts)}
+    """The first len(counts) rungs' (passed, tasks)."""
+    return {r: (k, n) for r, k in zip(rungs, counts, strict=False)}
 
 
 def separated(a, b):
@@ -52,7 +54,8 @@ def separated(a, b):
 
 
 def sft_curve_rows(model, counts, n, rungs=LADDER):
-    return [r for rung, k in zip(rungs, counts) for r in cell_rows(model, rung, "sft", (k, n))]
+    return [r for rung, k in zip(rungs, counts, strict=False)  # the first len(counts) rungs
+            for r in cell_rows(model, rung, "sft", (k, n))]
 
 
 # -------------------------------------------------------------------------------------------
@@ -88,7 +91,7 @@ def test_noisy_overlapping_curve_picks_the_first_rung():
     pts = curve_of([7, 11, 8, 10, 9], 18)
     rs = list(pts)
     assert not any(separated(pts[a], pts[b]) or separated(pts[b], pts[a])
-                   for a, b in zip(rs, rs[1:]))
+                   for a, b in pairwise(rs))
     assert R.elbow(pts).rung == "1"
 
 
@@ -96,7 +99,7 @@ def test_slow_climb_under_overlapping_consecutive_intervals_is_not_flat():
     """Each step stays inside the previous interval, yet r10 and r20 are clearly above r1."""
     pts = curve_of([2, 5, 8, 11, 14], 18)
     rs = list(pts)
-    assert not any(separated(pts[a], pts[b]) for a, b in zip(rs, rs[1:]))
+    assert not any(separated(pts[a], pts[b]) for a, b in pairwise(rs))
     e = R.elbow(pts)
     assert e.rung == "5"
     assert e.figures[0]["beaten_by"] == ["10", "20"] and e.figures[1]["beaten_by"] == ["20"]
@@ -287,7 +290,7 @@ def test_the_tuned_arm_is_one_condition_not_overrides():
 def full_rows(cfg, counts_a):
     """Rows of a whole recipe run for model 'a' on rungs 1,3,5 (sft gen counts of 6)."""
     rows = []
-    for rung, k in zip(("1", "3", "5"), counts_a):
+    for rung, k in zip(("1", "3", "5"), counts_a, strict=True):
         rows += cell_rows("a", rung, "base", gen=(0, 6), mem=(0, 1))
         rows += cell_rows("a", rung, "sft", gen=(k, 6), mem=(1, 1))
     return rows

@@ -236,7 +236,7 @@ def test_reward_by_tier_per_step(tmp_path):
                                                       "empty"]
     heights = [[b.get_height() for b in c] for c in ax.containers]
     assert heights[0] == [0.0, 0.25, 0.5] and heights[4] == [0.5, 0.0, 0.0]
-    assert [sum(col) for col in zip(*heights)] == [1.0, 1.0, 1.0]  # shares stack to 1
+    assert [sum(col) for col in zip(*heights, strict=True)] == [1.0, 1.0, 1.0]  # shares stack to 1
     (line,) = ax.get_lines()
     assert line.get_label() == "mean reward" and list(line.get_ydata()) == [0.035, 0.45, 0.675]
 

@@ -56,7 +56,7 @@ def test_the_family_breakdown_counts_each_familys_passes():
     rows = _rows()
     ft = report.family_table(rows)
     r3 = ft[(ft.rung == "3") & (ft.condition == "sft") & (ft.kind == "mem")]
-    assert list(zip(r3.family, r3.passed, r3.tasks)) == [("arch", 1, 1), ("err", 1, 1),
+    assert list(zip(r3.family, r3.passed, r3.tasks, strict=True)) == [("arch", 1, 1), ("err", 1, 1),
                                                           ("lib", 1, 1)]
     gen = ft[(ft.rung == "1") & (ft.condition == "base") & (ft.kind == "gen")]
     assert list(gen.family) == ["arch", "err", "lib", "osp", "syn", "text"]

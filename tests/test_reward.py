@@ -34,7 +34,8 @@ def _not_one(harness, executor, shapes) -> tuple[list, int]:
              for name, completion in shapes(d).items()]
     scored = score_completions([c for _, c, _ in named], [a for _, _, a in named],
                                executor=executor)
-    return [(n, s.score, s.tier) for (n, _, _), s in zip(named, scored) if s.score != 1.0], \
+    return [(n, s.score, s.tier) for (n, _, _), s in zip(named, scored,
+                                                         strict=True) if s.score != 1.0], \
         len(scored)
 
 
@@ -56,7 +57,7 @@ def test_surrogates_and_nul_never_raise(harness, executor):
         broken = [f"```jac\n{d.gold}\nx\ud800 = 1;\n```", f"```jac\n\x00\udc00{d.gold}",
                   "\ud800", "\x00", "\x00\ud800\x00"]
         scored = score_completions(exact + broken, [answer], executor=executor)
-        for c, s in zip(exact + broken, scored):
+        for c, s in zip(exact + broken, scored, strict=True):
             s.body.encode("utf-8")  # what was keyed and spliced is plain text
             assert (s.score == 1.0) if c in exact else (0.0 <= s.score < 1.0), (tid, ascii(c), s)
         assert scored[-2].tier == "empty"  # a lone NUL is no code
@@ -69,7 +70,7 @@ def test_surrogates_and_nul_never_raise(harness, executor):
     ("tiered", (0.40, 0.80), (0.20, 0.35), 0.15),  # the reference's v3 ranges
 ])
 def test_failures_land_in_their_tiers(harness, executor, formula, runs, compiles, neither):
-    for tid, (d, answer) in harness.items():
+    for tid, (_, answer) in harness.items():
         wrong, garbage, empty, crash = score_completions(
             [f"```jac\n{WRONG[tid]}\n```", GARBAGE, "", f"```jac\n{CRASHES}\n```"],
             [answer], formula=formula, executor=executor)
@@ -137,7 +138,7 @@ def test_fork_server_verdicts_equal_subprocess_backend(harness, executor):
         for body in (d.gold, WRONG[tid], "@@@ not jac", CRASHES):
             programs.append(splice(hole.template, extract_body(body, hole.unit)))
     fork = executor.run_many(programs)
-    for prog, f in zip(programs, fork):
+    for prog, f in zip(programs, fork, strict=True):
         s = run_subprocess(prog)
         assert (f.compiled, f.ran, f.exit_code, f.stdout) == (s.compiled, s.ran, s.exit_code,
                                                               s.stdout), prog
@@ -177,7 +178,7 @@ def test_no_code_scores_zero_and_is_never_run(harness, executor):
             f"<think>\n```jac\n{d.gold}\n```\n",  # an unclosed thought: no answer at all
             f"<think>\n{d.gold}\n</think>\n"]  # only thinking
         scored = score_completions(completions, [answer], executor=executor)
-        for c, s in zip(completions, scored):
+        for c, s in zip(completions, scored, strict=True):
             assert (s.score, s.tier, s.verdict) == (0.0, "empty", None), (tid, c)
     # one honest statement (comment text inside a string is still code) is run and earns credit
     d, answer = harness["syn_harness_collatz_steps"]

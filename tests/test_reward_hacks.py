@@ -167,7 +167,7 @@ def _doing_nothing_vs_trying(executor, formulas: tuple[str, ...]) -> dict[str, d
     out = {}
     for formula in formulas:
         graded = iter([score(r.body, r.verdict, holes[a], formula)
-                       for r, (_, a) in zip(runs, pairs)])
+                       for r, (_, a) in zip(runs, pairs, strict=True)])
         scored = {name: list(islice(graded, len(g))) for name, g in groups.items()}
         tries = scored.pop("tries")
         out[formula] = dict(

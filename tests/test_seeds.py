@@ -175,7 +175,7 @@ def test_format_comparison_over_seeds_pairs_hole_and_conversion_of_one_condition
     conv = group(row, [3, 4, 5], paired=True, format="conversion")
     df = S.seed_comparisons(hole + conv)
     f = df[df.vs == "format"]
-    assert list(zip(f.a, f.b)) == [("sft/hole", "sft/conversion")]
+    assert list(zip(f.a, f.b, strict=True)) == [("sft/hole", "sft/conversion")]
     assert f.diff_pct.iloc[0] == pytest.approx(100 / 6, abs=0.01) and f.seeds.iloc[0] == 3
     unpaired = group(row, [2, 3, 4])  # hole-fill of an unpaired plan: not compared
     assert S.seed_comparisons(unpaired + conv).query("vs == 'format'").empty

@@ -87,7 +87,7 @@ def test_bad_drivers_are_rejected_and_nothing_is_written(tmp_path):
     drivers = tmp_path / "drivers"
     drivers.mkdir()
     expected = {}
-    for name, (new_id, edit, why) in BAD.items():
+    for new_id, edit, why in BAD.values():
         text = edit(src).replace("syn_harness_collatz_steps", new_id)
         (drivers / f"{new_id}.jac").write_text(text)
         expected[new_id] = why

@@ -108,7 +108,8 @@ def test_every_answer_shape_of_every_task_scores_one_on_a_busy_machine():
         scored = score_completions([c for _, c, _ in named], [a for _, _, a in named],
                                    executor=ex)
         assert ex.jobs_executed == ran == len(programs)  # every verdict is from the busy runs
-    bad = [(n, s.score, s.tier) for (n, _, _), s in zip(named, scored) if s.score != 1.0]
+    bad = [(n, s.score, s.tier) for (n, _, _), s in zip(named, scored,
+                                                        strict=True) if s.score != 1.0]
     slowest = max(v.seconds for v in runs)
     print(f"\n{len(named)} shapes of {len(answers)} tasks, {len(programs)} programs: slowest "
           f"run {slowest:.2f} s wall")

@@ -241,7 +241,7 @@ def test_grpo_updates_weights_and_logs_metrics(tiny, harness_tasks, out_root):
     rollouts = [json.loads(x) for x in (art.path / "rollouts.jsonl").read_text().splitlines()]
     steps = [r for r in rows if r["event"] == "step"]
     assert [r["step"] for r in steps] == [1, 2] and len(rollouts) == 2 * cfg.group_size
-    for st, tr_row in zip(steps, train_rows):
+    for st, tr_row in zip(steps, train_rows, strict=True):
         mine = [r for r in rollouts if r["step"] == st["step"]]
         mean = sum(r["reward"] for r in mine) / len(mine)
         assert mean == pytest.approx(st["reward_mean"], abs=1e-5)

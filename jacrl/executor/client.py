@@ -371,7 +371,7 @@ class Executor:
                     else [float(t) for t in timeout])
         if len(timeouts) != len(sources):
             raise ValueError(f"{len(timeouts)} timeouts for {len(sources)} programs")
-        keys = [self.key(src, t) for src, t in zip(sources, timeouts)]
+        keys = [self.key(src, t) for src, t in zip(sources, timeouts, strict=True)]
         out: list[Verdict | None] = [None] * len(sources)
         first: dict[str, int] = {}
         todo: list[int] = []
@@ -387,7 +387,7 @@ class Executor:
             try:
                 self._exchange([(sources[i], timeouts[i]) for i in todo], got)
             finally:  # what arrived is cached even when the batch finally raised
-                for i, v in zip(todo, got):
+                for i, v in zip(todo, got, strict=True):
                     if v is None:
                         continue
                     out[i] = v

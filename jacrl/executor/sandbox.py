@@ -144,7 +144,7 @@ class Launch:
                 keep.append([f"{KEEP}/{i}", shown_at])
                 argv += ["--ro-bind", src, f"{KEEP}/{i}"]
         shown = [f"{SERVER_DIR}/{os.path.basename(f)}" for f in server_files]
-        for f, path in zip(server_files, shown):
+        for f, path in zip(server_files, shown, strict=True):
             argv += ["--ro-bind-data", str(self._memfd(f)), path]
         argv += ["--remount-ro", "/", "--chdir", "/tmp",
                  py, "-s", "-B", shown[0], *args, "--keep", json.dumps(keep)]

@@ -343,7 +343,8 @@ class Collector:
     def run_many(self, jobs: list[tuple[str, float]], concurrency: int,
                  emit: Callable[[int, dict], None]) -> None:
         made = [self._job_dir(source) for source, _ in jobs]  # (dir, secret)
-        self._cmds.write(json.dumps({"jobs": [[d, t] for (d, _), (_, t) in zip(made, jobs)],
+        self._cmds.write(json.dumps({"jobs": [[d, t] for (d, _), (_, t) in zip(made, jobs,
+                                                                               strict=True)],
                                      "concurrency": concurrency}) + "\n")
         self._cmds.flush()
         while "done" not in (ev := self._event()):

@@ -234,7 +234,8 @@ def plan_text(cfg: LadderConfig, commands: bool = False) -> str:
     lines = [f"{len(cells)} cells; rows -> {cfg.results_file}"
              + ("" if commands else "; --commands: the command that runs each")]
     for i, r in enumerate(table):
-        lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths)) + "  " + r[3])
+        lines.append("  ".join(v.ljust(w) for v, w in zip(r[:3], widths,
+                                                          strict=True)) + "  " + r[3])
         if commands and i:
             lines.append("    " + shlex.join(command(cfg, cells[i - 1])))
     return "\n".join(lines)

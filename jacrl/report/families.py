@@ -65,7 +65,7 @@ def family_table(rows: list[dict]) -> pd.DataFrame:
 
 def _grid(sub: pd.DataFrame) -> tuple[list[str], list[str], dict]:
     """(line labels, families + `all`, {(line, family): (passed, tasks)}) of one panel."""
-    lines = list(dict.fromkeys(f"r{r} {c}" for r, c in zip(sub.rung, sub.condition)))
+    lines = list(dict.fromkeys(f"r{r} {c}" for r, c in zip(sub.rung, sub.condition, strict=True)))
     fams = sorted(set(sub.family))
     cells = {(f"r{r.rung} {r.condition}", r.family): (r.passed, r.tasks)
              for r in sub.itertuples()}
@@ -108,7 +108,8 @@ def plot_families(rows: list[dict]):
     ft = family_table(rows)
     models = sorted(set(ft.model)) or ["(no rows)"]
     kinds = [k for k in KINDS if k in set(ft.kind)] or ["gen"]
-    n_lines = [max(1, len(set(zip(ft[ft.model == m].rung, ft[ft.model == m].condition))))
+    n_lines = [max(1, len(set(zip(ft[ft.model == m].rung, ft[ft.model == m].condition,
+                                  strict=True))))
                for m in models]  # each model's panels as tall as its lines need
     n_fams = [len(set(ft[ft.kind == k].family)) + 1 for k in kinds]
     height = 0.9 + sum(0.8 + 0.26 * n for n in n_lines)

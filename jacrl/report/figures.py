@@ -77,7 +77,7 @@ def _draw_condition(ax, line: pd.DataFrame, x: list[float], value: str, style: d
 def _curve_panel(ax, sub: pd.DataFrame, conds: list[str], rungs: list[str], value: str,
                  interval: bool) -> None:
     xpos = {r: i for i, r in enumerate(rungs)}
-    offsets = dict(zip(conds, _offsets(len(conds))))
+    offsets = dict(zip(conds, _offsets(len(conds)), strict=True))
     styles = _styles(conds)
     for cond in conds:
         line = sub[(sub.condition == cond) & sub[value].notna()]
@@ -100,7 +100,7 @@ def _figure_legend(fig, axes, order: list[str]) -> None:
     """One legend for every panel, below them all (never on the data), in `order`."""
     seen: dict = {}
     for ax in axes.flat:  # each label once, from whichever panel has it
-        for h, name in zip(*ax.get_legend_handles_labels()):
+        for h, name in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(name, h)
     names = [c for c in order if c in seen]
     if names:
@@ -192,7 +192,7 @@ def _draw_training(axes, recs: list[dict], label: str = "") -> None:
     steps = [r for r in recs if r.get("event") == "step"]
     df = pd.DataFrame([r for r in recs if r.get("event") != "step"])
     series = _training_series(_stage(recs))
-    for ax, (col, title) in zip(axes, series):
+    for ax, (col, title) in zip(axes, series, strict=False):
         if not df.empty and col in df and "iteration" in df and df[col].notna().any():
             d = df[df[col].notna()]
             ax.plot(d["iteration"], d[col], marker=".", label=col.replace("_", " "))
@@ -234,7 +234,7 @@ def plot_training_runs(runs: Sequence[tuple[str, str | os.PathLike]], title: str
     fig = plt.figure(figsize=(3.6 * cols, 2.7 * max(1, len(loaded))), layout="constrained")
     # a row per run, as wide as the figure: each row has the panels its stage has, no blanks
     for sf, (label, recs) in zip(fig.subfigures(max(1, len(loaded)), 1, squeeze=False)[:, 0],
-                                 loaded):
+                                 loaded, strict=False):
         _draw_training(sf.subplots(1, max(1, _panels(recs)), squeeze=False)[0], recs, label)
     fig.suptitle(title or "training curves")
     return fig

@@ -265,11 +265,12 @@ def seed_table(summary: pd.DataFrame, min_seeds: int = 1) -> pd.DataFrame:
     return pd.DataFrame({
         "model": sub.model, "rung": sub.rung,
         "condition": [condition_label(c, f, p) for c, f, p in
-                      zip(sub.condition, sub.format, sub.paired)],
+                      zip(sub.condition, sub.format, sub.paired, strict=True)],
         "kind": sub.kind, "seeds": sub.seeds, "tasks": sub.tasks,
-        "pass@1 [95% CI]": [_fmt_ci(*x) for x in zip(sub.pass1_pct, sub.ci_lo, sub.ci_hi)],
-        "per seed": ["  ".join(f"{s}: {v:.1f}" for s, v in zip(ts.split(","), vals))
-                     for ts, vals in zip(sub.train_seeds, sub.seed_pct)],
+        "pass@1 [95% CI]": [_fmt_ci(*x) for x in zip(sub.pass1_pct, sub.ci_lo, sub.ci_hi,
+                                                     strict=True)],
+        "per seed": ["  ".join(f"{s}: {v:.1f}" for s, v in zip(ts.split(","), vals, strict=False))
+                     for ts, vals in zip(sub.train_seeds, sub.seed_pct, strict=True)],
         "sd": [f"{v:.1f}" if not math.isnan(v) else "·" for v in sub.seed_sd_pct],
     }).reset_index(drop=True)
 
@@ -372,7 +373,7 @@ def seed_comparisons(rows: Iterable[Mapping], pairs: Sequence[tuple[str, str]] =
     rr = {r: i for i, r in enumerate(_order(set(df.rung), RUNGS))}
     cr = {c: i for i, c in enumerate(_order(set(df.condition), COND_ORDER))}
     df = df.assign(_r=df.rung.map(rr), _c=df.condition.map(cr),
-                   _v=[_variant_rank(f, p) for f, p in zip(df.format, df.paired)],
+                   _v=[_variant_rank(f, p) for f, p in zip(df.format, df.paired, strict=True)],
                    _k=df.kind.map({"gen": 0, "mem": 1}))
     df = df.sort_values(["model", "_k", "_r", "_vs", "_c", "_v", "a"])
     return df[COMPARE_COLUMNS].reset_index(drop=True)
@@ -386,9 +387,9 @@ def comparison_table(comparisons: pd.DataFrame, min_seeds: int = 1) -> pd.DataFr
     c = comparisons[comparisons[["a_seeds", "b_seeds"]].max(axis=1) >= min_seeds]
     return pd.DataFrame({
         "model": c.model, "rung": c.rung, "kind": c.kind, "a": c.a, "b": c.b,
-        "seeds": [f"{x}/{y}" for x, y in zip(c.a_seeds, c.b_seeds)], "n": c.n,
+        "seeds": [f"{x}/{y}" for x, y in zip(c.a_seeds, c.b_seeds, strict=True)], "n": c.n,
         "a %": c.a_pct, "b %": c.b_pct,
         "b - a [95% CI]": [f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]"
-                           for d, lo, hi in zip(c.diff_pct, c.lo, c.hi)],
+                           for d, lo, hi in zip(c.diff_pct, c.lo, c.hi, strict=True)],
         "P(>0)": c.above0,
     }).reset_index(drop=True)

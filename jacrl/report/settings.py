@@ -55,7 +55,8 @@ def _equal(value: object, want: str) -> bool:
     0.0002), lists item by item, anything else as written (case-blind)."""
     if isinstance(value, (list, tuple)):
         parts = want.split(",")
-        return len(parts) == len(value) and all(_equal(v, p) for v, p in zip(value, parts))
+        return len(parts) == len(value) and all(_equal(v, p) for v, p in zip(value, parts,
+                                                                             strict=True))
     if not isinstance(value, bool):
         try:
             return math.isclose(float(value), float(want), rel_tol=1e-9)
@@ -124,7 +125,8 @@ def where_rows(rows: list[dict], where: Sequence[str]) -> list[dict]:
         if key not in known:
             raise ValueError(f"--where {key}: no row has that setting (rows have "
                              f"{_known_text(known)})")
-    kept = [r for r, s in zip(rows, every) if all(_keeps(s, k, w) for k, w in conds.items())]
+    kept = [r for r, s in zip(rows, every,
+                              strict=True) if all(_keeps(s, k, w) for k, w in conds.items())]
     if not kept:
         have = "; ".join(f"{k} = {', '.join(_ordered({shown(s[k]) for s in every if k in s}))}"
                          for k in conds)

@@ -66,7 +66,7 @@ def frame(rows: list[dict]) -> pd.DataFrame:
 def labels(df: pd.DataFrame) -> tuple[list[str], list[str]]:
     """The frame lines' condition labels (`condition_label`) and every label once, in order:
     condition order, then hole-fill, paired hole-fill, conversion."""
-    triples = list(zip(df.condition, df.format, df.paired))
+    triples = list(zip(df.condition, df.format, df.paired, strict=True))
     cond_rank = {c: i for i, c in enumerate(_order(set(df.condition), COND_ORDER))}
     order = sorted(set(triples), key=lambda t: (cond_rank[t[0]], _variant_rank(t[1], t[2])))
     return [condition_label(*t) for t in triples], [condition_label(*t) for t in order]
@@ -114,7 +114,7 @@ def ladder_table(rows: list[dict]) -> pd.DataFrame:
         return pd.DataFrame()
     names, conds = labels(df)
     lines = {(r.model, r.rung, name, r.kind): r._asdict()
-             for r, name in zip(df.itertuples(), names)}
+             for r, name in zip(df.itertuples(), names, strict=True)}
     for key, seeded in seed_lines(seed_summary(rows)).items():
         if key in lines:
             lines[key] = {**lines[key], **seeded}

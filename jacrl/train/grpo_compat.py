@@ -150,7 +150,7 @@ class _StepLog:
 
     def _rows(self, g: _Group, group, adv, discarded: bool) -> list[dict]:
         rows = []
-        for c, text, s, a in zip(g.completions, g.texts, g.scored, adv):
+        for c, text, s, a in zip(g.completions, g.texts, g.scored, adv, strict=True):
             ids = c.tolist()
             truncated = len(ids) >= self.max_tokens and (not ids or ids[-1] not in self.eos)
             rows.append({"step": self.step, "group": group, "task_id": s.task_id,

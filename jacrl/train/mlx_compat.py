@@ -228,14 +228,14 @@ def iterate_all(dataset, batch_size, max_seq_length, loop=False, seed=None, comm
             pad = 32
             width = min(1 + pad * ((max(lengths) + pad - 1) // pad), max_seq_length)
             arr = np.zeros((len(b), width), np.int32)
-            for r, (t, ln) in enumerate(zip(toks, lengths)):
+            for r, (t, ln) in enumerate(zip(toks, lengths, strict=True)):
                 arr[r, :ln] = t[:ln]
             if head_skip > 0:
                 skip = min(max(0, min(offsets) - 1) // head_skip * head_skip, width - 2)
-                yield (mx.array(arr), mx.array(list(zip(offsets, lengths))),
+                yield (mx.array(arr), mx.array(list(zip(offsets, lengths, strict=True))),
                        mx.zeros((max(0, skip),), mx.int8))
             else:
-                yield mx.array(arr), mx.array(list(zip(offsets, lengths)))
+                yield mx.array(arr), mx.array(list(zip(offsets, lengths, strict=True)))
         if not loop:
             return
 

@@ -57,7 +57,7 @@ def sample_verified(model, adapter, tasks: Sequence[dict], cfg: RFTConfig, seed:
                                formula=cfg.reward_formula)
     records, counts, passing = [], {task_id(t): 0 for t in tasks}, 0
     seen: dict[int, set] = {}
-    for (i, _), s in zip(flat, scored):
+    for (i, _), s in zip(flat, scored, strict=True):
         if s.score < cfg.threshold or not s.body.strip():
             continue
         passing += 1
