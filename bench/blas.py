@@ -39,7 +39,10 @@ def child(extra_env: dict[str, str], n: int, reps: int) -> float:
     env.update(extra_env)
     out = subprocess.run(
         [sys.executable, __file__, "--child", "--n", str(n), "--reps", str(reps)],
-        env=env, check=True, capture_output=True, text=True,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return json.loads(out.strip().splitlines()[-1])["gflops"]
 
@@ -62,8 +65,10 @@ def main() -> None:
         return
     for threads in sorted({"1", fast["OPENBLAS_NUM_THREADS"]}, key=int):
         gf = child({**fast, "OPENBLAS_NUM_THREADS": threads}, args.n, args.reps)
-        print(f"OpenBLAS {threads:>2}thr : {gf:8.1f} GFLOP/s  ratio {gf / ref:5.1f}x  "
-              f"({fast['LD_PRELOAD']})")
+        print(
+            f"OpenBLAS {threads:>2}thr : {gf:8.1f} GFLOP/s  ratio {gf / ref:5.1f}x  "
+            f"({fast['LD_PRELOAD']})"
+        )
 
 
 if __name__ == "__main__":

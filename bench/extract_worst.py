@@ -29,12 +29,19 @@ N = 16_384
 def shapes(kind: str, name: str, driver: str, gold: str) -> dict[str, str]:
     def fill(s: str) -> str:
         return (s * (N // len(s) + 1))[:N]
-    return {"nested f-strings": fill('f"{'), "nested mixed f-strings": fill("f'{f\"{"),
-            "headers without body": fill("def f("), "the unit's header repeated": fill(
-                f"{kind} {name}("), "nested units": fill(f"{{ {kind} {name}() {{ "),
-            "blank lines": fill("\n"), "fences": fill("```\n"), "open brackets": fill("(["),
-            "driver echoed": fill(driver + "\n"),
-            "gold spaced out": fill("".join(c + " " for c in gold))}
+
+    return {
+        "nested f-strings": fill('f"{'),
+        "nested mixed f-strings": fill("f'{f\"{"),
+        "headers without body": fill("def f("),
+        "the unit's header repeated": fill(f"{kind} {name}("),
+        "nested units": fill(f"{{ {kind} {name}() {{ "),
+        "blank lines": fill("\n"),
+        "fences": fill("```\n"),
+        "open brackets": fill("(["),
+        "driver echoed": fill(driver + "\n"),
+        "gold spaced out": fill("".join(c + " " for c in gold)),
+    }
 
 
 def measure(reps: int) -> dict[str, dict]:
@@ -68,13 +75,19 @@ def measure(reps: int) -> dict[str, dict]:
 
 def at_revision(rev: str, reps: int) -> dict[str, dict]:
     with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "jacrl"],
-                                 capture_output=True, check=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", rev, "jacrl"], capture_output=True, check=True
+        ).stdout
         with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
             tar.extractall(tmp, filter="data")
         env = dict(os.environ, PYTHONPATH=tmp)
-        res = subprocess.run([sys.executable, __file__, "--child", "--reps", str(reps)],
-                             env=env, capture_output=True, text=True, check=True)
+        res = subprocess.run(
+            [sys.executable, __file__, "--child", "--reps", str(reps)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return json.loads(res.stdout)
 
 
@@ -97,8 +110,13 @@ def main() -> None:
         old = then[name].get("extract_ms", then[name].get("error"))
         print(f"{name:28} {old!s:>14} {r['extract_ms']:>8} {r['sim_ms']:>8}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"load": load, "reps": args.reps, "against": {
-            args.against: then}, "now": now}, indent=1) + "\n")
+        Path(args.json).write_text(
+            json.dumps(
+                {"load": load, "reps": args.reps, "against": {args.against: then}, "now": now},
+                indent=1,
+            )
+            + "\n"
+        )
 
 
 if __name__ == "__main__":

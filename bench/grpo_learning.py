@@ -49,8 +49,13 @@ sys.path.insert(0, str(ROOT))
 
 from jacrl.blas import ensure_fast_blas  # noqa: E402
 
-ARMS = {"centered": {}, "std": {"advantage": "std"}, "no_filter": {"min_group_span": 0.0},
-        "control": {"learning_rate": 0.0}, "dynamic": {"dynamic_sampling": True}}
+ARMS = {
+    "centered": {},
+    "std": {"advantage": "std"},
+    "no_filter": {"min_group_span": 0.0},
+    "control": {"learning_rate": 0.0},
+    "dynamic": {"dynamic_sampling": True},
+}
 GOAL_WALL = 0.7  # dynamic's wall time as a share of centered's, at >= its gain (issue 41)
 
 
@@ -77,7 +82,6 @@ def cpu_seconds() -> float:
     return total
 
 
-
 def paired_gain(before: list[bool], after: list[bool]) -> tuple[float, list[float]]:
     """after - before over paired outcomes, with a 95 % Wald interval from the discordant pairs."""
     n = len(before)
@@ -95,12 +99,22 @@ def sampled_outcomes(model, adapter, tasks, cfg, temperature: float, n: int, see
     from jacrl.reward import score_completions
 
     lm, tok = load(model, str(adapter))
-    samples = generate(lm, tok, [t["prompt"] for t in tasks], n=n, temperature=temperature,
-                       seed=seed, max_tokens=cfg.max_completion_length, top_p=cfg.top_p,
-                       top_k=cfg.top_k)
-    scored = score_completions([s.text for row in samples for s in row],
-                               [t["answer"] for t in tasks for _ in range(n)],
-                               formula=cfg.reward_formula)
+    samples = generate(
+        lm,
+        tok,
+        [t["prompt"] for t in tasks],
+        n=n,
+        temperature=temperature,
+        seed=seed,
+        max_tokens=cfg.max_completion_length,
+        top_p=cfg.top_p,
+        top_k=cfg.top_k,
+    )
+    scored = score_completions(
+        [s.text for row in samples for s in row],
+        [t["answer"] for t in tasks for _ in range(n)],
+        formula=cfg.reward_formula,
+    )
     return [s.exact for s in scored], sum(s.score for s in scored) / len(scored)
 
 
@@ -112,12 +126,25 @@ def window(steps: list[dict], rollouts: list[dict], first: bool, size: int) -> d
     m = sum(r) / len(r)
     sd = math.sqrt(sum((x - m) ** 2 for x in r) / max(1, len(r) - 1))
     half = 1.96 * sd / math.sqrt(len(r))
-    return {"mean": round(m, 4), "ci": [round(m - half, 4), round(m + half, 4)], "n": len(r),
-            "exact": sum(x["tier"] == "exact" for x in rollouts if x["step"] in chosen)}
+    return {
+        "mean": round(m, 4),
+        "ci": [round(m - half, 4), round(m + half, 4)],
+        "n": len(r),
+        "exact": sum(x["tier"] == "exact" for x in rollouts if x["step"] in chosen),
+    }
 
 
-def run_arm(name: str, over: dict, start, tasks, cfg, out_root: Path, before: list[bool],
-            temperature: float, args) -> dict:
+def run_arm(
+    name: str,
+    over: dict,
+    start,
+    tasks,
+    cfg,
+    out_root: Path,
+    before: list[bool],
+    temperature: float,
+    args,
+) -> dict:
     from jacrl.stats import mcnemar_exact, wilson
     from jacrl.train import grpo
 
@@ -125,11 +152,20 @@ def run_arm(name: str, over: dict, start, tasks, cfg, out_root: Path, before: li
     if name == "dynamic":
         arm_cfg = dataclasses.replace(arm_cfg, iters=args.dynamic_iters, max_draws=args.max_draws)
     t0, c0 = time.time(), cpu_seconds()
-    art = grpo("jac-tiny", tasks, None, arm_cfg, out_root, parent=start, condition=f"bench_{name}",
-               log=lambda m: None)
+    art = grpo(
+        "jac-tiny",
+        tasks,
+        None,
+        arm_cfg,
+        out_root,
+        parent=start,
+        condition=f"bench_{name}",
+        log=lambda m: None,
+    )
     train_s, cpu_s = time.time() - t0, cpu_seconds() - c0
-    after, after_reward = sampled_outcomes("jac-tiny", art.path, tasks, arm_cfg, temperature,
-                                           args.samples, args.sample_seed)
+    after, after_reward = sampled_outcomes(
+        "jac-tiny", art.path, tasks, arm_cfg, temperature, args.samples, args.sample_seed
+    )
     rows = [json.loads(x) for x in (art.path / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if r["event"] == "step"]
     rollouts = [json.loads(x) for x in (art.path / "rollouts.jsonl").read_text().splitlines()]
@@ -138,13 +174,21 @@ def run_arm(name: str, over: dict, start, tasks, cfg, out_root: Path, before: li
     n = len(after)
     gain, gain_ci = paired_gain(before, after)
     return {
-        "arm": name, "overrides": over, "iters": arm_cfg.iters, "train_s": round(train_s, 1),
-        "cpu_s": round(cpu_s, 1), "gain": gain, "gain_ci": gain_ci,
+        "arm": name,
+        "overrides": over,
+        "iters": arm_cfg.iters,
+        "train_s": round(train_s, 1),
+        "cpu_s": round(cpu_s, 1),
+        "gain": gain,
+        "gain_ci": gain_ci,
         "gain_per_cpu_ks": round(1000 * gain / cpu_s, 4) if cpu_s > 0 else None,
         "draws_mean": art.manifest["summary"].get("draws_mean"),
-        "pass_before": sum(before) / n, "pass_before_ci": wilson(sum(before), n),
-        "pass_after": sum(after) / n, "pass_after_ci": wilson(sum(after), n),
-        "mcnemar": mcnemar_exact(before, after), "after_reward": round(after_reward, 4),
+        "pass_before": sum(before) / n,
+        "pass_before_ci": wilson(sum(before), n),
+        "pass_after": sum(after) / n,
+        "pass_after_ci": wilson(sum(after), n),
+        "mcnemar": mcnemar_exact(before, after),
+        "after_reward": round(after_reward, 4),
         "reward_first": window(steps, rollouts, True, size),
         "reward_last": window(steps, rollouts, False, size),
         "kl_last": kl[-1] if kl else None,
@@ -160,15 +204,24 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=24, help="GRPO iterations per arm")
     ap.add_argument("--lr", type=float, default=5e-6, help="GRPO learning rate (not the control)")
     ap.add_argument("--group", type=int, default=4, help="rollouts per prompt")
-    ap.add_argument("--span", type=float, default=None,
-                    help="min_group_span of every arm (default: GRPOConfig's)")
+    ap.add_argument(
+        "--span",
+        type=float,
+        default=None,
+        help="min_group_span of every arm (default: GRPOConfig's)",
+    )
     ap.add_argument("--samples", type=int, default=32, help="samples per task before and after")
     ap.add_argument("--sample-seed", type=int, default=7, help="seed of those samples")
     ap.add_argument("--seed", type=int, default=0, help="GRPO seed (batch order, rollouts)")
-    ap.add_argument("--arms", default="centered,std,no_filter,control,dynamic",
-                    help="comma-separated arms")
-    ap.add_argument("--dynamic-iters", type=int, default=8,
-                    help="GRPO iterations of the dynamic arm (each trains on groups with signal)")
+    ap.add_argument(
+        "--arms", default="centered,std,no_filter,control,dynamic", help="comma-separated arms"
+    )
+    ap.add_argument(
+        "--dynamic-iters",
+        type=int,
+        default=8,
+        help="GRPO iterations of the dynamic arm (each trains on groups with signal)",
+    )
     ap.add_argument("--max-draws", type=int, default=4, help="the dynamic arm's draw cap per step")
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args(argv)
@@ -186,35 +239,59 @@ def main(argv=None) -> int:
     load_start = os.getloadavg()
     tasks = [{"prompt": t["prompt"], "answer": t["answer"]} for t in splits.rung(args.rung)]
     ids = [json.loads(t["answer"])["id"] for t in tasks]
-    print(f"tasks (rung {args.rung}): {', '.join(ids)}; load at start "
-          f"{' '.join(f'{x:.2f}' for x in load_start)}")
+    print(
+        f"tasks (rung {args.rung}): {', '.join(ids)}; load at start "
+        f"{' '.join(f'{x:.2f}' for x in load_start)}"
+    )
     sft_cfg = configure(SFTConfig(), {**DEMO_SFT, "iters": args.sft_iters})
     t0 = time.time()
-    start = sft("jac-tiny", tasks, None, sft_cfg, ROOT / "artifacts", condition="bench_sft",
-                log=lambda m: None)
-    print(f"SFT start: {args.sft_iters} iterations ({time.time() - t0:.0f} s; "
-          f"{start.path.relative_to(ROOT)})")
-    cfg = configure(GRPOConfig(), {**DEMO_GRPO, "group_size": args.group, "iters": args.iters,
-                                   "learning_rate": args.lr, "beta": 0.04, "seed": args.seed,
-                                   "steps_per_report": 1,
-                                   **({} if args.span is None else {"min_group_span": args.span})})
+    start = sft(
+        "jac-tiny",
+        tasks,
+        None,
+        sft_cfg,
+        ROOT / "artifacts",
+        condition="bench_sft",
+        log=lambda m: None,
+    )
+    print(
+        f"SFT start: {args.sft_iters} iterations ({time.time() - t0:.0f} s; "
+        f"{start.path.relative_to(ROOT)})"
+    )
+    cfg = configure(
+        GRPOConfig(),
+        {
+            **DEMO_GRPO,
+            "group_size": args.group,
+            "iters": args.iters,
+            "learning_rate": args.lr,
+            "beta": 0.04,
+            "seed": args.seed,
+            "steps_per_report": 1,
+            **({} if args.span is None else {"min_group_span": args.span}),
+        },
+    )
     policy, tok = load("jac-tiny", str(start.path))
     temperature, table = calibrate_temperature(policy, tok, tasks, cfg, log=lambda m: None)
     cfg = dataclasses.replace(cfg, temperature=temperature)
-    print("calibration (mean rollout reward): " + ", ".join(
-        f"T={r['temperature']:g} {r['reward_mean']:.3f}" for r in table)
-        + f" -> rollout temperature {temperature:g}")
-    before, before_reward = sampled_outcomes("jac-tiny", start.path, tasks, cfg, temperature,
-                                             args.samples, args.sample_seed)
+    print(
+        "calibration (mean rollout reward): "
+        + ", ".join(f"T={r['temperature']:g} {r['reward_mean']:.3f}" for r in table)
+        + f" -> rollout temperature {temperature:g}"
+    )
+    before, before_reward = sampled_outcomes(
+        "jac-tiny", start.path, tasks, cfg, temperature, args.samples, args.sample_seed
+    )
     n = len(before)
     lo, hi = wilson(sum(before), n)
-    print(f"before: sampled pass@1 {sum(before)}/{n} = {sum(before) / n:.3f} "
-          f"[{lo:.3f}, {hi:.3f}] at T={temperature:g} (reward {before_reward:.3f})")
+    print(
+        f"before: sampled pass@1 {sum(before)}/{n} = {sum(before) / n:.3f} "
+        f"[{lo:.3f}, {hi:.3f}] at T={temperature:g} (reward {before_reward:.3f})"
+    )
     results = []
     with tempfile.TemporaryDirectory(prefix="jacrl-bench-grpo-") as tmp:
         for name in args.arms.split(","):
-            res = run_arm(name, ARMS[name], start, tasks, cfg, Path(tmp), before, temperature,
-                          args)
+            res = run_arm(name, ARMS[name], start, tasks, cfg, Path(tmp), before, temperature, args)
             results.append(res)
             print_arm(res, args.lr if name != "control" else 0.0)
     wall = time.time() - t_all
@@ -222,45 +299,71 @@ def main(argv=None) -> int:
     verdict = headline(results)
     print(f"total {wall / 60:.1f} min; load at end {' '.join(f'{x:.2f}' for x in load_end)}")
     if args.json:
-        Path(args.json).write_text(json.dumps({
-            "args": vars(args), "tasks": ids, "temperature": temperature, "calibration": table,
-            "pass_before": sum(before) / n, "arms": results, "wall_s": round(wall, 1),
-            "dynamic_vs_centered": verdict,
-            "load_start": load_start, "load_end": load_end}, indent=1) + "\n")
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "args": vars(args),
+                    "tasks": ids,
+                    "temperature": temperature,
+                    "calibration": table,
+                    "pass_before": sum(before) / n,
+                    "arms": results,
+                    "wall_s": round(wall, 1),
+                    "dynamic_vs_centered": verdict,
+                    "load_start": load_start,
+                    "load_end": load_end,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
     return 0
 
 
 def print_arm(r: dict, lr: float) -> None:
     m = r["mcnemar"]
     f, last = r["reward_first"], r["reward_last"]
-    print(f"{r['arm']:>9} (lr {lr:g}): pass@1 {r['pass_before']:.3f} -> {r['pass_after']:.3f} "
-          f"[{r['pass_after_ci'][0]:.3f}, {r['pass_after_ci'][1]:.3f}]  McNemar "
-          f"{m['b']} pass->fail, {m['c']} fail->pass, p = {m['p']:.3g}; rollout reward "
-          f"{f['mean']:.3f} [{f['ci'][0]:.3f}, {f['ci'][1]:.3f}] -> {last['mean']:.3f} "
-          f"[{last['ci'][0]:.3f}, {last['ci'][1]:.3f}]; KL {r['kl_last']}; groups skipped "
-          f"{r['groups_skipped']}; {r['iters']} iters", flush=True)
-    print(f"{'':>9}  gain {r['gain']:+.3f} [{r['gain_ci'][0]:+.3f}, {r['gain_ci'][1]:+.3f}] in "
-          f"{r['train_s']:.0f} s wall, {r['cpu_s']:.0f} CPU-s: {r['gain_per_cpu_ks']} pass@1 per "
-          f"1000 CPU-s" + (f"; {r['draws_mean']} draws/step" if r["arm"] == "dynamic" else ""),
-          flush=True)
+    print(
+        f"{r['arm']:>9} (lr {lr:g}): pass@1 {r['pass_before']:.3f} -> {r['pass_after']:.3f} "
+        f"[{r['pass_after_ci'][0]:.3f}, {r['pass_after_ci'][1]:.3f}]  McNemar "
+        f"{m['b']} pass->fail, {m['c']} fail->pass, p = {m['p']:.3g}; rollout reward "
+        f"{f['mean']:.3f} [{f['ci'][0]:.3f}, {f['ci'][1]:.3f}] -> {last['mean']:.3f} "
+        f"[{last['ci'][0]:.3f}, {last['ci'][1]:.3f}]; KL {r['kl_last']}; groups skipped "
+        f"{r['groups_skipped']}; {r['iters']} iters",
+        flush=True,
+    )
+    print(
+        f"{'':>9}  gain {r['gain']:+.3f} [{r['gain_ci'][0]:+.3f}, {r['gain_ci'][1]:+.3f}] in "
+        f"{r['train_s']:.0f} s wall, {r['cpu_s']:.0f} CPU-s: {r['gain_per_cpu_ks']} pass@1 per "
+        f"1000 CPU-s" + (f"; {r['draws_mean']} draws/step" if r["arm"] == "dynamic" else ""),
+        flush=True,
+    )
 
 
 def headline(results: list[dict]) -> dict | None:
     """Learning per CPU-second per arm, and whether dynamic reached centered's gain in <= 0.7x
     its wall time (None without both arms)."""
-    print("learning per CPU-second: " + ", ".join(
-        f"{r['arm']} {r['gain_per_cpu_ks']}" for r in results) + " (pass@1 gain per 1000 CPU-s)")
+    print(
+        "learning per CPU-second: "
+        + ", ".join(f"{r['arm']} {r['gain_per_cpu_ks']}" for r in results)
+        + " (pass@1 gain per 1000 CPU-s)"
+    )
     arms = {r["arm"]: r for r in results}
     if not {"dynamic", "centered"} <= set(arms):
         return None
     d, c = arms["dynamic"], arms["centered"]
-    v = {"gain_dynamic": d["gain"], "gain_centered": c["gain"],
-         "wall_ratio": round(d["train_s"] / c["train_s"], 3),
-         "cpu_ratio": round(d["cpu_s"] / c["cpu_s"], 3) if c["cpu_s"] else None}
+    v = {
+        "gain_dynamic": d["gain"],
+        "gain_centered": c["gain"],
+        "wall_ratio": round(d["train_s"] / c["train_s"], 3),
+        "cpu_ratio": round(d["cpu_s"] / c["cpu_s"], 3) if c["cpu_s"] else None,
+    }
     v["goal_met"] = d["gain"] >= c["gain"] and v["wall_ratio"] <= GOAL_WALL
-    print(f"dynamic vs centered: gain {d['gain']:+.3f} vs {c['gain']:+.3f}, wall x"
-          f"{v['wall_ratio']}, CPU x{v['cpu_ratio']}: goal (>= gain in <= {GOAL_WALL}x wall) "
-          f"{'met' if v['goal_met'] else 'NOT met'}")
+    print(
+        f"dynamic vs centered: gain {d['gain']:+.3f} vs {c['gain']:+.3f}, wall x"
+        f"{v['wall_ratio']}, CPU x{v['cpu_ratio']}: goal (>= gain in <= {GOAL_WALL}x wall) "
+        f"{'met' if v['goal_met'] else 'NOT met'}"
+    )
     return v
 
 

@@ -58,13 +58,19 @@ from jacrl.blas import fast_blas_env  # noqa: E402
 TINY_ARMS = ("beta0", "theirs", "ckpt", "copy", "shared", "nobatch")
 BIG_ARMS = ("beta0", "copy", "shared")
 BETA = 0.04
-BIG = dict(hidden_size=1024, num_hidden_layers=9, num_attention_heads=16, num_key_value_heads=8,
-           intermediate_size=2816)  # 4096 x 1024 embedding + 9 x 11.8M blocks = 110M params
+BIG = dict(
+    hidden_size=1024,
+    num_hidden_layers=9,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    intermediate_size=2816,
+)  # 4096 x 1024 embedding + 9 x 11.8M blocks = 110M params
 
 
 # ----------------------------------------------------------------------------------------------
 # one training arm (a child process)
 # ----------------------------------------------------------------------------------------------
+
 
 def _timed(log: list[float], fn):
     def wrapper(*args, **kw):
@@ -73,6 +79,7 @@ def _timed(log: list[float], fn):
             return fn(*args, **kw)
         finally:
             log.append(time.perf_counter() - t0)
+
     return wrapper
 
 
@@ -95,36 +102,55 @@ def run_arm(arm: str, model: Path, steps: int, completion: int) -> dict:
     if arm == "theirs":  # mlx-lm-lora's loss and microbatches, as its users run it
         jg.shared_prompt_loss = gt.grpo_loss
         jg.shared_prompt_groups = lambda group: contextlib.nullcontext()
-    cfg = GRPOConfig(iters=steps, beta=BETA if arm in ("copy", "shared") else 0.0,
-                     group_size=4, batch_size=2, max_completion_length=completion,
-                     learning_rate=1e-5, lora_layers=-1, temperature=1.0, min_group_span=0.0,
-                     rollout_batch=1 if arm == "nobatch" else 0, steps_per_report=1, seed=0,
-                     grad_checkpoint=arm == "ckpt")
+    cfg = GRPOConfig(
+        iters=steps,
+        beta=BETA if arm in ("copy", "shared") else 0.0,
+        group_size=4,
+        batch_size=2,
+        max_completion_length=completion,
+        learning_rate=1e-5,
+        lora_layers=-1,
+        temperature=1.0,
+        min_group_span=0.0,
+        rollout_batch=1 if arm == "nobatch" else 0,
+        steps_per_report=1,
+        seed=0,
+        grad_checkpoint=arm == "ckpt",
+    )
     vg: list[float] = []
     gt._grpo_value_and_grad = _timed(vg, gt._grpo_value_and_grad)
     out = Path(tempfile.mkdtemp(prefix=f"grpo_step_{arm}_"))
     mx.reset_peak_memory()
     t0 = time.perf_counter()
-    summary = train_grpo(model, records, [], cfg, out,
-                         reference="copy" if arm == "copy" else "shared")
+    summary = train_grpo(
+        model, records, [], cfg, out, reference="copy" if arm == "copy" else "shared"
+    )
     wall = time.perf_counter() - t0
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     step_rows = [r for r in rows if r["event"] == "step"]
     kl = [r.get("kl") for r in rows if r["event"] == "train"]
     shutil.rmtree(out, ignore_errors=True)
-    return {"arm": arm, "model": str(model), "steps": [
-        {k: r[k] for k in ("generation_s", "reward_s", "update_s")} | {"value_and_grad_s": v}
-        for r, v in zip(step_rows, vg, strict=True)], "kl": kl, "wall_s": round(wall, 2),
+    return {
+        "arm": arm,
+        "model": str(model),
+        "steps": [
+            {k: r[k] for k in ("generation_s", "reward_s", "update_s")} | {"value_and_grad_s": v}
+            for r, v in zip(step_rows, vg, strict=True)
+        ],
+        "kl": kl,
+        "wall_s": round(wall, 2),
         "peak_mlx_gb": round(mx.get_peak_memory() / 1e9, 4),
         "max_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 4),
         "reference_weights": summary["reference_weights"],
         "update_loss": "mlx-lm-lora" if arm == "theirs" else summary["update_loss"],
-        "trainable_params": summary["trainable_params"]}
+        "trainable_params": summary["trainable_params"],
+    }
 
 
 # ----------------------------------------------------------------------------------------------
 # the big random model, the reward arm
 # ----------------------------------------------------------------------------------------------
+
 
 def build_big(dest: Path) -> int:
     """A random Qwen2 with jac-tiny's tokenizer and BIG's shape in dest; its parameter count."""
@@ -162,22 +188,28 @@ def reward_arm() -> dict:
         answers += [t["answer"]] * len(group)
     out = {"rollouts": len(completions), "looping": 2}
     for name, fixed in (("task", None), ("fixed_20s", TIMEOUT)):
-        batch = answers if fixed is None else [
-            json.dumps(json.loads(a) | {"timeout": fixed}) for a in answers]
+        batch = (
+            answers
+            if fixed is None
+            else [json.dumps(json.loads(a) | {"timeout": fixed}) for a in answers]
+        )
         with Executor() as ex:
             ex.run("with entry { print(1); }")  # the server is up: its start is not counted
             t0 = time.perf_counter()
             scored = score_completions(completions, batch, executor=ex)
-            out[name] = {"seconds": round(time.perf_counter() - t0, 3),
-                         "timeout_s": sorted({json.loads(a)["timeout"] for a in batch}),
-                         "timed_out": sum(bool(s.verdict and s.verdict.timed_out) for s in scored),
-                         "exact": sum(s.score == 1.0 for s in scored)}
+            out[name] = {
+                "seconds": round(time.perf_counter() - t0, 3),
+                "timeout_s": sorted({json.loads(a)["timeout"] for a in batch}),
+                "timed_out": sum(bool(s.verdict and s.verdict.timed_out) for s in scored),
+                "exact": sum(s.score == 1.0 for s in scored),
+            }
     return out
 
 
 # ----------------------------------------------------------------------------------------------
 # the report
 # ----------------------------------------------------------------------------------------------
+
 
 def _med(rows: list[dict], key: str) -> float:
     vals = [r[key] for r in rows[1:]] or [r[key] for r in rows]  # step 1 compiles
@@ -198,58 +230,80 @@ def _ratio(arms: dict, arm: str, key: str) -> float:
 
 
 def report(results: dict, load: tuple, wall: float) -> str:
-    out = [f"GRPO step cost: {os.cpu_count()} CPUs, load average {load[0]} at start, "
-           f"{results['load_end']} at end; {wall:.0f} s wall"]
+    out = [
+        f"GRPO step cost: {os.cpu_count()} CPUs, load average {load[0]} at start, "
+        f"{results['load_end']} at end; {wall:.0f} s wall"
+    ]
     for model, arms in results["train"].items():
-        out.append(f"\n== {model} ({results['params'][model] / 1e6:.1f}M params), "
-                   f"{results['steps'][model]} steps, batch 2 x group 4, medians over steps 2+")
-        out.append(f"{'arm':9} {'gen s':>7} {'reward s':>8} {'update s':>8} {'(v&g s)':>8} "
-                   f"{'rest s':>7} {'step s':>7} {'step1 s':>7} {'peak MLX GB':>11} "
-                   f"{'max RSS GB':>10} {'last KL':>9}")
+        out.append(
+            f"\n== {model} ({results['params'][model] / 1e6:.1f}M params), "
+            f"{results['steps'][model]} steps, batch 2 x group 4, medians over steps 2+"
+        )
+        out.append(
+            f"{'arm':9} {'gen s':>7} {'reward s':>8} {'update s':>8} {'(v&g s)':>8} "
+            f"{'rest s':>7} {'step s':>7} {'step1 s':>7} {'peak MLX GB':>11} "
+            f"{'max RSS GB':>10} {'last KL':>9}"
+        )
         for arm, r in arms.items():
             s = summarise(r)
             kl = r["kl"][-1] if r["kl"] else None
-            out.append(f"{arm:9} {s['generation_s']:7.2f} {s['reward_s']:8.2f} "
-                       f"{s['update_s']:8.2f} {s['value_and_grad_s']:8.2f} "
-                       f"{s['update_s'] - s['value_and_grad_s']:7.2f} {s['step_s']:7.2f} "
-                       f"{s['first_step_s']:7.2f} {r['peak_mlx_gb']:11.3f} {r['max_rss_gb']:10.3f} "
-                       f"{kl if kl is None else f'{kl:.2e}':>9}")
+            out.append(
+                f"{arm:9} {s['generation_s']:7.2f} {s['reward_s']:8.2f} "
+                f"{s['update_s']:8.2f} {s['value_and_grad_s']:8.2f} "
+                f"{s['update_s'] - s['value_and_grad_s']:7.2f} {s['step_s']:7.2f} "
+                f"{s['first_step_s']:7.2f} {r['peak_mlx_gb']:11.3f} {r['max_rss_gb']:10.3f} "
+                f"{kl if kl is None else f'{kl:.2e}':>9}"
+            )
         base = arms.get("beta0")
         if base:
             for arm in ("copy", "shared"):
                 if arm in arms:
-                    out.append(f"peak MLX memory {arm}/beta0: "
-                               f"{arms[arm]['peak_mlx_gb'] / base['peak_mlx_gb']:.3f}x, max RSS "
-                               f"{arms[arm]['max_rss_gb'] / base['max_rss_gb']:.3f}x")
+                    out.append(
+                        f"peak MLX memory {arm}/beta0: "
+                        f"{arms[arm]['peak_mlx_gb'] / base['peak_mlx_gb']:.3f}x, max RSS "
+                        f"{arms[arm]['max_rss_gb'] / base['max_rss_gb']:.3f}x"
+                    )
             for arm in ("theirs", "ckpt"):
                 if arm in arms:
-                    out.append(f"update {arm}/beta0 (loss: {arms[arm]['update_loss']} vs "
-                               f"{base['update_loss']}): {_ratio(arms, arm, 'update_s'):.2f}x")
+                    out.append(
+                        f"update {arm}/beta0 (loss: {arms[arm]['update_loss']} vs "
+                        f"{base['update_loss']}): {_ratio(arms, arm, 'update_s'):.2f}x"
+                    )
             if "nobatch" in arms:
-                out.append(f"generation nobatch/beta0 (rollout batching off/on): "
-                           f"{_ratio(arms, 'nobatch', 'generation_s'):.2f}x")
+                out.append(
+                    f"generation nobatch/beta0 (rollout batching off/on): "
+                    f"{_ratio(arms, 'nobatch', 'generation_s'):.2f}x"
+                )
         if "copy" in arms and "shared" in arms:
             out.append(f"KL per step, copy  : {[round(k, 8) for k in arms['copy']['kl']]}")
             out.append(f"KL per step, shared: {[round(k, 8) for k in arms['shared']['kl']]}")
-            out.append("  (the trajectories differ after step 1: loading the copy builds a model, "
-                       "which draws from MLX's global RNG, so its rollouts differ; the same KL on "
-                       "the same rollouts is tests/test_reference.py)")
+            out.append(
+                "  (the trajectories differ after step 1: loading the copy builds a model, "
+                "which draws from MLX's global RNG, so its rollouts differ; the same KL on "
+                "the same rollouts is tests/test_reference.py)"
+            )
     fp32, q4 = results["train"].get("big", {}), results["train"].get("big-q4", {})
     for arm in set(fp32) & set(q4):
-        out.append(f"\npeak MLX memory big-q4/big ({arm}, same step): "
-                   f"{q4[arm]['peak_mlx_gb']:.3f} / {fp32[arm]['peak_mlx_gb']:.3f} GB = "
-                   f"{q4[arm]['peak_mlx_gb'] / fp32[arm]['peak_mlx_gb']:.3f}x, max RSS "
-                   f"{q4[arm]['max_rss_gb'] / fp32[arm]['max_rss_gb']:.3f}x")
+        out.append(
+            f"\npeak MLX memory big-q4/big ({arm}, same step): "
+            f"{q4[arm]['peak_mlx_gb']:.3f} / {fp32[arm]['peak_mlx_gb']:.3f} GB = "
+            f"{q4[arm]['peak_mlx_gb'] / fp32[arm]['peak_mlx_gb']:.3f}x, max RSS "
+            f"{q4[arm]['max_rss_gb'] / fp32[arm]['max_rss_gb']:.3f}x"
+        )
     if "reward" in results:
         r = results["reward"]
-        out.append(f"\n== reward: one GRPO-style batch, {r['rollouts']} rollouts, "
-                   f"{r['looping']} looping")
+        out.append(
+            f"\n== reward: one GRPO-style batch, {r['rollouts']} rollouts, {r['looping']} looping"
+        )
         for name in ("task", "fixed_20s"):
             x = r[name]
-            out.append(f"{name:10}: {x['seconds']:7.2f} s (time-outs {x['timeout_s']} s, "
-                       f"{x['timed_out']} timed out, {x['exact']} exact)")
-        out.append(f"fixed 20 s / task time-outs: "
-                   f"{r['fixed_20s']['seconds'] / r['task']['seconds']:.1f}x")
+            out.append(
+                f"{name:10}: {x['seconds']:7.2f} s (time-outs {x['timeout_s']} s, "
+                f"{x['timed_out']} timed out, {x['exact']} exact)"
+            )
+        out.append(
+            f"fixed 20 s / task time-outs: {r['fixed_20s']['seconds'] / r['task']['seconds']:.1f}x"
+        )
     return "\n".join(out)
 
 
@@ -260,9 +314,12 @@ def main() -> None:
     ap.add_argument("--completion", type=int, default=48, help="rollout token budget")
     ap.add_argument("--arms", default=",".join(TINY_ARMS), help="jac-tiny arms")
     ap.add_argument("--big-arms", default=",".join(BIG_ARMS), help="big-model arms ('' skips)")
-    ap.add_argument("--q4-arms", default="",
-                    help="arms on the big model quantized to 4 bits, e.g. shared (off by "
-                         "default: on a CPU a 4-bit step takes ~10x an fp32 one)")
+    ap.add_argument(
+        "--q4-arms",
+        default="",
+        help="arms on the big model quantized to 4 bits, e.g. shared (off by "
+        "default: on a CPU a 4-bit step takes ~10x an fp32 one)",
+    )
     ap.add_argument("--no-reward", action="store_true", help="skip the reward arm")
     ap.add_argument("--json", type=Path, help="write the results here (and .txt beside)")
     ap.add_argument("--child", nargs=3, metavar=("ARM", "MODEL", "STEPS"), help=argparse.SUPPRESS)
@@ -273,10 +330,13 @@ def main() -> None:
         return
     load, t0 = os.getloadavg(), time.perf_counter()
     results: dict = {"train": {}, "params": {}, "steps": {}, "load_start": load}
-    with tempfile.TemporaryDirectory(prefix="grpo_big_") as big, \
-            tempfile.TemporaryDirectory(prefix="grpo_big_q4_") as q4_dir:
-        plans = [("jac-tiny", ROOT / "models" / "jac-tiny", args.arms, args.steps)] \
-            if args.arms else []
+    with (
+        tempfile.TemporaryDirectory(prefix="grpo_big_") as big,
+        tempfile.TemporaryDirectory(prefix="grpo_big_q4_") as q4_dir,
+    ):
+        plans = (
+            [("jac-tiny", ROOT / "models" / "jac-tiny", args.arms, args.steps)] if args.arms else []
+        )
         if args.big_arms or args.q4_arms:
             results["params"]["big"] = build_big(Path(big))
             plans.append(("big", Path(big), args.big_arms, args.big_steps))
@@ -293,9 +353,20 @@ def main() -> None:
             results["train"][name] = {}
             for arm in filter(None, arms.split(",")):
                 proc = subprocess.run(
-                    [sys.executable, __file__, "--child", arm, str(path), str(steps),
-                     "--completion", str(args.completion)],
-                    env={**os.environ, **fast_blas_env()}, capture_output=True, text=True)
+                    [
+                        sys.executable,
+                        __file__,
+                        "--child",
+                        arm,
+                        str(path),
+                        str(steps),
+                        "--completion",
+                        str(args.completion),
+                    ],
+                    env={**os.environ, **fast_blas_env()},
+                    capture_output=True,
+                    text=True,
+                )
                 line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
                 if proc.returncode or not line:
                     sys.exit(f"arm {name}/{arm} failed:\n{proc.stderr[-3000:]}")

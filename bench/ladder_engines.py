@@ -36,17 +36,53 @@ from jacrl.notebooks import QUICK_SETS  # noqa: E402
 
 
 def plan_argv(out: Path) -> list[str]:
-    sets = [x for stage in ("sft", "grpo") for k, v in QUICK_SETS[stage].items()
-            for x in ("--set", f"{stage}.{k}={str(v).lower()}")]
-    return ["--models", "jac-tiny", "--rungs", "1", "--conditions", "base,sft,sft_grpo,raw_grpo",
-            "--iters", "sft=3,grpo=2", "--gen-limit", "2", "--mem-limit", "2", "-n", "2",
-            "-k", "1,2", "--max-tokens", "16", "--data", str(ROOT / "data"),
-            "--results", str(out / "results"), "--artifacts", str(out / "artifacts"), *sets]
+    sets = [
+        x
+        for stage in ("sft", "grpo")
+        for k, v in QUICK_SETS[stage].items()
+        for x in ("--set", f"{stage}.{k}={str(v).lower()}")
+    ]
+    return [
+        "--models",
+        "jac-tiny",
+        "--rungs",
+        "1",
+        "--conditions",
+        "base,sft,sft_grpo,raw_grpo",
+        "--iters",
+        "sft=3,grpo=2",
+        "--gen-limit",
+        "2",
+        "--mem-limit",
+        "2",
+        "-n",
+        "2",
+        "-k",
+        "1,2",
+        "--max-tokens",
+        "16",
+        "--data",
+        str(ROOT / "data"),
+        "--results",
+        str(out / "results"),
+        "--artifacts",
+        str(out / "artifacts"),
+        *sets,
+    ]
 
 
 def timed_run(name: str, out: Path, engine: str, address: str | None, env: dict) -> float:
-    argv = [sys.executable, "-m", "jacrl.cli", "ladder", "run", "--engine", engine,
-            *plan_argv(out), *(("--address", address) if address else ())]
+    argv = [
+        sys.executable,
+        "-m",
+        "jacrl.cli",
+        "ladder",
+        "run",
+        "--engine",
+        engine,
+        *plan_argv(out),
+        *(("--address", address) if address else ()),
+    ]
     t = time.monotonic()
     p = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, env=env)
     wall = time.monotonic() - t
@@ -71,17 +107,22 @@ def main() -> None:
         t = time.monotonic()
         cluster.start_node("head", node_project(base / "head"), head=True)
         cluster.start_node("worker", node_project(base / "worker"))
-        print(f"cluster start  {time.monotonic() - t:6.1f} s  PSS {cluster.pss_kb() // 1024} MB",
-              flush=True)
+        print(
+            f"cluster start  {time.monotonic() - t:6.1f} s  PSS {cluster.pss_kb() // 1024} MB",
+            flush=True,
+        )
         joined = {**os.environ, **cluster.auth}
         walls: dict[str, list[float]] = {"local": [], "ray 2 nodes": [], "ray no address": []}
         for i in range(args.rounds):
-            walls["local"].append(timed_run("local", base / f"local{i}", "local", None,
-                                            dict(os.environ)))
-            walls["ray 2 nodes"].append(timed_run("ray 2 nodes", base / f"ray2{i}", "ray",
-                                                  cluster.address, joined))
-            walls["ray no address"].append(timed_run("ray no address", base / f"rayl{i}", "ray",
-                                                     None, own))
+            walls["local"].append(
+                timed_run("local", base / f"local{i}", "local", None, dict(os.environ))
+            )
+            walls["ray 2 nodes"].append(
+                timed_run("ray 2 nodes", base / f"ray2{i}", "ray", cluster.address, joined)
+            )
+            walls["ray no address"].append(
+                timed_run("ray no address", base / f"rayl{i}", "ray", None, own)
+            )
         ref = min(walls["local"])
         for name, ws in walls.items():
             print(f"best {name:14s} {min(ws):6.1f} s  ({min(ws) / ref:.2f}x local)")

@@ -42,18 +42,32 @@ MODULES = {
     "splits": ["tests/test_splits.py", CONTRACTS],
     "jsonl": ["tests/test_jsonl.py", CONTRACTS],
     "report/seeds": ["tests/test_seeds.py", CONTRACTS],
-    "train/grpo_compat": ["tests/test_train.py::test_advantage_variants_on_hand_made_groups",
-                          CONTRACTS],
+    "train/grpo_compat": [
+        "tests/test_train.py::test_advantage_variants_on_hand_made_groups",
+        CONTRACTS,
+    ],
     "train/grpo_loss": ["tests/test_grpo_loss.py"],
     "results": ["tests/test_evaluate.py", "tests/test_samples.py"],
-    "ladder/plan": [CONTRACTS,
-                    "tests/test_ladder_formats.py::test_a_hole_cell_keys_and_names_as_before"],
+    "ladder/plan": [
+        CONTRACTS,
+        "tests/test_ladder_formats.py::test_a_hole_cell_keys_and_names_as_before",
+    ],
 }
 # mutmut runs in a copy of the project per module (so editing the tree meanwhile changes
 # nothing) and mutates a copy of that in its mutants/ folder
 WORK = ROOT / "build" / "mutation"
-COPY = ("jacrl", "tests", "drivers", "data", "models", "results", "notebooks", "figures",
-        "README.md", "jacrl.toml")
+COPY = (
+    "jacrl",
+    "tests",
+    "drivers",
+    "data",
+    "models",
+    "results",
+    "notebooks",
+    "figures",
+    "README.md",
+    "jacrl.toml",
+)
 KILLED = ("killed", "timeout")  # a test failed, or the mutant never finished
 PROBE = "jacrl.__mutation_list_only__"  # matches no mutant: generate them, run nothing
 
@@ -67,8 +81,10 @@ def work_config(mod: str) -> str:
     """pyproject.toml for one module's run: ours, with [tool.mutmut] naming that module and
     its tests."""
     text = (ROOT / "pyproject.toml").read_text()
-    extra = (f"only_mutate = {json.dumps([modules()[mod]])}\n"
-             f"pytest_add_cli_args_test_selection = {json.dumps(MODULES[mod])}\n")
+    extra = (
+        f"only_mutate = {json.dumps([modules()[mod]])}\n"
+        f"pytest_add_cli_args_test_selection = {json.dumps(MODULES[mod])}\n"
+    )
     return text.replace("[tool.mutmut]\n", "[tool.mutmut]\n" + extra, 1)
 
 
@@ -82,8 +98,13 @@ def equivalents() -> dict[str, str]:
 
 
 def mutmut(work: Path, *args: str, log) -> int:
-    return subprocess.run([MUTMUT, *args], cwd=work, stdout=log, stderr=subprocess.STDOUT,
-                          env={**os.environ, "PYTHONHASHSEED": "0"}).returncode
+    return subprocess.run(
+        [MUTMUT, *args],
+        cwd=work,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    ).returncode
 
 
 def verdicts(work: Path, path: str) -> dict[str, str]:
@@ -118,9 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap", type=int, default=50, help="most mutants run per module")
     ap.add_argument("--seed", type=int, default=0, help="the sample's seed")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--retest", action="store_true",
-                    help="rerun only the mutants not killed yet (after new tests, or to finish "
-                    "a stopped run)")
+    ap.add_argument(
+        "--retest",
+        action="store_true",
+        help="rerun only the mutants not killed yet (after new tests, or to finish a stopped run)",
+    )
     args = ap.parse_args(argv)
     mods = modules()
     chosen = [m.strip() for m in args.modules.split(",") if m.strip()] or list(mods)
@@ -130,14 +153,24 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     equiv = equivalents()
     load0, t0 = os.getloadavg(), time.time()
-    last = json.loads((OUT / "mutation.json").read_text()) \
-        if args.retest and (OUT / "mutation.json").exists() else {}
-    record = {"tool": f"mutmut {_version()}", "cap": args.cap, "seed": args.seed,
-              "jobs": args.jobs, "commit": _commit(), "cpus": os.cpu_count(),
-              "modules": {m: r for m, r in last.get("modules", {}).items() if m not in chosen}}
+    last = (
+        json.loads((OUT / "mutation.json").read_text())
+        if args.retest and (OUT / "mutation.json").exists()
+        else {}
+    )
+    record = {
+        "tool": f"mutmut {_version()}",
+        "cap": args.cap,
+        "seed": args.seed,
+        "jobs": args.jobs,
+        "commit": _commit(),
+        "cpus": os.cpu_count(),
+        "modules": {m: r for m, r in last.get("modules", {}).items() if m not in chosen},
+    }
     if last.get("commit"):  # --retest: the run whose survivors these are
         record["first_run"] = last.get("first_run") or {
-            k: last[k] for k in ("commit", "seconds", "load_before", "load_after")}
+            k: last[k] for k in ("commit", "seconds", "load_before", "load_after")
+        }
     for mod in chosen:
         work = prepare(mod, fresh=not args.retest)
         with open(work / "mutation.log", "a") as log:
@@ -146,8 +179,11 @@ def main(argv: list[str] | None = None) -> int:
             names = sorted(verdicts(work, mods[mod]))
             if not names:
                 sys.exit(f"bench/mutation.py: no mutants of {mod}; see {log.name}")
-            sample = sorted(random.Random(f"{args.seed}:{mod}").sample(names, args.cap)) \
-                if len(names) > args.cap else names
+            sample = (
+                sorted(random.Random(f"{args.seed}:{mod}").sample(names, args.cap))
+                if len(names) > args.cap
+                else names
+            )
             t = time.time()
             before = verdicts(work, mods[mod])
             rerun = [n for n in sample if before[n] not in KILLED] if args.retest else sample
@@ -163,34 +199,46 @@ def main(argv: list[str] | None = None) -> int:
         judged = len(sample) - len(eq)
         earlier = last.get("modules", {}).get(mod, {}).get("seconds", 0)
         record["modules"][mod] = {
-            "tests": MODULES[mod], "mutants": len(names), "sampled": len(sample),
-            "killed": killed, "equivalent": len(eq), "survived": len(survivors),
+            "tests": MODULES[mod],
+            "mutants": len(names),
+            "sampled": len(sample),
+            "killed": killed,
+            "equivalent": len(eq),
+            "survived": len(survivors),
             "score": round(killed / judged, 4) if judged else None,
             "seconds": round(time.time() - t + earlier, 1),
             "retested": len(rerun) if args.retest else 0,
             "not_killed": {n: status[n] for n in survivors},
         }
-        print(f"{mod:20s} {killed}/{judged} killed ({killed / max(judged, 1):.1%}) of "
-              f"{len(sample)} sampled from {len(names)}", flush=True)
+        print(
+            f"{mod:20s} {killed}/{judged} killed ({killed / max(judged, 1):.1%}) of "
+            f"{len(sample)} sampled from {len(names)}",
+            flush=True,
+        )
         save(record, t0, load0)  # after each module: a stopped run keeps what it measured
     print(table(record), end="")
     return 0
 
 
 def save(record: dict, t0: float, load0: tuple) -> None:
-    record |= {"seconds": round(time.time() - t0, 1), "load_before": [round(x, 2) for x in load0],
-               "load_after": [round(x, 2) for x in os.getloadavg()]}
+    record |= {
+        "seconds": round(time.time() - t0, 1),
+        "load_before": [round(x, 2) for x in load0],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+    }
     (OUT / "mutation.json").write_text(json.dumps(record, indent=1) + "\n")
     (OUT / "mutation.txt").write_text(table(record))
 
 
 def _commit() -> str:
     """HEAD's short hash, with "+" when the tree has changes (a worktree's .git is a file)."""
+
     def git(*a: str) -> str:
         return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout
-    return git("rev-parse", "--short", "HEAD").strip() + ("+" if git("status", "--porcelain",
-                                                                       "--", "jacrl", "tests")
-                                                          .strip() else "")
+
+    return git("rev-parse", "--short", "HEAD").strip() + (
+        "+" if git("status", "--porcelain", "--", "jacrl", "tests").strip() else ""
+    )
 
 
 def _version() -> str:
@@ -201,22 +249,30 @@ def _version() -> str:
 
 def table(record: dict) -> str:
     """The per-module table (Markdown), as docs/mutation.md shows it."""
-    lines = ["| module | mutants | run | killed | equivalent | survived | score |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| module | mutants | run | killed | equivalent | survived | score |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for mod, r in record["modules"].items():
         run = f"{r['sampled']}" + (" (sample)" if r["sampled"] < r["mutants"] else "")
-        lines.append(f"| {mod} | {r['mutants']} | {run} | {r['killed']} | {r['equivalent']} | "
-                     f"{r['survived']} | {100 * r['score']:.1f} % |")
-    lines.append(f"\n{record['tool']}, commit {record['commit']}, {record['jobs']} jobs on "
-                 f"{record['cpus']} CPUs, {record['seconds']:.0f} s, load average "
-                 f"{record['load_before'][0]} before / {record['load_after'][0]} after; sample "
-                 f"cap {record['cap']} per module, seed {record['seed']}.")
+        lines.append(
+            f"| {mod} | {r['mutants']} | {run} | {r['killed']} | {r['equivalent']} | "
+            f"{r['survived']} | {100 * r['score']:.1f} % |"
+        )
+    lines.append(
+        f"\n{record['tool']}, commit {record['commit']}, {record['jobs']} jobs on "
+        f"{record['cpus']} CPUs, {record['seconds']:.0f} s, load average "
+        f"{record['load_before'][0]} before / {record['load_after'][0]} after; sample "
+        f"cap {record['cap']} per module, seed {record['seed']}."
+    )
     if "first_run" in record:
         f = record["first_run"]
-        lines.append(f"The mutants not killed by the run at commit {f['commit']} "
-                     f"({f['seconds']:.0f} s, load average {f['load_before'][0]} / "
-                     f"{f['load_after'][0]}) were rerun here, after tests that kill them "
-                     "were added.")
+        lines.append(
+            f"The mutants not killed by the run at commit {f['commit']} "
+            f"({f['seconds']:.0f} s, load average {f['load_before'][0]} / "
+            f"{f['load_after'][0]}) were rerun here, after tests that kill them "
+            "were added."
+        )
     return "\n".join(lines) + "\n"
 
 

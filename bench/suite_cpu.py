@@ -36,18 +36,31 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from jacrl.blas import cpus  # noqa: E402
 from jacrl.provenance import git_commit  # noqa: E402
-PYTEST = ["-q", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder", "-p",
-          "no:cacheprovider"]  # the Makefile's, without --durations
+
+PYTEST = [
+    "-q",
+    "-n",
+    "2",
+    "--dist",
+    "loadfile",
+    "--no-loadscope-reorder",
+    "-p",
+    "no:cacheprovider",
+]  # the Makefile's, without --durations
 TICK = os.sysconf("SC_CLK_TCK")
 POLL_S = 0.2
 TOP_TESTS = 10  # the longest tests, named in the output with their share of the workers' time
 SERVER = "executor/server.py"
 KERNEL = "ipykernel_launcher"
-PARTS = (("kernel", (KERNEL,)), ("papermill", ("jacrl.papermill_main",)),
-         ("executor start-up", ("executor/sandbox.py", "bwrap")),
-         ("ray", ("/ray/", "raylet", "gcs_server", "bin/ray ")),
-         ("jac subprocess", ("bin/jac ",)), ("pytest workers", ("exec(eval(sys.stdin",)),
-         ("ladder CLI", ("jacrl.cli",)))
+PARTS = (
+    ("kernel", (KERNEL,)),
+    ("papermill", ("jacrl.papermill_main",)),
+    ("executor start-up", ("executor/sandbox.py", "bwrap")),
+    ("ray", ("/ray/", "raylet", "gcs_server", "bin/ray ")),
+    ("jac subprocess", ("bin/jac ",)),
+    ("pytest workers", ("exec(eval(sys.stdin",)),
+    ("ladder CLI", ("jacrl.cli",)),
+)
 
 
 def busy_seconds() -> float:
@@ -59,10 +72,15 @@ def busy_seconds() -> float:
 def speed_loop() -> float:
     """Seconds of a fixed pure-Python loop in a fresh process: the host's speed right now (these
     machines swing ~1.5x within an hour)."""
-    code = "import time\nt=time.process_time()\ni=0\nwhile i<20_000_000: i+=1\n" \
-           "print(time.process_time()-t)"
-    return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                check=True).stdout)
+    code = (
+        "import time\nt=time.process_time()\ni=0\nwhile i<20_000_000: i+=1\n"
+        "print(time.process_time()-t)"
+    )
+    return float(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+    )
 
 
 class Sampler:
@@ -79,11 +97,14 @@ class Sampler:
                 continue
             try:
                 stat = Path(f"/proc/{pid}/stat").read_text()
-                f = stat[stat.rindex(")") + 2:].split()
+                f = stat[stat.rindex(")") + 2 :].split()
                 seen = self.procs.get(pid)
                 if seen is None:
-                    seen = self.procs[pid] = {"ppid": f[1], "cmd": _cmdline(pid, stat),
-                                              "test": _test_of(pid)}
+                    seen = self.procs[pid] = {
+                        "ppid": f[1],
+                        "cmd": _cmdline(pid, stat),
+                        "test": _test_of(pid),
+                    }
                 seen["self"] = (int(f[11]) + int(f[12])) / TICK
                 seen["children"] = (int(f[13]) + int(f[14])) / TICK
             except (OSError, ValueError, IndexError):  # it ended meanwhile
@@ -92,7 +113,7 @@ class Sampler:
 
 def _cmdline(pid: str, stat: str) -> str:
     cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    return cmd.strip() or stat[stat.index("(") + 1:stat.rindex(")")]
+    return cmd.strip() or stat[stat.index("(") + 1 : stat.rindex(")")]
 
 
 def _test_of(pid: str) -> str:
@@ -145,8 +166,9 @@ def charge(procs: dict[str, dict]) -> tuple[collections.Counter, collections.Cou
         elif n >= 2:
             part = "executor jobs"
         else:
-            part = next((name for name, marks in PARTS if any(m in p["cmd"] for m in marks)),
-                        "other")
+            part = next(
+                (name for name, marks in PARTS if any(m in p["cmd"] for m in marks)), "other"
+            )
         if server and n == 2:  # a zygote, and the jobs it reaped before they were sampled
             servers += 1
             seen = sum(procs[k].get("self", 0) + procs[k].get("children", 0) for k in kids[pid])
@@ -174,13 +196,13 @@ def run_sampled(pytest_args: list[str], sampler: Sampler) -> tuple[int, collecti
     """pytest's exit code and its seconds per test, with every process sampled meanwhile."""
     with tempfile.TemporaryDirectory(prefix="suite-cpu-") as tmp:
         junit = Path(tmp) / "junit.xml"
-        proc = subprocess.Popen([sys.executable, "-m", "pytest", *pytest_args,
-                                 f"--junitxml={junit}"], cwd=ROOT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", *pytest_args, f"--junitxml={junit}"], cwd=ROOT
+        )
         while proc.poll() is None:
             sampler.poll()
             time.sleep(POLL_S)
-        return proc.returncode, (wall_by_test(junit) if junit.is_file()
-                                 else collections.Counter())
+        return proc.returncode, (wall_by_test(junit) if junit.is_file() else collections.Counter())
 
 
 def main() -> int:
@@ -200,29 +222,38 @@ def main() -> int:
     top_share = sum(s for _, s in held.most_common(TOP_TESTS)) / held_s if held_s else 0.0
     parts, tests, servers = charge(sampler.procs)
     parts["not sampled (short-lived, or outside the suite)"] = max(0.0, busy - sum(parts.values()))
-    out = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
-           "commit": git_commit(ROOT)[:7],
-           "cpus": cpus(), "load_avg_at_start": [round(x, 2) for x in load],
-           "speed_loop_s": round(speed, 2), "pytest_exit": code,
-           "wall_s": round(wall, 1), "busy_core_s": round(busy, 1),
-           "busy_share": round(busy / wall / cpus(), 3),
-           "kernels": sum(KERNEL in p["cmd"] for p in sampler.procs.values()),
-           "executor_servers": servers,
-           "parts_core_s": {k: round(v, 1) for k, v in parts.most_common()},
-           "tests_core_s": {k: round(v, 1) for k, v in tests.most_common(30)},
-           "worker_s": round(held_s, 1),
-           f"top_{TOP_TESTS}_tests_share_of_worker_s": round(top_share, 3),
-           "files_worker_s": {k: round(v, 1) for k, v in files.most_common()},
-           "tests_worker_s": {k: round(v, 1) for k, v in held.most_common(30)}}
+    out = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "commit": git_commit(ROOT)[:7],
+        "cpus": cpus(),
+        "load_avg_at_start": [round(x, 2) for x in load],
+        "speed_loop_s": round(speed, 2),
+        "pytest_exit": code,
+        "wall_s": round(wall, 1),
+        "busy_core_s": round(busy, 1),
+        "busy_share": round(busy / wall / cpus(), 3),
+        "kernels": sum(KERNEL in p["cmd"] for p in sampler.procs.values()),
+        "executor_servers": servers,
+        "parts_core_s": {k: round(v, 1) for k, v in parts.most_common()},
+        "tests_core_s": {k: round(v, 1) for k, v in tests.most_common(30)},
+        "worker_s": round(held_s, 1),
+        f"top_{TOP_TESTS}_tests_share_of_worker_s": round(top_share, 3),
+        "files_worker_s": {k: round(v, 1) for k, v in files.most_common()},
+        "tests_worker_s": {k: round(v, 1) for k, v in held.most_common(30)},
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
-    print(f"\nwall {wall:.0f} s, busy {busy:.0f} core-s ({out['busy_share']:.0%} of "
-          f"{out['cpus']} cores), load {out['load_avg_at_start'][0]} at start, speed loop "
-          f"{speed:.2f} s; {out['kernels']} kernels, {out['executor_servers']} executor servers")
+    print(
+        f"\nwall {wall:.0f} s, busy {busy:.0f} core-s ({out['busy_share']:.0%} of "
+        f"{out['cpus']} cores), load {out['load_avg_at_start'][0]} at start, speed loop "
+        f"{speed:.2f} s; {out['kernels']} kernels, {out['executor_servers']} executor servers"
+    )
     for name, v in parts.most_common():
         print(f"{v:8.1f} core-s  {100 * v / busy:4.1f} %  {name}")
-    print(f"workers held by tests: {held_s:.0f} s; the {TOP_TESTS} longest tests "
-          f"{100 * top_share:.0f} %:")
+    print(
+        f"workers held by tests: {held_s:.0f} s; the {TOP_TESTS} longest tests "
+        f"{100 * top_share:.0f} %:"
+    )
     for name, v in held.most_common(TOP_TESTS):
         print(f"{v:8.1f} s  {name}")
     print(f"written: {args.out}")

@@ -17,21 +17,23 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LOAD = ("import resource{hook}\n"
-        "from mlx_lm.utils import load_tokenizer\n"
-        "from jacrl.models import resolve\n"
-        "load_tokenizer(resolve('jac-tiny'))\n"
-        "r = resource.getrusage(resource.RUSAGE_SELF)\n"
-        "print(r.ru_utime + r.ru_stime)\n")
+LOAD = (
+    "import resource{hook}\n"
+    "from mlx_lm.utils import load_tokenizer\n"
+    "from jacrl.models import resolve\n"
+    "load_tokenizer(resolve('jac-tiny'))\n"
+    "r = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "print(r.ru_utime + r.ru_stime)\n"
+)
 # jacrl.models imports jacrl (and so the hook) after mlx_lm in the scan variant: the scan ran
-VARIANTS = {"scan": LOAD.format(hook="\nimport mlx_lm"),
-            "kept": LOAD.format(hook="\nimport jacrl")}
+VARIANTS = {"scan": LOAD.format(hook="\nimport mlx_lm"), "kept": LOAD.format(hook="\nimport jacrl")}
 
 
 def cpu_seconds(code: str, cache: str) -> float:
     env = {**os.environ, "XDG_CACHE_HOME": cache}
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
     return float(out.strip().splitlines()[-1])
 
 
@@ -46,10 +48,17 @@ def main() -> None:
             for name, code in VARIANTS.items():
                 got[name].append(cpu_seconds(code, cache))
     med = {k: statistics.median(v) for k, v in got.items()}
-    text = json.dumps({"load_average": os.getloadavg()[0], "reps": args.reps,
-                       "median_cpu_s": med, "runs": got,
-                       "saved_s": round(med["scan"] - med["kept"], 3),
-                       "ratio": round(med["scan"] / med["kept"], 2)}, indent=1)
+    text = json.dumps(
+        {
+            "load_average": os.getloadavg()[0],
+            "reps": args.reps,
+            "median_cpu_s": med,
+            "runs": got,
+            "saved_s": round(med["scan"] - med["kept"], 3),
+            "ratio": round(med["scan"] / med["kept"], 2),
+        },
+        indent=1,
+    )
     (ROOT / "bench" / "results" / "transformers_index.json").write_text(text + "\n")
     print(text)
 

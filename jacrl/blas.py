@@ -110,11 +110,19 @@ def blas_record() -> dict:
     libs = _mapped_libraries()
     # numpy's and scipy's own OpenBLAS builds (libscipy_openblas*, prefixed symbols) are not
     # what MLX calls; the mapped list is sorted by path, so they may come first
-    openblas = [p for p in libs if "openblas" in os.path.basename(p).lower()
-                and "scipy_openblas" not in os.path.basename(p).lower()]
+    openblas = [
+        p
+        for p in libs
+        if "openblas" in os.path.basename(p).lower()
+        and "scipy_openblas" not in os.path.basename(p).lower()
+    ]
     other = [p for p in libs if os.path.basename(p).lower().startswith("libblas")]
-    rec = {"library": (openblas or other or [""])[0], "openblas_core": "", "threads": 1,
-           "cpu": _cpu_model()}
+    rec = {
+        "library": (openblas or other or [""])[0],
+        "openblas_core": "",
+        "threads": 1,
+        "cpu": _cpu_model(),
+    }
     if openblas:
         import ctypes
 

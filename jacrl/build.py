@@ -23,10 +23,16 @@ from jacrl.tasks import BuildReport, load_all, validate
 CHUNK = 16  # drivers validated per batch: a progress step, while the fork server stays busy
 
 
-def build_tasks(drivers_dir: str | Path | None = None, out_dir: str | Path | None = None, *,
-                progress: bool = False, keep_going: bool = False,
-                family_map: dict[str, str] | None = None, policy: str = "auto",
-                fixed_timeout: bool = False) -> BuildReport:
+def build_tasks(
+    drivers_dir: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    *,
+    progress: bool = False,
+    keep_going: bool = False,
+    family_map: dict[str, str] | None = None,
+    policy: str = "auto",
+    fixed_timeout: bool = False,
+) -> BuildReport:
     """Validate every driver and write tasks.jsonl and templates/ atomically.
 
     Defaults: the project's drivers/ and data/. A missing or empty drivers folder is an error.
@@ -55,19 +61,19 @@ def build_tasks(drivers_dir: str | Path | None = None, out_dir: str | Path | Non
     bar = tqdm(total=len(drivers), desc="build-tasks", unit="driver", disable=not progress)
     with Executor(hash_seed=1) as a, Executor(hash_seed=2) as b, bar:
         for i in range(0, len(drivers), CHUNK):
-            part = validate(drivers[i:i + CHUNK], (a, b), fixed_timeout=fixed_timeout)
+            part = validate(drivers[i : i + CHUNK], (a, b), fixed_timeout=fixed_timeout)
             report.built += part.built
             report.failures += part.failures
-            bar.update(len(drivers[i:i + CHUNK]))
+            bar.update(len(drivers[i : i + CHUNK]))
         conv = conversion.build(drivers_dir, report.built, a)  # drivers/python/ sidecars
-    found = parse_failures + report.failures + conv.failures \
-        + (policy_lines if mode == "error" else [])
+    found = (
+        parse_failures + report.failures + conv.failures + (policy_lines if mode == "error" else [])
+    )
     order = {str(p): i for i, p in enumerate(sorted(drivers_dir.glob("*.jac")))}
     found.sort(key=lambda ln: order.get(ln.split(":", 1)[0], len(order)))  # stable: file order
     report.failures = found + (wide if mode == "error" else [])
     report.seconds = time.perf_counter() - t0
-    if (report.failures and not keep_going) or not report.built \
-            or (mode == "error" and wide):
+    if (report.failures and not keep_going) or not report.built or (mode == "error" and wide):
         return report
     write_tasks(report.built, conv.records, out_dir)
     report.written = True

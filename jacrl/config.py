@@ -28,8 +28,9 @@ def _f(default, help: str):
 def check_formula(formula: str) -> str:
     """`formula`, or ValueError (one line) when it names no reward formula."""
     if formula not in REWARD_FORMULAS:
-        raise ValueError(f"unknown reward formula {formula!r}; choose from "
-                         f"{', '.join(REWARD_FORMULAS)}")
+        raise ValueError(
+            f"unknown reward formula {formula!r}; choose from {', '.join(REWARD_FORMULAS)}"
+        )
     return formula
 
 
@@ -38,8 +39,10 @@ def env_formula(env: Mapping[str, str]) -> str:
     `from_env`, a notebook run by hand), never by a config default or the grader."""
     value = env.get("JACRL_REWARD_FORMULA", "").strip() or DEFAULT_FORMULA
     if value not in REWARD_FORMULAS:
-        raise ValueError(f"JACRL_REWARD_FORMULA={value!r} is not a reward formula; choose from "
-                         f"{', '.join(REWARD_FORMULAS)}")
+        raise ValueError(
+            f"JACRL_REWARD_FORMULA={value!r} is not a reward formula; choose from "
+            f"{', '.join(REWARD_FORMULAS)}"
+        )
     return value
 
 
@@ -60,18 +63,25 @@ class SFTConfig:
     iters: int = _f(200, "training iterations")
     learning_rate: float = _f(2e-5, "peak learning rate")
     warmup: int = _f(60, "linear warm-up steps from 0 to the peak (0 = none)")
-    decay_steps: int = _f(600, "cosine decay horizon after warm-up (long: LR ~1.75e-5 at "
-                               "iteration 200)")
-    batch_size: int = _f(2, "batch size; clamped to min(#train, #valid) (a larger batch would "
-                            "repeat examples)")
+    decay_steps: int = _f(
+        600, "cosine decay horizon after warm-up (long: LR ~1.75e-5 at iteration 200)"
+    )
+    batch_size: int = _f(
+        2, "batch size; clamped to min(#train, #valid) (a larger batch would repeat examples)"
+    )
     max_seq_length: int = _f(2048, "longest tokenized example")
-    lora_layers: int = _f(16, "transformer blocks (from the top) that get LoRA; -1 = all; "
-                              "clamped to the model's depth")
+    lora_layers: int = _f(
+        16,
+        "transformer blocks (from the top) that get LoRA; -1 = all; clamped to the model's depth",
+    )
     lora_rank: int = _f(16, "LoRA rank")
     lora_scale: float = _f(20.0, "LoRA scale (mlx-lm's default)")
     lora_dropout: float = _f(0.0, "LoRA dropout")
-    lora_keys: str = _f("", "comma-separated module paths inside a block that get LoRA, e.g. "
-                            "'self_attn.v_proj,mlp.down_proj'; '' = every linear layer (mlx-lm)")
+    lora_keys: str = _f(
+        "",
+        "comma-separated module paths inside a block that get LoRA, e.g. "
+        "'self_attn.v_proj,mlp.down_proj'; '' = every linear layer (mlx-lm)",
+    )
     grad_checkpoint: bool = _f(True, "gradient checkpointing (memory for compute)")
     mask_prompt: bool = _f(True, "loss on the assistant turn only")
     val_batches: int = _f(-1, "validation batches per eval (-1 = the whole valid set)")
@@ -90,43 +100,69 @@ class GRPOConfig:
     group_size: int = _f(4, "rollouts per prompt")
     batch_size: int = _f(1, "prompts per step; clamped to the number of tasks")
     max_completion_length: int = _f(MAX_TOKENS, "rollout token budget; = the eval budget")
-    max_seq_length: int = _f(1280, "longest prompt in tokens; a longer one is an error (the "
-                                   "trainer would cut off its end)")
-    temperature: float = _f(0.0, "rollout sampling temperature; 0 = calibrated on the starting "
-                                 "policy (the highest of temperature_grid whose rollouts keep "
-                                 "calibration_floor of its greedy reward; recorded in the "
-                                 "artifact)")
-    temperature_grid: tuple[float, ...] = _f((1.0, 0.7, 0.5, 0.3),
-                                             "temperatures calibration tries, highest first")
-    calibration_floor: float = _f(0.5, "share of the greedy reward a temperature's rollouts must "
-                                       "keep to be chosen")
-    advantage: str = _f("centered", "centered (Dr. GRPO: r - group mean) | std (mlx-lm-lora's: "
-                                    "divided by the group's σ + 1e-4)")
-    min_group_span: float = _f(0.1, "a group whose rewards span less than this gets advantage 0 "
-                                    "(DAPO's dynamic-sampling filter; 0.1 > the similarity "
-                                    "spread of a group that all fails); 0 = only equal rewards")
-    dynamic_sampling: bool = _f(False, "DAPO's dynamic sampling: draw more prompts until the "
-                                       "step's batch holds batch_size groups spanning >= "
-                                       "min_group_span (the others are discarded, logged in "
-                                       "rollouts.jsonl), at most max_draws draws a step")
-    max_draws: int = _f(4, "most rollout draws (batch_size prompts x group_size each) per step "
-                           "under dynamic sampling; a step that finds too few groups with signal "
-                           "fills up with its last draws' groups (advantage 0)")
+    max_seq_length: int = _f(
+        1280,
+        "longest prompt in tokens; a longer one is an error (the trainer would cut off its end)",
+    )
+    temperature: float = _f(
+        0.0,
+        "rollout sampling temperature; 0 = calibrated on the starting "
+        "policy (the highest of temperature_grid whose rollouts keep "
+        "calibration_floor of its greedy reward; recorded in the "
+        "artifact)",
+    )
+    temperature_grid: tuple[float, ...] = _f(
+        (1.0, 0.7, 0.5, 0.3), "temperatures calibration tries, highest first"
+    )
+    calibration_floor: float = _f(
+        0.5, "share of the greedy reward a temperature's rollouts must keep to be chosen"
+    )
+    advantage: str = _f(
+        "centered",
+        "centered (Dr. GRPO: r - group mean) | std (mlx-lm-lora's: "
+        "divided by the group's σ + 1e-4)",
+    )
+    min_group_span: float = _f(
+        0.1,
+        "a group whose rewards span less than this gets advantage 0 "
+        "(DAPO's dynamic-sampling filter; 0.1 > the similarity "
+        "spread of a group that all fails); 0 = only equal rewards",
+    )
+    dynamic_sampling: bool = _f(
+        False,
+        "DAPO's dynamic sampling: draw more prompts until the "
+        "step's batch holds batch_size groups spanning >= "
+        "min_group_span (the others are discarded, logged in "
+        "rollouts.jsonl), at most max_draws draws a step",
+    )
+    max_draws: int = _f(
+        4,
+        "most rollout draws (batch_size prompts x group_size each) per step "
+        "under dynamic sampling; a step that finds too few groups with signal "
+        "fills up with its last draws' groups (advantage 0)",
+    )
     top_p: float = _f(0.95, "rollout top-p (trainer default)")
     top_k: int = _f(20, "rollout top-k (trainer default)")
     min_p: float = _f(0.0, "rollout min-p")
-    lora_layers: int = _f(8, "LoRA blocks; -1 = all; inherited from the parent adapter when "
-                             "chained")
+    lora_layers: int = _f(
+        8, "LoRA blocks; -1 = all; inherited from the parent adapter when chained"
+    )
     lora_rank: int = _f(8, "LoRA rank (trainer default)")
     lora_scale: float = _f(10.0, "LoRA scale (mlx-lm-lora's default)")
     lora_dropout: float = _f(0.0, "LoRA dropout")
     lora_keys: str = _f("", "module paths that get LoRA (see SFTConfig); '' = every linear layer")
-    grad_checkpoint: bool = _f(False, "gradient checkpointing (memory for compute); on, the "
-                               "update runs mlx-lm-lora's loss, each rollout's prompt again")
+    grad_checkpoint: bool = _f(
+        False,
+        "gradient checkpointing (memory for compute); on, the "
+        "update runs mlx-lm-lora's loss, each rollout's prompt again",
+    )
     loss_type: str = _f("grpo", "grpo | bnpo | dr_grpo")
     epsilon: float = _f(1e-4, "importance-ratio clip width (ratio is 1: one update per rollout)")
-    rollout_batch: int = _f(0, "sequences decoded together in rollouts; 0 = batch x group (the "
-                               "trainer alone decodes only batch_size at once)")
+    rollout_batch: int = _f(
+        0,
+        "sequences decoded together in rollouts; 0 = batch x group (the "
+        "trainer alone decodes only batch_size at once)",
+    )
     steps_per_report: int = _f(5, "iterations between metric reports (metrics.jsonl)")
     steps_per_eval: int = _f(0, "iterations between validation rollouts; 0 = never")
     val_batches: int = _f(1, "validation batches when steps_per_eval > 0")
@@ -136,8 +172,9 @@ class GRPOConfig:
     def __post_init__(self):
         check_formula(self.reward_formula)
         if self.advantage not in ("centered", "std"):
-            raise ValueError(f"GRPOConfig.advantage must be centered or std, not "
-                             f"{self.advantage!r}")
+            raise ValueError(
+                f"GRPOConfig.advantage must be centered or std, not {self.advantage!r}"
+            )
         if self.max_draws < 1:
             raise ValueError(f"GRPOConfig.max_draws must be >= 1, not {self.max_draws}")
 
@@ -153,8 +190,9 @@ class RFTConfig:
     max_tokens: int = _f(MAX_TOKENS, "sampling token budget")
     seed: int = _f(0, "sampling seed")
     reward_formula: str = _formula("the samples (matters when threshold < 1)")
-    sft: SFTConfig = field(default_factory=SFTConfig,
-                           metadata={"help": "the SFT run on the kept examples"})
+    sft: SFTConfig = field(
+        default_factory=SFTConfig, metadata={"help": "the SFT run on the kept examples"}
+    )
 
     def __post_init__(self):
         check_formula(self.reward_formula)
@@ -168,8 +206,9 @@ class STaRConfig(RFTConfig):
 
     samples: int = _f(6, "completions sampled per task each round")
     per_task: int = _f(1, "most kept examples per task per round; 0 = all distinct")
-    sft: SFTConfig = field(default_factory=SFTConfig,
-                           metadata={"help": "the SFT run of every round"})
+    sft: SFTConfig = field(
+        default_factory=SFTConfig, metadata={"help": "the SFT run of every round"}
+    )
     rounds: int = _f(2, "extra rounds after the gold round 0 (2 = 3 SFTs)")
 
 
@@ -188,12 +227,17 @@ class DPOConfig:
     reward_formula: str = _formula("the samples (ranks the failures)")
     iters: int = _f(100, "training iterations (mlx-lm-lora's default)")
     learning_rate: float = _f(1e-5, "constant Adam learning rate (mlx-lm-lora's default)")
-    beta: float = _f(0.1, "DPO's beta: strength of the pull toward the reference (DPO paper, "
-                          "mlx-lm-lora's default)")
+    beta: float = _f(
+        0.1,
+        "DPO's beta: strength of the pull toward the reference (DPO paper, mlx-lm-lora's default)",
+    )
     loss_type: str = _f("sigmoid", f"{' | '.join(DPO_LOSSES)} (sigmoid: the DPO paper's loss)")
     delta: float = _f(50.0, "DPOP's penalty weight (loss_type dpop only; mlx-lm-lora's default)")
-    batch_size: int = _f(1, "pairs per step; clamped to the number of pairs (mlx-lm-lora drops "
-                            "the len % batch_size remainder of each shuffle)")
+    batch_size: int = _f(
+        1,
+        "pairs per step; clamped to the number of pairs (mlx-lm-lora drops "
+        "the len % batch_size remainder of each shuffle)",
+    )
     max_seq_length: int = _f(2048, "longest tokenized prompt + response; longer ones are cut")
     # DPO always continues its parent's adapter, whose shape wins (`lora_model`): these are
     # GRPO's knobs, kept so that every stage that trains LoRA has the same ones.
@@ -201,26 +245,32 @@ class DPOConfig:
     lora_rank: int = _f(8, "LoRA rank; the parent adapter's wins")
     lora_scale: float = _f(10.0, "LoRA scale; the parent adapter's wins")
     lora_dropout: float = _f(0.0, "LoRA dropout; the parent adapter's wins")
-    lora_keys: str = _f("", "module paths that get LoRA (see SFTConfig); the parent adapter's "
-                            "win")
+    lora_keys: str = _f("", "module paths that get LoRA (see SFTConfig); the parent adapter's win")
     grad_checkpoint: bool = _f(False, "gradient checkpointing (memory for compute)")
     steps_per_report: int = _f(5, "iterations between metric reports (metrics.jsonl)")
-    steps_per_eval: int = _f(0, "iterations between validation on pairs built from the valid "
-                                "tasks; 0 = never (no valid pairs are sampled)")
+    steps_per_eval: int = _f(
+        0,
+        "iterations between validation on pairs built from the valid "
+        "tasks; 0 = never (no valid pairs are sampled)",
+    )
     val_batches: int = _f(-1, "validation batches when steps_per_eval > 0 (-1 = all)")
     seed: int = _f(0, "seed for sampling, batch order and training")
 
     def __post_init__(self):
         check_formula(self.reward_formula)
         if self.loss_type not in DPO_LOSSES:
-            raise ValueError(f"DPOConfig.loss_type must be one of {', '.join(DPO_LOSSES)}, not "
-                             f"{self.loss_type!r}")
+            raise ValueError(
+                f"DPOConfig.loss_type must be one of {', '.join(DPO_LOSSES)}, not "
+                f"{self.loss_type!r}"
+            )
         for name in ("samples", "pairs_per_task", "iters", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"DPOConfig.{name} must be >= 1, not {getattr(self, name)}")
         if self.temperature <= 0:
-            raise ValueError(f"DPOConfig.temperature must be > 0 (greedy samples are all the "
-                             f"same), not {self.temperature}")
+            raise ValueError(
+                f"DPOConfig.temperature must be > 0 (greedy samples are all the "
+                f"same), not {self.temperature}"
+            )
 
 
 @dataclass(frozen=True)
@@ -243,13 +293,15 @@ class EvalConfig:
         return [x for x in self.k if x <= self.n]
 
 
-
 def _coerce(value, typ):
     if typing.get_origin(typ) is tuple:  # "1,2,4" or a sequence -> tuple of the item type
         item = typing.get_args(typ)[0]
         items = value.split(",") if isinstance(value, str) else value
-        return tuple(_coerce(x.strip() if isinstance(x, str) else x, item) for x in items
-                     if not (isinstance(x, str) and not x.strip()))
+        return tuple(
+            _coerce(x.strip() if isinstance(x, str) else x, item)
+            for x in items
+            if not (isinstance(x, str) and not x.strip())
+        )
     if not isinstance(value, str) or typ is str:
         return typ(value) if typ in (int, float) and not isinstance(value, bool) else value
     if typ is bool:
@@ -262,8 +314,13 @@ def _coerce(value, typ):
     return typ(value)
 
 
-def configure(cfg, overrides: Mapping[str, object] | None = None, *,
-              env: Mapping[str, str] | None = None, prefix: str | None = None):
+def configure(
+    cfg,
+    overrides: Mapping[str, object] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    prefix: str | None = None,
+):
     """A copy of `cfg` with overrides applied: `{"iters": 50, "sft.learning_rate": 1e-3}` (dotted
     keys reach nested configs; strings are converted to the field's type), then, when `env` is
     given, the variables `prefix` + FIELD (`JACRL_<STAGE>_<FIELD>`; nested: `JACRL_RFT_SFT_ITERS`).
@@ -275,8 +332,9 @@ def configure(cfg, overrides: Mapping[str, object] | None = None, *,
     for key, value in (overrides or {}).items():
         head, _, rest = key.replace("-", "_").partition(".")
         if head not in names:
-            raise KeyError(f"{type(cfg).__name__} has no field {head!r} (fields: "
-                           f"{', '.join(sorted(names))})")
+            raise KeyError(
+                f"{type(cfg).__name__} has no field {head!r} (fields: {', '.join(sorted(names))})"
+            )
         if rest:
             nested.setdefault(head, {})[rest] = value
         elif dataclasses.is_dataclass(hints[head]) and isinstance(value, Mapping):
@@ -314,14 +372,22 @@ def _check_env_names(cfg, env: Mapping[str, str], prefix: str, hints: Mapping) -
     misspelled or retired knob (JACRL_GRPO_ITER) is not silently ignored. A nested config's
     variables are checked by its own `configure` call."""
     known = {prefix + f.name.upper() for f in dataclasses.fields(cfg)}
-    nested = tuple(prefix + f.name.upper() + "_" for f in dataclasses.fields(cfg)
-                   if dataclasses.is_dataclass(hints[f.name]))
-    bad = sorted(n for n in env if n.startswith(prefix) and n not in known
-                 and not n.startswith(nested or ("\0",)))
+    nested = tuple(
+        prefix + f.name.upper() + "_"
+        for f in dataclasses.fields(cfg)
+        if dataclasses.is_dataclass(hints[f.name])
+    )
+    bad = sorted(
+        n
+        for n in env
+        if n.startswith(prefix) and n not in known and not n.startswith(nested or ("\0",))
+    )
     if bad:
         close = difflib.get_close_matches(bad[0], sorted(known), n=1)
-        raise KeyError(f"{bad[0]}: {type(cfg).__name__} has no such knob"
-                       + (f" (did you mean {close[0]}?)" if close else ""))
+        raise KeyError(
+            f"{bad[0]}: {type(cfg).__name__} has no such knob"
+            + (f" (did you mean {close[0]}?)" if close else "")
+        )
 
 
 def from_dict(cls, d: Mapping[str, object] | None = None):

@@ -40,9 +40,11 @@ from jacrl.project import path_or
 
 SIDECARS = "python"  # the sidecars' folder inside a drivers folder
 FILE = "conversion.jsonl"  # beside tasks.jsonl
-SENTENCE = ("Convert the following Python function to idiomatic Jac. Replace the `# TODO` line in "
-            "the Jac file below with the Jac code equivalent to the Python. Return only the "
-            "replacement code, in a ```jac code block.")
+SENTENCE = (
+    "Convert the following Python function to idiomatic Jac. Replace the `# TODO` line in "
+    "the Jac file below with the Jac code equivalent to the Python. Return only the "
+    "replacement code, in a ```jac code block."
+)
 TODO_LINE = "# TODO: write the equivalent Jac code for this unit's body"
 HOLE_LINE = re.compile(r"^([ \t]*)" + re.escape(HOLE_TOKEN) + r"$", re.M)
 ERROR_TAG = "SIDECAR-ERROR"  # the runner's one stderr line for an exception: tag, line, message
@@ -52,7 +54,7 @@ ERROR_LINE = re.compile(rf"^{ERROR_TAG} (\d+) (.*)$", re.M)
 # file name and without the Jac module's compiler flags (as `python file.py` would run it); an
 # exception is reported as one line with the innermost sidecar line, then re-raised so the job
 # fails.
-RUNNER = '''::py::
+RUNNER = """::py::
 import sys as _sys
 import traceback as _traceback
 
@@ -65,7 +67,7 @@ except Exception as _e:
     _sys.stderr.write(f"{tag} {{_lines[-1] if _lines else 1}} {{type(_e).__name__}}: {{_e}}\\n")
     raise
 ::py::
-'''
+"""
 
 
 class SidecarError(ValueError):
@@ -82,7 +84,7 @@ class Sidecar:
     @property
     def python(self) -> str:
         """The unit's Python, as a conversion prompt shows it (the part above the main block)."""
-        return "\n".join(self.text.split("\n")[:self.main_line - 1]).strip()
+        return "\n".join(self.text.split("\n")[: self.main_line - 1]).strip()
 
     def program(self) -> str:
         """The Jac program that runs this sidecar in the executor."""
@@ -90,11 +92,16 @@ class Sidecar:
 
 
 def _is_main_guard(node: ast.stmt) -> bool:
-    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
-            and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"
-            and len(node.test.comparators) == 1 and isinstance(node.test.ops[0], ast.Eq)
-            and isinstance(node.test.comparators[0], ast.Constant)
-            and node.test.comparators[0].value == "__main__")
+    return (
+        isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+        and len(node.test.comparators) == 1
+        and isinstance(node.test.ops[0], ast.Eq)
+        and isinstance(node.test.comparators[0], ast.Constant)
+        and node.test.comparators[0].value == "__main__"
+    )
 
 
 def parse_sidecar(path: str | Path, text: str | None = None) -> Sidecar:
@@ -108,8 +115,9 @@ def parse_sidecar(path: str | Path, text: str | None = None) -> Sidecar:
         raise SidecarError(f"{path}:{e.lineno or 1}: Python syntax error: {e.msg}") from None
     guards = [n for n in body if _is_main_guard(n)]
     if not guards:
-        raise SidecarError(f'{path}:1: no `if __name__ == "__main__":` block with the driver\'s '
-                           "calls")
+        raise SidecarError(
+            f'{path}:1: no `if __name__ == "__main__":` block with the driver\'s calls'
+        )
     guard = guards[0]
     if guard is not body[-1]:
         raise SidecarError(f"{path}:{body[-1].lineno}: code after the `__main__` block")
@@ -138,12 +146,16 @@ def mismatch(sidecar: Sidecar, v: Verdict, expected: str) -> str | None:
     if v.stdout == expected:
         return None
     got, want = v.stdout.split("\n"), expected.split("\n")
-    k = next((i for i, (g, w) in enumerate(zip(got, want,
-                                               strict=False)) if g != w), min(len(got), len(want)))
+    k = next(
+        (i for i, (g, w) in enumerate(zip(got, want, strict=False)) if g != w),
+        min(len(got), len(want)),
+    )
     g = got[k] if k < len(got) else "<end of output>"
     w = want[k] if k < len(want) else "<end of output>"
-    return (f"{sidecar.path}:{sidecar.main_line}: stdout differs from the driver's at output line "
-            f"{k + 1}: expected {w!r}, got {g!r}")
+    return (
+        f"{sidecar.path}:{sidecar.main_line}: stdout differs from the driver's at output line "
+        f"{k + 1}: expected {w!r}, got {g!r}"
+    )
 
 
 def prompt_text(python: str, template: str) -> str:
@@ -155,8 +167,10 @@ def prompt_text(python: str, template: str) -> str:
 
 def record(task: dict, sidecar: Sidecar) -> dict:
     """The conversion task of a hole-fill task: a new prompt, the identical answer string."""
-    return {"prompt": prompt_text(sidecar.python, tasks.meta(task)["template"]),
-            "answer": task["answer"]}
+    return {
+        "prompt": prompt_text(sidecar.python, tasks.meta(task)["template"]),
+        "answer": task["answer"],
+    }
 
 
 @dataclasses.dataclass
@@ -176,14 +190,18 @@ def build(drivers_dir: str | Path, built: list[dict], executor: Executor) -> Con
         if s.id in by_id:
             unit = tasks.meta(by_id[s.id])["unit"]
             if unit["before"].strip() or unit["after"].strip():
-                failures.append(f"{s.path}:1: the hole of {s.id} is part of a body; a sidecar "
-                                "needs a whole-body hole")
+                failures.append(
+                    f"{s.path}:1: the hole of {s.id} is part of a body; a sidecar "
+                    "needs a whole-body hole"
+                )
             else:
                 runnable.append(s)
         elif not Path(drivers_dir, f"{s.id}.jac").is_file():
             failures.append(f"{s.path}:1: no driver {s.id}.jac beside the {SIDECARS}/ folder")
-    verdicts = executor.run_many([s.program() for s in runnable],  # each task's own time-out
-                                 timeout=[tasks.meta(by_id[s.id])["timeout"] for s in runnable])
+    verdicts = executor.run_many(
+        [s.program() for s in runnable],  # each task's own time-out
+        timeout=[tasks.meta(by_id[s.id])["timeout"] for s in runnable],
+    )
     ok = set()
     for s, v in zip(runnable, verdicts, strict=True):
         why = mismatch(s, v, tasks.meta(by_id[s.id])["expected_output"])

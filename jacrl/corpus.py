@@ -52,16 +52,22 @@ def corpus_problems(drivers: list[Driver], where: str | Path) -> list[str]:
     fams = Counter(d.family for d in drivers)
     out = []
     if len(fams) < MIN_FAMILIES:
-        out.append(f"{where}: {len(fams)} families ({', '.join(sorted(fams))}); our corpus keeps "
-                   f"at least {MIN_FAMILIES}")
+        out.append(
+            f"{where}: {len(fams)} families ({', '.join(sorted(fams))}); our corpus keeps "
+            f"at least {MIN_FAMILIES}"
+        )
     if fams["osp"] / n < MIN_OSP_SHARE:
-        out.append(f"{where}: osp drivers are {fams['osp']}/{n} ({fams['osp'] / n:.0%}); our "
-                   f"corpus keeps at least {MIN_OSP_SHARE:.0%}")
+        out.append(
+            f"{where}: osp drivers are {fams['osp']}/{n} ({fams['osp'] / n:.0%}); our "
+            f"corpus keeps at least {MIN_OSP_SHARE:.0%}"
+        )
     for source, c in Counter(d.source for d in drivers).most_common():
         if c / n <= MAX_SOURCE_SHARE:
             break
-        out.append(f"{where}: source {source!r} holds {c}/{n} drivers ({c / n:.0%}); our corpus "
-                   f"keeps every source at or below {MAX_SOURCE_SHARE:.0%}")
+        out.append(
+            f"{where}: source {source!r} holds {c}/{n} drivers ({c / n:.0%}); our corpus "
+            f"keeps every source at or below {MAX_SOURCE_SHARE:.0%}"
+        )
     return out
 
 

@@ -28,8 +28,10 @@ from pathlib import Path
 
 from jacrl import jacsyntax
 
-OPEN = re.compile(r'^(?P<indent>[ \t]*)#\s*>>>HOLE\s+id="(?P<id>[^"]+)"'
-                  r'\s+instruction="(?P<instr>.*)"')  # greedy: to the line's last quote
+OPEN = re.compile(
+    r'^(?P<indent>[ \t]*)#\s*>>>HOLE\s+id="(?P<id>[^"]+)"'
+    r'\s+instruction="(?P<instr>.*)"'
+)  # greedy: to the line's last quote
 CLOSE = re.compile(r"^[ \t]*#\s*<<<HOLE")
 SOURCE = re.compile(r"^#[ \t]*Source:[ \t]*(\S+)[ \t]*$", re.M)
 ORIGIN = re.compile(r"Origin:\s+(\S+?\.jac)")  # the shortest non-space run ending in .jac
@@ -118,8 +120,9 @@ def parse_family_map(spec: str | Path | None) -> dict[str, str]:
     return out
 
 
-def parse_driver(path: str | Path, text: str | None = None,
-                 family_map: Mapping[str, str] | None = None) -> Driver:
+def parse_driver(
+    path: str | Path, text: str | None = None, family_map: Mapping[str, str] | None = None
+) -> Driver:
     """The driver at `path` (its `text` if given). A malformed one raises DriverError."""
     path = str(path)
     text = Path(path).read_text() if text is None else text
@@ -127,31 +130,48 @@ def parse_driver(path: str | Path, text: str | None = None,
     opens = [i for i, ln in enumerate(lines) if ">>>HOLE" in ln]
     closes = [i for i, ln in enumerate(lines) if "<<<HOLE" in ln and ">>>HOLE" not in ln]
     if len(opens) != 1:
-        raise _fail(path, (opens[1] + 1) if opens else 1,
-                    f"expected exactly one '>>>HOLE' marker, found {len(opens)}")
+        raise _fail(
+            path,
+            (opens[1] + 1) if opens else 1,
+            f"expected exactly one '>>>HOLE' marker, found {len(opens)}",
+        )
     start = opens[0]
     if len(closes) != 1:
-        raise _fail(path, (closes[1] + 1) if closes else start + 1,
-                    f"expected exactly one '<<<HOLE' marker, found {len(closes)}")
+        raise _fail(
+            path,
+            (closes[1] + 1) if closes else start + 1,
+            f"expected exactly one '<<<HOLE' marker, found {len(closes)}",
+        )
     end = closes[0]
     m = OPEN.match(lines[start])
     if not m:
         raise _fail(path, start + 1, 'bad marker, want: # >>>HOLE id="..." instruction="..."')
     if not CLOSE.match(lines[end]):
         raise _fail(path, end + 1, "bad close marker, want: # <<<HOLE")
-    if end <= start + 1 or not "\n".join(lines[start + 1:end]).strip():
+    if end <= start + 1 or not "\n".join(lines[start + 1 : end]).strip():
         raise _fail(path, start + 1, "the hole is empty")
     tid, instruction, indent = m.group("id"), m.group("instr"), m.group("indent")
     if not instruction.strip():
         raise _fail(path, start + 1, "empty instruction")
 
     unit = _find_unit(path, text, lines, start, end)
-    gold = "\n".join(lines[start + 1:end])
-    template = "\n".join(lines[:start] + [indent + HOLE_TOKEN] + lines[end + 1:])
-    view = "\n".join(lines[:start] + [indent + TODO_LINE] + lines[end + 1:])
-    return Driver(path=path, id=tid, family=family_of(tid, family_map), source=source_of(text),
-                  instruction=instruction, indent=indent, gold=gold, template=template,
-                  prompt_view=view, unit=unit, hole_line=start + 1, text=text)
+    gold = "\n".join(lines[start + 1 : end])
+    template = "\n".join(lines[:start] + [indent + HOLE_TOKEN] + lines[end + 1 :])
+    view = "\n".join(lines[:start] + [indent + TODO_LINE] + lines[end + 1 :])
+    return Driver(
+        path=path,
+        id=tid,
+        family=family_of(tid, family_map),
+        source=source_of(text),
+        instruction=instruction,
+        indent=indent,
+        gold=gold,
+        template=template,
+        prompt_view=view,
+        unit=unit,
+        hole_line=start + 1,
+        text=text,
+    )
 
 
 def _offset(lines: list[str], i: int) -> int:
@@ -161,7 +181,7 @@ def _offset(lines: list[str], i: int) -> int:
 def _find_unit(path: str, text: str, lines: list[str], start: int, end: int) -> Unit:
     mask = jacsyntax.code_mask(text)
     pos = _offset(lines, start)
-    if mask[pos:pos + len(lines[start])].strip():
+    if mask[pos : pos + len(lines[start])].strip():
         raise _fail(path, start + 1, "the HOLE marker must be a comment line of its own")
     by_brace = {h.brace: h for h in jacsyntax.headers(text, mask)}
     # the innermost enclosing unit; blocks of if/for/while between it and the hole are fine
@@ -178,7 +198,13 @@ def _find_unit(path: str, text: str, lines: list[str], start: int, end: int) -> 
     body_first = text.count("\n", 0, head.brace) + 1  # first line after the `{` line
     body_last = text.count("\n", 0, close)  # the line holding the closing `}`
     before = "\n".join(lines[body_first:start])
-    after = "\n".join(lines[end + 1:body_last])
+    after = "\n".join(lines[end + 1 : body_last])
     containers = tuple(h.name for h in chain[:-1])
-    return Unit(kind=head.kind, name=head.name, signature=head.signature, containers=containers,
-                before=before, after=after)
+    return Unit(
+        kind=head.kind,
+        name=head.name,
+        signature=head.signature,
+        containers=containers,
+        before=before,
+        after=after,
+    )

@@ -106,14 +106,16 @@ def check_k(k: Iterable[int], n: int) -> list[int]:
     return ks
 
 
-def score_all(tasks: Sequence[dict], greedy: Sequence[Sample],
-              samples: Sequence[Sequence[Sample]]) -> tuple[list[Scored], list[list[Scored]]]:
+def score_all(
+    tasks: Sequence[dict], greedy: Sequence[Sample], samples: Sequence[Sequence[Sample]]
+) -> tuple[list[Scored], list[list[Scored]]]:
     """Every greedy completion and every sample graded, in one batch each."""
     answers = [t["answer"] for t in tasks]
     g_scored = score_completions([s.text for s in greedy], answers)
     flat = [(i, s) for i, ss in enumerate(samples) for s in ss]
-    s_flat = score_completions([s.text for _, s in flat], [answers[i] for i, _ in flat]) \
-        if flat else []
+    s_flat = (
+        score_completions([s.text for _, s in flat], [answers[i] for i, _ in flat]) if flat else []
+    )
     s_scored: list[list[Scored]] = [[] for _ in tasks]
     for (i, _), sc in zip(flat, s_flat, strict=True):
         s_scored[i].append(sc)
@@ -129,15 +131,23 @@ def _outcome(task: dict, g: Sample, gs: Scored, ss: list[Scored], k_row: int) ->
     first_k = ss[:k_row]
     runner = next((s for s in first_k if _ran(s)), None)  # no look at the expected output
     return {
-        "id": m["id"], "family": family_of(task), "greedy_exact": exact, "greedy_tier": gs.tier,
-        "osim": round(osim, 4), "truncated": g.truncated,
-        "samples_correct": sum(s.exact for s in ss), "samples_ran": sum(_ran(s) for s in ss),
+        "id": m["id"],
+        "family": family_of(task),
+        "greedy_exact": exact,
+        "greedy_tier": gs.tier,
+        "osim": round(osim, 4),
+        "truncated": g.truncated,
+        "samples_correct": sum(s.exact for s in ss),
+        "samples_ran": sum(_ran(s) for s in ss),
         "deploy": None if runner is None else runner.exact,
-        "_ran": ran, "_osim": osim, "_near": ran and osim >= NEAR,
+        "_ran": ran,
+        "_osim": osim,
+        "_near": ran and osim >= NEAR,
         "_norm": ran and _norm_ws(gs.verdict.stdout) == _norm_ws(expected),
         "_idiom": idiom_count(gs.body) if ran else 0,
         "_greedy_or_k": exact or any(s.exact for s in first_k),
-        "_deploy": runner is not None and runner.exact, "_covered": runner is not None,
+        "_deploy": runner is not None and runner.exact,
+        "_covered": runner is not None,
         "_oracle": any(s.exact for s in first_k),
     }
 
@@ -146,10 +156,14 @@ def _as_sample(s: Sample | str) -> Sample:
     return s if isinstance(s, Sample) else Sample(str(s), 0, False)
 
 
-def grade(tasks: Sequence[dict], greedy: Sequence[Sample | str],
-          samples: Sequence[Sequence[Sample | str]] | None = None, *,
-          k: Sequence[int] = EvalConfig.k,
-          scored: tuple[list[Scored], list[list[Scored]]] | None = None) -> dict:
+def grade(
+    tasks: Sequence[dict],
+    greedy: Sequence[Sample | str],
+    samples: Sequence[Sequence[Sample | str]] | None = None,
+    *,
+    k: Sequence[int] = EvalConfig.k,
+    scored: tuple[list[Scored], list[list[Scored]]] | None = None,
+) -> dict:
     """The metric part of a row from completions already generated: greedy[i] and samples[i]
     (n each, in sample order) for tasks[i]. Strings count as untruncated samples. scored: their
     grades (`score_all`) when the caller already has them."""
@@ -181,19 +195,41 @@ def grade(tasks: Sequence[dict], greedy: Sequence[Sample | str],
     all_scored = [s for ss in s_scored for s in ss]
     deploy, coverage, oracle = count("_deploy"), count("_covered"), count("_oracle")
     return {
-        "tasks": N, "k": k_row, "runs": runs, "pass1": pass1, "greedy_or_k": count("_greedy_or_k"),
-        "near_pass": count("_near"), "norm_pass": count("_norm"), "run_pct": _pct(runs, N),
-        "pass1_pct": _pct(pass1, N), "greedy_or_k_pct": _pct(count("_greedy_or_k"), N),
+        "tasks": N,
+        "k": k_row,
+        "runs": runs,
+        "pass1": pass1,
+        "greedy_or_k": count("_greedy_or_k"),
+        "near_pass": count("_near"),
+        "norm_pass": count("_norm"),
+        "run_pct": _pct(runs, N),
+        "pass1_pct": _pct(pass1, N),
+        "greedy_or_k_pct": _pct(count("_greedy_or_k"), N),
         "near_pct": _pct(count("_near"), N),
         "avg_osim": round(sum(o["_osim"] for o in outs) / N, 4) if N else 0.0,
         "avg_idiom": round(count("_idiom") / runs, 2) if runs else 0.0,
         "by_family": by_family,
-        "wilson_lo": round(100 * lo, 2), "wilson_hi": round(100 * hi, 2),
-        "pass_at_k": {str(kk): round(100 * mean_pass_at_k(
-            [n] * N, [p["samples_correct"] for p in per_task], kk), 2) for kk in ks},
-        "bestofk": ({"k": k_row, "deploy": deploy, "deploy_pct": _pct(deploy, N),
-                     "coverage": coverage, "coverage_pct": _pct(coverage, N),
-                     "oracle": oracle, "oracle_pct": _pct(oracle, N)} if n > 0 else None),
+        "wilson_lo": round(100 * lo, 2),
+        "wilson_hi": round(100 * hi, 2),
+        "pass_at_k": {
+            str(kk): round(
+                100 * mean_pass_at_k([n] * N, [p["samples_correct"] for p in per_task], kk), 2
+            )
+            for kk in ks
+        },
+        "bestofk": (
+            {
+                "k": k_row,
+                "deploy": deploy,
+                "deploy_pct": _pct(deploy, N),
+                "coverage": coverage,
+                "coverage_pct": _pct(coverage, N),
+                "oracle": oracle,
+                "oracle_pct": _pct(oracle, N),
+            }
+            if n > 0
+            else None
+        ),
         "truncation_pct": _pct(sum(g.truncated for g in greedy), N),
         "sample_truncation_pct": _pct(sum(s.truncated for s in all_samples), len(all_samples)),
         "sample_run_pct": _pct(sum(_ran(s) for s in all_scored), len(all_scored)),
@@ -206,10 +242,31 @@ def grade(tasks: Sequence[dict], greedy: Sequence[Sample | str],
 # -------------------------------------------------------------------------------------------
 
 
-_REF_FIELDS = ("tasks", "k", "runs", "pass1", "greedy_or_k", "near_pass", "norm_pass", "run_pct",
-               "pass1_pct", "greedy_or_k_pct", "near_pct", "avg_osim", "avg_idiom", "by_family")
-_OURS = ("wilson_lo", "wilson_hi", "pass_at_k", "bestofk", "truncation_pct",
-         "sample_truncation_pct", "sample_run_pct")
+_REF_FIELDS = (
+    "tasks",
+    "k",
+    "runs",
+    "pass1",
+    "greedy_or_k",
+    "near_pass",
+    "norm_pass",
+    "run_pct",
+    "pass1_pct",
+    "greedy_or_k_pct",
+    "near_pct",
+    "avg_osim",
+    "avg_idiom",
+    "by_family",
+)
+_OURS = (
+    "wilson_lo",
+    "wilson_hi",
+    "pass_at_k",
+    "bestofk",
+    "truncation_pct",
+    "sample_truncation_pct",
+    "sample_run_pct",
+)
 
 
 def _tasks(tasks) -> list[dict]:
@@ -220,20 +277,42 @@ def _tasks(tasks) -> list[dict]:
     return list(tasks)
 
 
-def _complete(lm, tok, prompts: list[str], cfg: EvalConfig, timings: dict[str, float],
-              progress: bool) -> tuple[list[Sample], list[list[Sample]]]:
+def _complete(
+    lm, tok, prompts: list[str], cfg: EvalConfig, timings: dict[str, float], progress: bool
+) -> tuple[list[Sample], list[list[Sample]]]:
     """The greedy completion and cfg.n samples of every prompt; their times go in `timings`."""
     t = time.perf_counter()
-    greedy = [s[0] for s in generate(lm, tok, prompts, n=1, temperature=0.0,
-                                     max_tokens=cfg.max_tokens, seed=cfg.seed,
-                                     batch_size=cfg.batch_size,
-                                     progress="greedy" if progress else "")]
+    greedy = [
+        s[0]
+        for s in generate(
+            lm,
+            tok,
+            prompts,
+            n=1,
+            temperature=0.0,
+            max_tokens=cfg.max_tokens,
+            seed=cfg.seed,
+            batch_size=cfg.batch_size,
+            progress="greedy" if progress else "",
+        )
+    ]
     timings["greedy"] = time.perf_counter() - t
     t = time.perf_counter()
-    samples = generate(lm, tok, prompts, n=cfg.n, temperature=cfg.temperature,
-                       max_tokens=cfg.max_tokens, seed=cfg.seed, batch_size=cfg.batch_size,
-                       progress="samples" if progress else "") \
-        if cfg.n > 0 else [[] for _ in prompts]
+    samples = (
+        generate(
+            lm,
+            tok,
+            prompts,
+            n=cfg.n,
+            temperature=cfg.temperature,
+            max_tokens=cfg.max_tokens,
+            seed=cfg.seed,
+            batch_size=cfg.batch_size,
+            progress="samples" if progress else "",
+        )
+        if cfg.n > 0
+        else [[] for _ in prompts]
+    )
     timings["sample"] = time.perf_counter() - t
     return greedy, samples
 
@@ -243,14 +322,26 @@ def _provenance(model_dir, adapter, tasks: list[dict]) -> dict:
     another host's numerics train another adapter from the same key (the demo's reference
     check names them)."""
     blas = blas_record()
-    return {**provenance(model_dir, adapter, tasks),
-            "blas_core": blas["openblas_core"] or "bundled", "blas_threads": blas["threads"]}
+    return {
+        **provenance(model_dir, adapter, tasks),
+        "blas_core": blas["openblas_core"] or "bundled",
+        "blas_threads": blas["threads"],
+    }
 
 
-def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None,
-             cfg: EvalConfig | None = None, *, tag: str = "", split: str = "", kind: str = "",
-             log=None, progress: bool = False,
-             samples: str | os.PathLike | None = None) -> dict:
+def evaluate(
+    model,
+    adapter: str | os.PathLike | None = None,
+    tasks=None,
+    cfg: EvalConfig | None = None,
+    *,
+    tag: str = "",
+    split: str = "",
+    kind: str = "",
+    log=None,
+    progress: bool = False,
+    samples: str | os.PathLike | None = None,
+) -> dict:
     """Evaluate model (+ adapter) on tasks; returns one result row (see the module docstring).
 
     model: registry name or model dir (or an already loaded (model, tokenizer) pair, in which case
@@ -274,8 +365,7 @@ def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None,
         model_dir = resolve(model)
         lm, tok = load(model, adapter)
     timings["load"] = time.perf_counter() - t
-    greedy, completions = _complete(lm, tok, [tt["prompt"] for tt in tasks], cfg, timings,
-                                    progress)
+    greedy, completions = _complete(lm, tok, [tt["prompt"] for tt in tasks], cfg, timings, progress)
 
     t = time.perf_counter()
     if progress:
@@ -284,24 +374,33 @@ def evaluate(model, adapter: str | os.PathLike | None = None, tasks=None,
     metrics = grade(tasks, greedy, completions, k=cfg.k, scored=scored)
     timings["grade"] = time.perf_counter() - t
     row = {
-        "tag": tag, "model": portable(model) if model_dir else "",
+        "tag": tag,
+        "model": portable(model) if model_dir else "",
         "adapter": portable(adapter) if adapter else "",
         **{kk: metrics[kk] for kk in _REF_FIELDS},
-        "split": split, "kind": kind, "n": cfg.n,
+        "split": split,
+        "kind": kind,
+        "n": cfg.n,
         "temperature": cfg.temperature if cfg.n else 0.0,
-        "seed": cfg.seed, "max_tokens": cfg.max_tokens,
+        "seed": cfg.seed,
+        "max_tokens": cfg.max_tokens,
         **{kk: metrics[kk] for kk in _OURS},
         "artifact": adapter_key(adapter),
         "isolation": isolation,
         "provenance": _provenance(model_dir, adapter, tasks),
-        "seconds": {**{kk: round(v, 2) for kk, v in timings.items()},
-                    "total": round(time.perf_counter() - t_all, 2)},
+        "seconds": {
+            **{kk: round(v, 2) for kk, v in timings.items()},
+            "total": round(time.perf_counter() - t_all, 2),
+        },
         "samples": display_path(samples) if samples else "",
         "per_task": metrics["per_task"],
     }
     if samples:
-        write_samples(samples, samples_header(row, tasks),
-                      sample_records(tasks, greedy, completions, *scored, row["temperature"]))
+        write_samples(
+            samples,
+            samples_header(row, tasks),
+            sample_records(tasks, greedy, completions, *scored, row["temperature"]),
+        )
     if log:
         log(format_row(row))
     return row

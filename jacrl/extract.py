@@ -23,15 +23,18 @@ FENCE = re.compile(r"([ \t]*)(`{3,}|~{3,})[ \t]*(.*)")  # one whole line: indent
 MARKER_LINE = re.compile(r"^[ \t]*#\s*(>>>HOLE|<<<HOLE)\b.*$\n?", re.M)
 THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.S | re.I)  # unclosed: runs to the end
 ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.S | re.I)  # unclosed: truncated
-UNIT_START = re.compile(r"^\s*(?:@[^\n]*\n\s*)*(?:(?:async|static|override)\s+)*"
-                        r"(def|can|impl)\b")
+UNIT_START = re.compile(
+    r"^\s*(?:@[^\n]*\n\s*)*(?:(?:async|static|override)\s+)*"
+    r"(def|can|impl)\b"
+)
 
 
 # Removed: BOM, zero-width space/non-joiner/joiner, word joiner, NUL. Made an ASCII space: every
 # Unicode space separator (Zs) but the space itself (NBSP, U+1680, U+2000-U+200A, U+202F, U+205F,
 # U+3000), which a model or a chat UI puts where indentation goes.
 _CLEAN = {c: None for c in (0x00, 0xFEFF, 0x200B, 0x200C, 0x200D, 0x2060)} | {
-    c: " " for c in (0xA0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000)}
+    c: " " for c in (0xA0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000)
+}
 SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -56,7 +59,7 @@ def answer_text(completion: str) -> str:
     text = THINK.sub("", clean(completion))
     close = text.lower().rfind("</think>")
     if close >= 0:
-        text = text[close + len("</think>"):]
+        text = text[close + len("</think>") :]
     answers = ANSWER.findall(text)
     return answers[-1] if answers else text
 
@@ -82,10 +85,11 @@ def code_blocks(completion: str) -> list[str]:
         width, fence, is_jac, start = opening
         closes = m and m[2][0] == fence[0] and len(m[2]) >= len(fence) and not m[3].strip()
         if closes or line is None:
-            body = [ln[min(width, len(ln) - len(ln.lstrip(" \t"))):] for ln in lines[start:i]]
+            body = [ln[min(width, len(ln) - len(ln.lstrip(" \t"))) :] for ln in lines[start:i]]
             # a closed block keeps the newline before its fence; an unclosed one ends as written
-            blocks.append((not is_jac, "".join(ln + "\n" for ln in body) if closes
-                           else "\n".join(body)))
+            blocks.append(
+                (not is_jac, "".join(ln + "\n" for ln in body) if closes else "\n".join(body))
+            )
             opening = None
     if not blocks:
         return ["\n".join(lines)]
@@ -97,7 +101,7 @@ def _normalize(body: str) -> str:
     body = MARKER_LINE.sub("", body)
     lines = [ln for ln in body.split("\n") if ln.strip() != TODO_LINE]
     kept = [i for i, ln in enumerate(lines) if ln.strip()]
-    return dedent("\n".join(lines[kept[0]:kept[-1] + 1] if kept else []))
+    return dedent("\n".join(lines[kept[0] : kept[-1] + 1] if kept else []))
 
 
 def dedent(body: str) -> str:
@@ -120,8 +124,10 @@ def dedent(body: str) -> str:
         if margin[code[0]] < rest and any(depth[i] == 0 for i in code[1:]):
             cut = rest
     # strip up to `cut` leading whitespace (the first line may have less)
-    return "\n".join(ln[min(cut, len(ln) - len(ln.lstrip(" \t"))):] if c else ln
-                     for ln, c in zip(lines, in_code, strict=True))
+    return "\n".join(
+        ln[min(cut, len(ln) - len(ln.lstrip(" \t"))) :] if c else ln
+        for ln, c in zip(lines, in_code, strict=True)
+    )
 
 
 def _line_depths(body: str) -> list[int]:
@@ -148,8 +154,7 @@ def _find_unit_body(code: str, unit: Unit) -> str | None:
     names = {h.brace: h.name for h in heads}
     best, best_rank = None, -1
     named = [h for h in heads if h.kind == unit.kind and h.name == unit.name]
-    chains = jacsyntax.enclosing_names(mask, names, [h.start for h in named],
-                                       len(unit.containers))
+    chains = jacsyntax.enclosing_names(mask, names, [h.start for h in named], len(unit.containers))
     for h, containers in zip(named, chains, strict=True):
         # None: nested deeper than the unit's containers, so neither of the ranks below
         rank = 2 if containers == unit.containers else (1 if containers == () else 0)
@@ -158,7 +163,7 @@ def _find_unit_body(code: str, unit: Unit) -> str | None:
     if best is None:
         return None
     close = jacsyntax.match_brace(mask, best.brace)
-    return code[best.brace + 1:close if close is not None else len(code)]
+    return code[best.brace + 1 : close if close is not None else len(code)]
 
 
 def _strip_around(body: str, unit: Unit) -> str:
@@ -172,12 +177,12 @@ def _strip_around(body: str, unit: Unit) -> str:
 
     before, after = nonblank(unit.before), nonblank(unit.after)
     code_idx = [i for i, k in enumerate(key) if k]
-    if before and [key[i] for i in code_idx[:len(before)]] == before:
-        lines = lines[code_idx[len(before) - 1] + 1:]
+    if before and [key[i] for i in code_idx[: len(before)]] == before:
+        lines = lines[code_idx[len(before) - 1] + 1 :]
         key = [ln.strip() for ln in lines]
         code_idx = [i for i, k in enumerate(key) if k]
-    if after and len(code_idx) >= len(after) and [key[i] for i in code_idx[-len(after):]] == after:
-        lines = lines[:code_idx[-len(after)]]
+    if after and len(code_idx) >= len(after) and [key[i] for i in code_idx[-len(after) :]] == after:
+        lines = lines[: code_idx[-len(after)]]
     return "\n".join(lines)
 
 
@@ -195,8 +200,8 @@ def extract_body(completion: str, unit: Unit) -> str:
         mask = jacsyntax.code_mask(code)
         brace = mask.find("{", m.end())
         close = jacsyntax.match_brace(mask, brace) if brace >= 0 else None
-        if brace >= 0 and (close is None or not mask[close + 1:].strip()):
-            code = code[brace + 1:close if close is not None else len(code)]
+        if brace >= 0 and (close is None or not mask[close + 1 :].strip()):
+            code = code[brace + 1 : close if close is not None else len(code)]
     return _normalize(code)
 
 
@@ -208,9 +213,11 @@ def splice(template: str, body: str) -> str:
     if len(holes) != 1:
         raise ValueError(f"template must have exactly one {HOLE_TOKEN} line, has {len(holes)}")
     i = holes[0]
-    indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
+    indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
     body = dedent(body)
     in_code = jacsyntax.line_starts_in_code(body)
-    new = [indent + ln if c and ln.strip() else ln
-           for ln, c in zip(body.split("\n"), in_code, strict=True)]
-    return "\n".join(lines[:i] + new + lines[i + 1:])
+    new = [
+        indent + ln if c and ln.strip() else ln
+        for ln, c in zip(body.split("\n"), in_code, strict=True)
+    ]
+    return "\n".join(lines[:i] + new + lines[i + 1 :])

@@ -30,10 +30,21 @@ class Sample:
     truncated: bool  # hit max_tokens before an end-of-sequence token
 
 
-def generate(model, tokenizer, prompts: Sequence[str], *, n: int = 1, temperature: float = 0.0,
-             max_tokens: int = MAX_TOKENS, seed: int = EvalConfig.seed,
-             batch_size: int = EvalConfig.batch_size, system: str = SYSTEM_PROMPT,
-             progress: str = "", top_p: float = 0.0, top_k: int = 0) -> list[list[Sample]]:
+def generate(
+    model,
+    tokenizer,
+    prompts: Sequence[str],
+    *,
+    n: int = 1,
+    temperature: float = 0.0,
+    max_tokens: int = MAX_TOKENS,
+    seed: int = EvalConfig.seed,
+    batch_size: int = EvalConfig.batch_size,
+    system: str = SYSTEM_PROMPT,
+    progress: str = "",
+    top_p: float = 0.0,
+    top_k: int = 0,
+) -> list[list[Sample]]:
     """n completions per prompt, decoded in batches of `batch_size` sequences (continuous
     batching, mlx-lm's BatchGenerator). temperature 0 = greedy (argmax). Seeded: the same call
     gives the same samples. progress: a label shows a progress bar over the sequences (stderr).
@@ -53,10 +64,14 @@ def generate(model, tokenizer, prompts: Sequence[str], *, n: int = 1, temperatur
     stops = [[t] for t in tokenizer.eos_token_ids]
     bar = tqdm(total=len(jobs), desc=progress, unit="seq", disable=not progress)
     for start in range(0, len(jobs), batch_size):
-        chunk = jobs[start:start + batch_size]
-        gen = BatchGenerator(model, stop_tokens=stops, sampler=sampler,
-                             completion_batch_size=len(chunk),
-                             prefill_batch_size=min(8, len(chunk)))
+        chunk = jobs[start : start + batch_size]
+        gen = BatchGenerator(
+            model,
+            stop_tokens=stops,
+            sampler=sampler,
+            completion_batch_size=len(chunk),
+            prefill_batch_size=min(8, len(chunk)),
+        )
         try:
             uids = gen.insert([ids[i] for i, _ in chunk], [max_tokens] * len(chunk))
             toks: dict[int, list[int]] = {u: [] for u in uids}
@@ -71,16 +86,23 @@ def generate(model, tokenizer, prompts: Sequence[str], *, n: int = 1, temperatur
         finally:
             gen.close()
         for (i, j), u in zip(chunk, uids, strict=True):
-            out[i][j] = Sample(tokenizer.decode(toks[u]), len(toks[u]),
-                               reason.get(u) == "length")
+            out[i][j] = Sample(tokenizer.decode(toks[u]), len(toks[u]), reason.get(u) == "length")
     bar.close()
     return out  # type: ignore[return-value]
 
 
-def generate_best_of_k(model, adapter: str | os.PathLike | None, task_or_prompt,
-                       k: int = BEST_OF, temperature: float = EvalConfig.temperature, *,
-                       seed: int = EvalConfig.seed, max_tokens: int = MAX_TOKENS,
-                       timeout: float = 20.0, progress: bool = False) -> dict:
+def generate_best_of_k(
+    model,
+    adapter: str | os.PathLike | None,
+    task_or_prompt,
+    k: int = BEST_OF,
+    temperature: float = EvalConfig.temperature,
+    *,
+    seed: int = EvalConfig.seed,
+    max_tokens: int = MAX_TOKENS,
+    timeout: float = 20.0,
+    progress: bool = False,
+) -> dict:
     """Sample k completions; return the first (in sample order) that the Jac toolchain accepts —
     for a task (a record with `answer`): spliced into its template, it runs (exit 0); for a bare
     prompt: the code block itself runs. No look at the expected output.
@@ -92,8 +114,16 @@ def generate_best_of_k(model, adapter: str | os.PathLike | None, task_or_prompt,
     lm, tok = load(model, adapter)
     is_task = isinstance(task_or_prompt, dict)
     prompt = task_or_prompt["prompt"] if is_task else str(task_or_prompt)
-    samples = generate(lm, tok, [prompt], n=k, temperature=temperature, max_tokens=max_tokens,
-                       seed=seed, progress="samples" if progress else "")[0]
+    samples = generate(
+        lm,
+        tok,
+        [prompt],
+        n=k,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        seed=seed,
+        progress="samples" if progress else "",
+    )[0]
     texts = [s.text for s in samples]
     if is_task:
         scored = score_completions(texts, [task_or_prompt["answer"]])
@@ -104,7 +134,19 @@ def generate_best_of_k(model, adapter: str | os.PathLike | None, task_or_prompt,
         verdicts = default_executor().run_many(bodies, timeout=timeout)
     for i, (b, v) in enumerate(zip(bodies, verdicts, strict=True)):
         if b.strip() and v is not None and v.ran:
-            return {"accepted": True, "index": i, "body": b, "completion": texts[i],
-                    "stdout": v.stdout, "k": k}
-    return {"accepted": False, "index": None, "body": bodies[0] if bodies else "",
-            "completion": texts[0] if texts else "", "stdout": "", "k": k}
+            return {
+                "accepted": True,
+                "index": i,
+                "body": b,
+                "completion": texts[i],
+                "stdout": v.stdout,
+                "k": k,
+            }
+    return {
+        "accepted": False,
+        "index": None,
+        "body": bodies[0] if bodies else "",
+        "completion": texts[0] if texts else "",
+        "stdout": "",
+        "k": k,
+    }

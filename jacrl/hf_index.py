@@ -38,7 +38,7 @@ def _files_digest(folder: str) -> str:
     h = hashlib.sha256()
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        rel = root[len(folder):]
+        rel = root[len(folder) :]
         for f in sorted(files):
             if f.endswith(".py"):
                 st = os.stat(os.path.join(root, f))
@@ -54,13 +54,19 @@ def _key(folder: str, prefix: str | None) -> str:
 
 def _dump(table: dict) -> str:
     """{frozenset(backends): {module: set(names)}} as JSON (keys and names sorted)."""
-    return json.dumps([[sorted(backends), {m: sorted(names) for m, names in mods.items()}]
-                       for backends, mods in table.items()])
+    return json.dumps(
+        [
+            [sorted(backends), {m: sorted(names) for m, names in mods.items()}]
+            for backends, mods in table.items()
+        ]
+    )
 
 
 def _load(text: str) -> dict:
-    return {frozenset(backends): {m: set(names) for m, names in mods.items()}
-            for backends, mods in json.loads(text)}
+    return {
+        frozenset(backends): {m: set(names) for m, names in mods.items()}
+        for backends, mods in json.loads(text)
+    }
 
 
 def _write(path: str, text: str) -> None:

@@ -20,9 +20,26 @@ UNIT_KINDS = ("def", "can", "impl", "walker", "node", "obj", "edge", "class", "e
 HEADER = re.compile(r"\b(" + "|".join(UNIT_KINDS) + r")(?::\w+)?\s+([A-Za-z_][\w.]*)")
 # Jac's object-spatial idioms as substring markers, with the weights of the earlier harness's v2
 # reward (its additive formula, kept for comparison); `idiom_count` is the eval rows' avg_idiom.
-IDIOMS = {"visit ": 3, "-->": 3, "<--": 3, "++>": 3, "<++": 3, "spawn": 3, "disengage": 3,
-          "report ": 2, " here": 2, " root": 2, "walker ": 2, "node ": 2, "edge ": 2,
-          "with entry": 1, "with exit": 1, "can ": 1, " obj ": 1, "has ": 1}
+IDIOMS = {
+    "visit ": 3,
+    "-->": 3,
+    "<--": 3,
+    "++>": 3,
+    "<++": 3,
+    "spawn": 3,
+    "disengage": 3,
+    "report ": 2,
+    " here": 2,
+    " root": 2,
+    "walker ": 2,
+    "node ": 2,
+    "edge ": 2,
+    "with entry": 1,
+    "with exit": 1,
+    "can ": 1,
+    " obj ": 1,
+    "has ": 1,
+}
 
 
 def idiom_count(body: str) -> int:
@@ -174,7 +191,7 @@ def headers(text: str, mask: str | None = None) -> list[Header]:
         brace_after = brace_after or _HeaderBraces(mask)  # built once, for the first header
         brace = brace_after(m.end())
         if brace is not None:
-            sig = " ".join(text[m.start():brace].split())
+            sig = " ".join(text[m.start() : brace].split())
             found.append(Header(m.group(1), m.group(2), m.start(), brace, sig))
     return found
 
@@ -262,8 +279,9 @@ def enclosing_many(mask: str, positions: list[int]) -> list[list[int]]:
     return result
 
 
-def enclosing_names(mask: str, names: dict[int, str], positions: list[int], longest: int
-                    ) -> list[tuple[str, ...] | None]:
+def enclosing_names(
+    mask: str, names: dict[int, str], positions: list[int], longest: int
+) -> list[tuple[str, ...] | None]:
     """For each position, the names of the blocks containing it that `names` knows (by the offset
     of their `{`), outermost first; None where there are more than `longest`. One sweep, and no
     copy of a deep chain per position (a completion of 16 KB of nested units made that ~0.1 s)."""

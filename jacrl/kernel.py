@@ -42,8 +42,9 @@ def install(prefix: str | os.PathLike | None = None) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _spec_is(kernels / NAME, env):
             return kernels / NAME
-        return Path(ipykernel_install(kernel_name=NAME, display_name=DISPLAY_NAME,
-                                      prefix=prefix, env=env))
+        return Path(
+            ipykernel_install(kernel_name=NAME, display_name=DISPLAY_NAME, prefix=prefix, env=env)
+        )
 
 
 def _spec_is(folder: Path, env: dict[str, str]) -> bool:
@@ -52,8 +53,11 @@ def _spec_is(folder: Path, env: dict[str, str]) -> bool:
         spec = json.loads((folder / "kernel.json").read_text())
     except (OSError, ValueError):
         return False
-    return (spec.get("argv", [""])[0] == sys.executable
-            and spec.get("display_name") == DISPLAY_NAME and spec.get("env", {}) == env)
+    return (
+        spec.get("argv", [""])[0] == sys.executable
+        and spec.get("display_name") == DISPLAY_NAME
+        and spec.get("env", {}) == env
+    )
 
 
 def for_cells() -> str:

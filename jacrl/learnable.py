@@ -35,8 +35,16 @@ from jacrl.splits import SplitConfig
 
 SEED = 0
 FOLDER = "learnable"  # under the project root: drivers/, data/, manifest.jsonl
-TRAIN_PER_SHAPE = {"arith": 40, "method": 40, "text": 40, "filter": 40, "fold": 40, "err": 40,
-                   "walk": 60, "node": 60}  # osp weighted up: 30 % of the drivers, as ours
+TRAIN_PER_SHAPE = {
+    "arith": 40,
+    "method": 40,
+    "text": 40,
+    "filter": 40,
+    "fold": 40,
+    "err": 40,
+    "walk": 60,
+    "node": 60,
+}  # osp weighted up: 30 % of the drivers, as ours
 HOLDOUT_PER_SHAPE = 8
 TRAIN_CHUNK = 10  # train programs per source (one shape each); holdout sources hold one per shape
 MARGIN = 0.84  # a holdout body must stay below this similarity to every train body (< decontam)
@@ -59,15 +67,30 @@ class Program:
 # assembly
 # -------------------------------------------------------------------------------------------
 
+
 def driver_text(pid: str, shape: str, source: str, parts) -> tuple[str, str]:
     """(the driver, its gold body) from a shape's parts; the hole is the unit's whole body."""
     head, unit, calls, instr, body = parts
     at = unit.index("{HOLE}")
     indent = " " * (len(unit[at - 1]) - len(unit[at - 1].lstrip()) + 4)
-    hole = [f'{indent}# >>>HOLE id="{pid}" instruction="{instr}"',
-            *[indent + ln for ln in body], f"{indent}# <<<HOLE"]
-    lines = [f"# Source: {source}", f'"""Learnable sanity family: {DOC[shape]}."""', "",
-             *head, *unit[:at], *hole, *unit[at + 1:], "", "with entry {", *calls, "}"]
+    hole = [
+        f'{indent}# >>>HOLE id="{pid}" instruction="{instr}"',
+        *[indent + ln for ln in body],
+        f"{indent}# <<<HOLE",
+    ]
+    lines = [
+        f"# Source: {source}",
+        f'"""Learnable sanity family: {DOC[shape]}."""',
+        "",
+        *head,
+        *unit[:at],
+        *hole,
+        *unit[at + 1 :],
+        "",
+        "with entry {",
+        *calls,
+        "}",
+    ]
     return "\n".join(lines) + "\n", "\n".join(body)
 
 
@@ -85,14 +108,16 @@ def _near(body: str, others: list[str], limit: float) -> bool:
     sm = difflib.SequenceMatcher(None, "", _norm(body), autojunk=False)
     for o in others:
         sm.set_seq1(o)
-        if sm.real_quick_ratio() >= limit and sm.quick_ratio() >= limit \
-                and sm.ratio() >= limit:
+        if sm.real_quick_ratio() >= limit and sm.quick_ratio() >= limit and sm.ratio() >= limit:
             return True
     return False
 
 
-def generate(seed: int = SEED, train_per_shape: dict[str, int] | None = None,
-             holdout_per_shape: int = HOLDOUT_PER_SHAPE) -> list[Program]:
+def generate(
+    seed: int = SEED,
+    train_per_shape: dict[str, int] | None = None,
+    holdout_per_shape: int = HOLDOUT_PER_SHAPE,
+) -> list[Program]:
     """The family's programs, train first then holdout; a pure function of its arguments.
     Train combinations cycle through the shape's non-held-out ones; holdout programs alternate a
     held-out combination (where the shape has one) with a train one, on holdout pools."""
@@ -122,8 +147,11 @@ def generate(seed: int = SEED, train_per_shape: dict[str, int] | None = None,
         src = f"apps/learnable_{n_src + 1 + j:02d}"
         for shape in SHAPES:
             held = sorted(HOLD_ONLY[shape])
-            pool = held if held and j % 2 == 0 else \
-                [c for c in COMBOS[shape] if c not in HOLD_ONLY[shape]]
+            pool = (
+                held
+                if held and j % 2 == 0
+                else [c for c in COMBOS[shape] if c not in HOLD_ONLY[shape]]
+            )
             pid = f"{FAMILY[shape]}_{shape}_h{j:02d}"
             for _ in range(500):
                 combo = rng.choice(pool)
@@ -132,14 +160,25 @@ def generate(seed: int = SEED, train_per_shape: dict[str, int] | None = None,
                     break
             else:
                 raise ValueError(f"{pid}: no holdout body below {MARGIN} similarity to training")
-            out.append(Program(pid, shape, FAMILY[shape], combo, "holdout", combo in held, src,
-                               text, body))
+            out.append(
+                Program(pid, shape, FAMILY[shape], combo, "holdout", combo in held, src, text, body)
+            )
     return out
 
 
 def manifest_rows(programs: list[Program]) -> list[dict]:
-    return [{"id": p.id, "shape": p.shape, "family": p.family, "combo": p.combo,
-             "split": p.split, "new_combo": p.new_combo, "source": p.source} for p in programs]
+    return [
+        {
+            "id": p.id,
+            "shape": p.shape,
+            "family": p.family,
+            "combo": p.combo,
+            "split": p.split,
+            "new_combo": p.new_combo,
+            "source": p.source,
+        }
+        for p in programs
+    ]
 
 
 def write_drivers(programs: list[Program], folder: str | Path) -> Path:
@@ -163,8 +202,13 @@ def split_config(programs: list[Program]) -> SplitConfig:
     return SplitConfig(holdout_min=sum(p.split == "holdout" for p in programs))
 
 
-def build(folder: str | Path | None = None, seed: int = SEED, *, progress: bool = False,
-          programs: list[Program] | None = None) -> dict:
+def build(
+    folder: str | Path | None = None,
+    seed: int = SEED,
+    *,
+    progress: bool = False,
+    programs: list[Program] | None = None,
+) -> dict:
     """Generate, write, build (ordinary build, policy warnings only) and split the family in
     `folder` (default: the project's learnable/): drivers/, manifest.jsonl, data/ with
     tasks.jsonl, templates/ and splits/. Raises ValueError, naming the driver and line, when any
@@ -180,16 +224,25 @@ def build(folder: str | Path | None = None, seed: int = SEED, *, progress: bool 
     drivers = write_drivers(programs, folder)
     rep = build_tasks(drivers, folder / "data", progress=progress, policy="warn")
     if rep.failures:
-        raise ValueError(f"{len(rep.failures)} learnable driver(s) failed the build; first: "
-                         f"{rep.failures[0]}")
+        raise ValueError(
+            f"{len(rep.failures)} learnable driver(s) failed the build; first: {rep.failures[0]}"
+        )
     s = build_splits(folder / "data", split_config(programs))
     want = {p.id for p in programs if p.split == "holdout"}
     got = {meta(t)["id"] for t in s.holdout}
     if got != want or s.dropped:
-        raise ValueError(f"{folder}/data/splits: the holdout is not the generated one "
-                         f"({len(got ^ want)} ids differ, {len(s.dropped)} dropped)")
-    return {"tasks": len(rep.built), "holdout": len(s.holdout), "trainpool": len(s.trainpool),
-            "valid": len(s.valid), "seconds": round(rep.seconds, 1), "warnings": rep.warnings}
+        raise ValueError(
+            f"{folder}/data/splits: the holdout is not the generated one "
+            f"({len(got ^ want)} ids differ, {len(s.dropped)} dropped)"
+        )
+    return {
+        "tasks": len(rep.built),
+        "holdout": len(s.holdout),
+        "trainpool": len(s.trainpool),
+        "valid": len(s.valid),
+        "seconds": round(rep.seconds, 1),
+        "warnings": rep.warnings,
+    }
 
 
 def check_drivers(folder: str | Path, seed: int = SEED) -> list[str]:
@@ -204,11 +257,22 @@ def check_drivers(folder: str | Path, seed: int = SEED) -> list[str]:
         if not path.is_file():
             out.append(f"{path}:1: missing (seed {seed} generates it)")
         elif path.read_text() != text:
-            line = next((i for i, (a, b) in enumerate(
-                zip(path.read_text().split("\n"), text.split("\n"), strict=False), 1) if a != b), 1)
+            line = next(
+                (
+                    i
+                    for i, (a, b) in enumerate(
+                        zip(path.read_text().split("\n"), text.split("\n"), strict=False), 1
+                    )
+                    if a != b
+                ),
+                1,
+            )
             out.append(f"{path}:{line}: differs from what seed {seed} generates")
-    out += [f"{p}:1: not generated by seed {seed}"
-            for p in sorted((folder / "drivers").glob("*.jac")) if p.name not in want]
+    out += [
+        f"{p}:1: not generated by seed {seed}"
+        for p in sorted((folder / "drivers").glob("*.jac"))
+        if p.name not in want
+    ]
     manifest = "".join(json.dumps(r) + "\n" for r in manifest_rows(programs))
     mpath = folder / "manifest.jsonl"
     if not mpath.is_file() or mpath.read_text() != manifest:

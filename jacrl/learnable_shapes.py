@@ -24,6 +24,7 @@ from collections.abc import Callable
 # pools: (train, holdout), disjoint
 # -------------------------------------------------------------------------------------------
 
+
 def _w(s: str) -> list[str]:
     return s.split()
 
@@ -42,14 +43,16 @@ GENERAL = _w(
     "order orig other over owner param parent parse part path place plugin point port prefix "
     "prev process project read register resolve resolved result right runtime section server "
     "shared size source state string struct table target text time token trans turn typed "
-    "types under user valid value variant verb version view wrap write zero")
+    "types under user valid value variant verb version view wrap write zero"
+)
 FIELD = _w(
     "access alias alloc arch args assign base body branch call check client close code command "
     "comp compiler condition config consume create current decl done emit enter error errors "
     "evaluator exists expr field find first func function getter group indent items kind last "
     "left line link load local make method name names orig param params parent parse parts path "
     "position proc prog program project read resolve right runtime shared signature source "
-    "store struct symbol target text value values write")
+    "store struct symbol target text value values write"
+)
 _ALL = sorted(set(GENERAL) | set(FIELD))
 HOLD = frozenset(_ALL[4::5])
 
@@ -62,12 +65,20 @@ _TRAIN_NUMBERS = [n for n in range(11, 100) if n % 5 != 3]
 POOLS = {
     "name": _split(GENERAL),  # parameters, lists, list items, f-string slots and words
     "field": _split(FIELD),  # has-fields, read as self.<field>, here.<field>, visitor.<field>
-    "type": (_w("Crate Shelf Room Box Cart Tank Barn Dock Hall Desk Bin Tray Rack Cell Zone Gate "
-                "Lane Pier Vault Shed"),
-             _w("Silo Kiosk Hangar Pod Locker Cabin")),
-    "walker": (_w("Weigher Counter Scout Tallier Runner Seeker Rover Crawler Surveyor Auditor "
-                  "Probe Ranger Tracker Sampler"),
-               _w("Prowler Drifter Censor Gauger Roamer")),
+    "type": (
+        _w(
+            "Crate Shelf Room Box Cart Tank Barn Dock Hall Desk Bin Tray Rack Cell Zone Gate "
+            "Lane Pier Vault Shed"
+        ),
+        _w("Silo Kiosk Hangar Pod Locker Cabin"),
+    ),
+    "walker": (
+        _w(
+            "Weigher Counter Scout Tallier Runner Seeker Rover Crawler Surveyor Auditor "
+            "Probe Ranger Tracker Sampler"
+        ),
+        _w("Prowler Drifter Censor Gauger Roamer"),
+    ),
     "number": (_TRAIN_NUMBERS, [n for n in range(11, 100) if n % 5 == 3]),
 }
 PEOPLE = _w("ana ben cai dee eli fay gus hal ivy jon")  # string inputs in entry blocks only
@@ -93,7 +104,8 @@ HOLD_ONLY = {
     "err": {"lookup,param"},
 }
 COMBOS = {
-    "arith": _OP_PAIRS, "method": _OP_PAIRS,
+    "arith": _OP_PAIRS,
+    "method": _OP_PAIRS,
     "text": [f"{x},{o}" for x in XFORMS for o in ("first", "last")],
     "filter": list(CMPS),
     "fold": [f"{f},{c}" for f in FOLDS for c in CMPS],
@@ -102,13 +114,27 @@ COMBOS = {
     # a constant fallback only for the lookup: a conversion's is too short a body to tell apart
     "err": ["int,param", "float,param", "lookup,const", "lookup,param"],
 }
-FAMILY = {"arith": "lib", "method": "arch", "text": "text", "filter": "syn", "fold": "syn",
-          "walk": "osp", "node": "osp", "err": "err"}
+FAMILY = {
+    "arith": "lib",
+    "method": "arch",
+    "text": "text",
+    "filter": "syn",
+    "fold": "syn",
+    "walk": "osp",
+    "node": "osp",
+    "err": "err",
+}
 SHAPES = tuple(FAMILY)
-DOC = {"arith": "arithmetic over parameters", "method": "arithmetic over fields",
-       "text": "an f-string from a template", "filter": "a list filter",
-       "fold": "a filtered fold", "walk": "a walker along edges",
-       "node": "a node ability feeding its visitor", "err": "a fallback on error"}
+DOC = {
+    "arith": "arithmetic over parameters",
+    "method": "arithmetic over fields",
+    "text": "an f-string from a template",
+    "filter": "a list filter",
+    "fold": "a filtered fold",
+    "walk": "a walker along edges",
+    "node": "a node ability feeding its visitor",
+    "err": "a fallback on error",
+}
 
 
 class Draw:
@@ -137,6 +163,7 @@ def _args(*xs) -> str:
 # shapes: each returns (header lines, unit lines with "{HOLE}", entry lines, instruction, body)
 # -------------------------------------------------------------------------------------------
 
+
 def _arith(d: Draw, combo: str):
     o1, o2 = combo.split(",")
     fn, a, b = d.pick("name"), d.pick("name"), d.pick("name")
@@ -150,10 +177,18 @@ def _method(d: Draw, combo: str):
     o1, o2 = combo.split(",")
     t, f, fn, k = d.pick("type"), d.pick("field"), d.pick("name"), d.pick("name")
     expr = f"self.{f} {o1} {k} {o2} {d.pick('number')}"
-    unit = [f"obj {t} {{", f"    has {f}: int;", "", f"    def {fn}({k}: int) -> int {{",
-            "{HOLE}", "    }", "}"]
-    calls = [f"    print({t}({f}={x}).{fn}({y}));" for x, y in zip(d.ints(3), d.ints(3),
-                                                                   strict=True)]
+    unit = [
+        f"obj {t} {{",
+        f"    has {f}: int;",
+        "",
+        f"    def {fn}({k}: int) -> int {{",
+        "{HOLE}",
+        "    }",
+        "}",
+    ]
+    calls = [
+        f"    print({t}({f}={x}).{fn}({y}));" for x, y in zip(d.ints(3), d.ints(3), strict=True)
+    ]
     return [], unit, calls, f"Return {expr}.", [f"return {expr};"]
 
 
@@ -164,8 +199,10 @@ def _text(d: Draw, combo: str):
     slot = "{" + (p if xform == "none" else f"{p}.{xform}()") + "}"
     fstr = f"f'{slot} {words}'" if order == "first" else f"f'{words} {slot}'"
     unit = [f"def {fn}({p}: str) -> str {{", "{HOLE}", "}"]
-    calls = [f'    print({fn}("{w.title() if i == 1 else w}"));'
-             for i, w in enumerate(d.rng.sample(PEOPLE, 3))]
+    calls = [
+        f'    print({fn}("{w.title() if i == 1 else w}"));'
+        for i, w in enumerate(d.rng.sample(PEOPLE, 3))
+    ]
     return [], unit, calls, f"Return {fstr} as text.", [f"return {fstr};"]
 
 
@@ -201,8 +238,9 @@ def _fold(d: Draw, combo: str):
 def _graph(d: Draw, t: str, f: str, g: str, op: str, n: int) -> list[str]:
     """Entry lines: a chain of nodes under root (f values passing and failing the condition)."""
     xs = _cond_values(d, op, n, 4)
-    lines = [f"    {v} = {t}({f}={x},{g}={y});" for v, x, y in zip("abcd", xs, d.ints(4),
-                                                                   strict=True)]
+    lines = [
+        f"    {v} = {t}({f}={x},{g}={y});" for v, x, y in zip("abcd", xs, d.ints(4), strict=True)
+    ]
     return lines + ["    root ++> a;", "    a ++> b;", "    b ++> c;", "    b ++> d;"]
 
 
@@ -219,9 +257,19 @@ def _walk(d: Draw, combo: str):
     step = f"self.{a} {acc} here.{g};"
     body, words = _guarded(step, cond, "here", f, n)
     head = [f"node {t} {{", f"    has {f}: int;", f"    has {g}: int;", "}", ""]
-    unit = [f"walker {w} {{", f"    has {a}: int = 0;", "", "    can start with Root entry {",
-            "        visit [-->];", "    }", "", f"    can step with {t} entry {{", "{HOLE}",
-            "    }", "}"]
+    unit = [
+        f"walker {w} {{",
+        f"    has {a}: int = 0;",
+        "",
+        "    can start with Root entry {",
+        "        visit [-->];",
+        "    }",
+        "",
+        f"    can step with {t} entry {{",
+        "{HOLE}",
+        "    }",
+        "}",
+    ]
     calls = _graph(d, t, f, g, cond, n) + [f"    print((root spawn {w}()).{a});"]
     return head, unit, calls, f"{words} then visit [-->];", body + ["visit [-->];"]
 
@@ -232,12 +280,29 @@ def _node(d: Draw, combo: str):
     g, n = d.pick("field"), d.pick("number")
     step = f"visitor.{a} {acc} self.{g};"
     body, words = _guarded(step, cond, "self", f, n)
-    unit = [f"node {t} {{", f"    has {f}: int;", f"    has {g}: int;", "",
-            f"    can feed with {w} entry {{",
-            "{HOLE}", "    }", "}"]
-    tail = [f"walker {w} {{", f"    has {a}: int = 0;", "", "    can start with Root entry {",
-            "        visit [-->];", "    }", "", f"    can step with {t} entry {{",
-            "        visit [-->];", "    }", "}"]
+    unit = [
+        f"node {t} {{",
+        f"    has {f}: int;",
+        f"    has {g}: int;",
+        "",
+        f"    can feed with {w} entry {{",
+        "{HOLE}",
+        "    }",
+        "}",
+    ]
+    tail = [
+        f"walker {w} {{",
+        f"    has {a}: int = 0;",
+        "",
+        "    can start with Root entry {",
+        "        visit [-->];",
+        "    }",
+        "",
+        f"    can step with {t} entry {{",
+        "        visit [-->];",
+        "    }",
+        "}",
+    ]
     calls = _graph(d, t, f, g, cond, n) + [f"    print((root spawn {w}()).{a});"]
     return [], unit + [""] + tail, calls, f"Node side: {words}", body
 
@@ -264,8 +329,9 @@ def _err(d: Draw, combo: str):
         unit = [f"def {fn}({tb}: dict[str, int], {k}: str{extra}) -> int {{", "{HOLE}", "}"]
         keys = d.rng.sample(PEOPLE, 3)
         table = "{" + ",".join(f'"{x}":{v}' for x, v in zip(keys, d.ints(3), strict=True)) + "}"
-        calls = [f"    {tb} = {table};"] + [f'    print({fn}({tb},"{x}"{args()}));'
-                                             for x in (keys[0], "zed", keys[2])]
+        calls = [f"    {tb} = {table};"] + [
+            f'    print({fn}({tb},"{x}"{args()}));' for x in (keys[0], "zed", keys[2])
+        ]
         expr, exc = f"{tb}[{k}] {op}", "KeyError"
     else:
         tx = d.pick("name")
@@ -277,6 +343,13 @@ def _err(d: Draw, combo: str):
     return [], unit, calls, f"Try return {expr}; on {exc} return {dflt}.", body
 
 
-MAKERS: dict[str, Callable] = {"arith": _arith, "method": _method, "text": _text,
-                               "filter": _filter, "fold": _fold, "walk": _walk, "node": _node,
-                               "err": _err}
+MAKERS: dict[str, Callable] = {
+    "arith": _arith,
+    "method": _method,
+    "text": _text,
+    "filter": _filter,
+    "fold": _fold,
+    "walk": _walk,
+    "node": _node,
+    "err": _err,
+}

@@ -55,8 +55,18 @@ def units(text: str, file: str = "") -> list[UnitInfo]:
         if h.kind not in MINED_KINDS or close is None:
             continue
         containers = "/".join(by_brace[b].name for b in chain if b in by_brace)
-        found.append(UnitInfo(file, h.kind, h.name, containers, text.count("\n", 0, h.start) + 1,
-                              text.count("\n", h.brace, close), h.brace + 1, close))
+        found.append(
+            UnitInfo(
+                file,
+                h.kind,
+                h.name,
+                containers,
+                text.count("\n", 0, h.start) + 1,
+                text.count("\n", h.brace, close),
+                h.brace + 1,
+                close,
+            )
+        )
     return found
 
 
@@ -69,15 +79,16 @@ def inventory(tree: str | Path | None = None, progress: bool = False) -> pd.Data
     if not tree.is_dir():
         raise FileNotFoundError(f"{tree}: no such folder")
     rows = []
-    for path in tqdm(sorted(tree.rglob("*.jac")), desc="inventory", unit="file",
-                     disable=not progress):
+    for path in tqdm(
+        sorted(tree.rglob("*.jac")), desc="inventory", unit="file", disable=not progress
+    ):
         try:
             text = path.read_text()
         except (OSError, UnicodeDecodeError):
             continue
         rel = str(path.relative_to(tree))
         for u in units(text, rel):
-            body = jacsyntax.code_mask(text[u.body_start:u.body_end])
+            body = jacsyntax.code_mask(text[u.body_start : u.body_end])
             row = dataclasses.asdict(u)
             del row["body_start"], row["body_end"]
             row.update({m.strip(): body.count(m) for m in jacsyntax.IDIOMS})
@@ -98,39 +109,55 @@ class Candidate:
 
 
 def _with_empty_body(text: str, u: UnitInfo) -> str:
-    return text[:u.body_start] + "\n" + text[u.body_end:]
+    return text[: u.body_start] + "\n" + text[u.body_end :]
 
 
 def _draft(text: str, u: UnitInfo, rel: str, hole_id: str) -> str:
-    body = text[u.body_start:u.body_end].strip("\n").rstrip()
+    body = text[u.body_start : u.body_end].strip("\n").rstrip()
     first = next((ln for ln in body.split("\n") if ln.strip()), "")
-    indent = first[:len(first) - len(first.lstrip())] or "    "
+    indent = first[: len(first) - len(first.lstrip())] or "    "
     line_start = text.rfind("\n", 0, u.body_end) + 1
-    close_indent = text[line_start:u.body_end] if not text[line_start:u.body_end].strip() else ""
-    return (f"# Source: mined/{rel}\n" + text[:u.body_start] + "\n"
-            + f'{indent}# >>>HOLE id="{hole_id}" instruction="TODO: describe what {u.name} does"\n'
-            + body + f"\n{indent}# <<<HOLE\n" + close_indent + text[u.body_end:])
+    close_indent = (
+        text[line_start : u.body_end] if not text[line_start : u.body_end].strip() else ""
+    )
+    return (
+        f"# Source: mined/{rel}\n"
+        + text[: u.body_start]
+        + "\n"
+        + f'{indent}# >>>HOLE id="{hole_id}" instruction="TODO: describe what {u.name} does"\n'
+        + body
+        + f"\n{indent}# <<<HOLE\n"
+        + close_indent
+        + text[u.body_end :]
+    )
 
 
 CHUNK = 16  # files run per batch: a progress step, while the fork server stays busy
 
 
-def candidates(tree: str | Path | None = None, *, max_files: int = 200, timeout: float = 10.0,
-               executor: Executor | None = None, progress: bool = False) -> list[Candidate]:
+def candidates(
+    tree: str | Path | None = None,
+    *,
+    max_files: int = 200,
+    timeout: float = 10.0,
+    executor: Executor | None = None,
+    progress: bool = False,
+) -> list[Candidate]:
     """Hole candidates from the tree's runnable, deterministic programs (files with an entry).
     progress: a progress bar over the files on stderr."""
     from tqdm.auto import tqdm
 
     tree = Path(tree) if tree else default_tree()
-    files = [p for p in sorted(tree.rglob("*.jac"))
-             if "with entry" in p.read_text(errors="replace")][:max_files]
+    files = [
+        p for p in sorted(tree.rglob("*.jac")) if "with entry" in p.read_text(errors="replace")
+    ][:max_files]
     own = executor is None
     ex = executor or Executor()
     try:
         out: list[Candidate] = []
         with tqdm(total=len(files), desc="mine", unit="file", disable=not progress) as bar:
             for i in range(0, len(files), CHUNK):
-                part = files[i:i + CHUNK]
+                part = files[i : i + CHUNK]
                 texts = [p.read_text(errors="replace") for p in part]
                 first = ex.run_many(texts, timeout=timeout)
                 second = ex.run_many([t + "\n" for t in texts], timeout=timeout)  # uncached
@@ -143,8 +170,9 @@ def candidates(tree: str | Path | None = None, *, max_files: int = 200, timeout:
             ex.close()
 
 
-def _file_candidates(ex: Executor, tree: Path, path: Path, text: str, a, b,
-                     timeout: float) -> list[Candidate]:
+def _file_candidates(
+    ex: Executor, tree: Path, path: Path, text: str, a, b, timeout: float
+) -> list[Candidate]:
     """The units of one file whose body matters to its (deterministic) output."""
     if not (a.ran and a.stdout.strip() and a.stdout == b.stdout):
         return []

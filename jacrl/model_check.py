@@ -64,8 +64,9 @@ class ModelCheck:
 
     def report(self) -> str:
         width = max(len(f.check) for f in self.findings)
-        return "\n".join(self.summary + [f"{f.level:<5}  {f.check:<{width}}  {f.text}"
-                                         for f in self.findings])
+        return "\n".join(
+            self.summary + [f"{f.level:<5}  {f.check:<{width}}  {f.text}" for f in self.findings]
+        )
 
 
 def default_tasks() -> tuple[list[dict], str]:
@@ -112,15 +113,17 @@ def _token_names(tok, ids) -> str:
 
 
 def _first_diff(a: Sequence[int], b: Sequence[int]) -> int:
-    return next((i for i, (x, y) in enumerate(zip(a, b,
-                                                  strict=False)) if x != y), min(len(a), len(b)))
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
 
 
 class _Checker:
     """The checks, each appending findings; state shared through attributes."""
 
-    def __init__(self, tok, config: dict, path: Path, sft: SFTConfig, grpo: GRPOConfig,
-                 ev: EvalConfig):
+    def __init__(
+        self, tok, config: dict, path: Path, sft: SFTConfig, grpo: GRPOConfig, ev: EvalConfig
+    ):
         self.tok, self.config, self.path = tok, config, path
         self.sft, self.grpo, self.ev = sft, grpo, ev
         self.findings: list[Finding] = []
@@ -140,8 +143,11 @@ class _Checker:
             self.add("architecture", "error", f"mlx-lm cannot build this model: {e}")
             return
         if not any(self.path.glob("*.safetensors")):
-            self.add("architecture", "error", f"no *.safetensors weights in "
-                     f"{display_path(self.path)}: mlx_lm.load would fail")
+            self.add(
+                "architecture",
+                "error",
+                f"no *.safetensors weights in {display_path(self.path)}: mlx_lm.load would fail",
+            )
             return
         self.add("architecture", "ok", mt)
 
@@ -149,21 +155,33 @@ class _Checker:
         """Chat template present and the system role kept; False stops the other checks."""
         tok = self.tok
         if not tok.has_chat_template:
-            self.add("chat template", "error", "the tokenizer has no chat template: every stage "
-                     "renders [system, user] with it")
+            self.add(
+                "chat template",
+                "error",
+                "the tokenizer has no chat template: every stage renders [system, user] with it",
+            )
             return False
         self.add("chat template", "ok", "present")
         try:
-            text = tok.apply_chat_template(chat_messages(prompt), add_generation_prompt=True,
-                                           tokenize=False)
+            text = tok.apply_chat_template(
+                chat_messages(prompt), add_generation_prompt=True, tokenize=False
+            )
         except Exception as e:  # noqa: BLE001 - jinja's raise_exception and template errors
             msg = " ".join(str(e).split())
-            self.add("system role", "error", f"the chat template fails on [system, user]: {msg} "
-                     "(every stage sends the system prompt)")
+            self.add(
+                "system role",
+                "error",
+                f"the chat template fails on [system, user]: {msg} "
+                "(every stage sends the system prompt)",
+            )
             return False
         if SYSTEM_PROMPT not in text:
-            self.add("system role", "error", "the chat template drops the system message: the "
-                     "system prompt every stage sends would never reach the model")
+            self.add(
+                "system role",
+                "error",
+                "the chat template drops the system message: the "
+                "system prompt every stage sends would never reach the model",
+            )
             return False
         self.add("system role", "ok", "supported: the system prompt is in the rendered prompt")
         return True
@@ -179,25 +197,37 @@ class _Checker:
         tok, tid = self.tok, meta(task)["id"]
         ids = prompt_ids(tok, task["prompt"])
         full, offset = ChatDataset(gold_records([task]), tok, mask_prompt=True).process(
-            gold_records([task])[0])
+            gold_records([task])[0]
+        )
         full = list(full)
         # the records train.grpo builds: the task as the model sees it, plus the system prompt
         grpo_ids = list(GRPODataset([{**prompt_answer(task), "system": SYSTEM_PROMPT}], tok)[0][0])
         bad = []
         if full[:offset] != ids:
-            bad.append(f"SFT's masked prompt differs from eval's at token "
-                       f"{_first_diff(full[:offset], ids)} ({offset} vs {len(ids)} tokens)")
-        elif full[:len(ids)] != ids:
+            bad.append(
+                f"SFT's masked prompt differs from eval's at token "
+                f"{_first_diff(full[:offset], ids)} ({offset} vs {len(ids)} tokens)"
+            )
+        elif full[: len(ids)] != ids:
             bad.append("SFT's example does not start with eval's prompt")
         if grpo_ids != ids:
-            bad.append(f"GRPO's prompt differs from eval's at token {_first_diff(grpo_ids, ids)} "
-                       f"({len(grpo_ids)} vs {len(ids)} tokens)")
+            bad.append(
+                f"GRPO's prompt differs from eval's at token {_first_diff(grpo_ids, ids)} "
+                f"({len(grpo_ids)} vs {len(ids)} tokens)"
+            )
         if bad:
-            self.add("same prompt", "error", f"task {tid}: " + "; ".join(bad) + ": the model "
-                     "would be trained on one prompt and evaluated on another")
+            self.add(
+                "same prompt",
+                "error",
+                f"task {tid}: " + "; ".join(bad) + ": the model "
+                "would be trained on one prompt and evaluated on another",
+            )
             return None
-        self.add("same prompt", "ok", f"task {tid}: eval, SFT and GRPO render the same "
-                 f"{len(ids)} prompt tokens")
+        self.add(
+            "same prompt",
+            "ok",
+            f"task {tid}: eval, SFT and GRPO render the same {len(ids)} prompt tokens",
+        )
         return ids, full, offset
 
     def end_tokens(self, task: dict, full: list[int], offset: int) -> int | None:
@@ -206,25 +236,37 @@ class _Checker:
         tok = self.tok
         eos = set(tok.eos_token_ids or ())
         if not eos:
-            self.add("end tokens", "error", "no end token (config.json eos_token_id, tokenizer "
-                     "eos_token): generation would never stop before max_tokens")
+            self.add(
+                "end tokens",
+                "error",
+                "no end token (config.json eos_token_id, tokenizer "
+                "eos_token): generation would never stop before max_tokens",
+            )
             return None
         target = full[offset:]
         close = next((i for i, t in enumerate(target) if t in eos), None)
         if close is None:
             answer = gold_answer(task)
             text = tok.apply_chat_template(chat_messages(task["prompt"], answer), tokenize=False)
-            tail = text[text.rfind(answer) + len(answer):] if answer in text else ""
+            tail = text[text.rfind(answer) + len(answer) :] if answer in text else ""
             first = tok.encode(tail, add_special_tokens=False)[:1] if tail.strip() else []
-            what = (f"with {_token_names(tok, first)}" if first else "with nothing")
-            self.add("end tokens", "error", f"the chat template closes an assistant turn {what}, "
-                     f"not an end token ({_token_names(tok, eos)}): SFT would never teach the "
-                     "model to stop and generation would run to max_tokens (add the token to "
-                     "config.json's eos_token_id)")
+            what = f"with {_token_names(tok, first)}" if first else "with nothing"
+            self.add(
+                "end tokens",
+                "error",
+                f"the chat template closes an assistant turn {what}, "
+                f"not an end token ({_token_names(tok, eos)}): SFT would never teach the "
+                "model to stop and generation would run to max_tokens (add the token to "
+                "config.json's eos_token_id)",
+            )
             return None
         several = f"{len(eos)} end tokens: " if len(eos) > 1 else "end token "
-        self.add("end tokens", "ok", f"{several}{_token_names(tok, eos)}; an assistant turn is "
-                 f"closed by {_token_names(tok, [target[close]])}")
+        self.add(
+            "end tokens",
+            "ok",
+            f"{several}{_token_names(tok, eos)}; an assistant turn is "
+            f"closed by {_token_names(tok, [target[close]])}",
+        )
         return close + 1
 
     def lengths(self, tasks: Sequence[dict]) -> None:
@@ -250,65 +292,108 @@ class _Checker:
         g, s = self.grpo.max_seq_length, self.sft.max_seq_length
         errs = []
         if p > g:
-            errs.append(f"the longest prompt ({pid}) has {p} tokens > GRPO max_seq_length {g} "
-                        "(GRPO refuses it after loading; raise grpo.max_seq_length)")
+            errs.append(
+                f"the longest prompt ({pid}) has {p} tokens > GRPO max_seq_length {g} "
+                "(GRPO refuses it after loading; raise grpo.max_seq_length)"
+            )
         if f > s:
-            errs.append(f"the longest gold example ({fid}) has {f} tokens > SFT max_seq_length "
-                        f"{s} (its end would be cut off; raise sft.max_seq_length)")
+            errs.append(
+                f"the longest gold example ({fid}) has {f} tokens > SFT max_seq_length "
+                f"{s} (its end would be cut off; raise sft.max_seq_length)"
+            )
         if errs:
             self.add("prompt length", "error", "; ".join(errs))
         else:
-            self.add("prompt length", "ok", f"longest prompt {p} tokens ({pid}) <= GRPO "
-                     f"max_seq_length {g}; longest gold example {f} ({fid}) <= SFT "
-                     f"max_seq_length {s}")
+            self.add(
+                "prompt length",
+                "ok",
+                f"longest prompt {p} tokens ({pid}) <= GRPO "
+                f"max_seq_length {g}; longest gold example {f} ({fid}) <= SFT "
+                f"max_seq_length {s}",
+            )
         positions, m = self.config.get("max_position_embeddings"), self.ev.max_tokens
         if positions and p + m > positions:
-            self.add("positions", "warn", f"longest prompt {p} + max_tokens {m} > "
-                     f"max_position_embeddings {positions}: generation runs past the positions "
-                     "the model was trained on")
+            self.add(
+                "positions",
+                "warn",
+                f"longest prompt {p} + max_tokens {m} > "
+                f"max_position_embeddings {positions}: generation runs past the positions "
+                "the model was trained on",
+            )
         elif positions:
-            self.add("positions", "ok", f"longest prompt {p} + max_tokens {m} <= "
-                     f"max_position_embeddings {positions}")
-        budgets = {"eval max_tokens": self.ev.max_tokens,
-                   "GRPO max_completion_length": self.grpo.max_completion_length}
+            self.add(
+                "positions",
+                "ok",
+                f"longest prompt {p} + max_tokens {m} <= max_position_embeddings {positions}",
+            )
+        budgets = {
+            "eval max_tokens": self.ev.max_tokens,
+            "GRPO max_completion_length": self.grpo.max_completion_length,
+        }
         short = [f"{name} {b}" for name, b in budgets.items() if a > b]
         if short:
-            self.add("token budget", "error", f"the longest gold answer ({aid}) takes {a} tokens "
-                     f"(end token included) > {', '.join(short)}: a correct answer would be cut "
-                     "off")
+            self.add(
+                "token budget",
+                "error",
+                f"the longest gold answer ({aid}) takes {a} tokens "
+                f"(end token included) > {', '.join(short)}: a correct answer would be cut "
+                "off",
+            )
         else:
             least = min(budgets.values())
-            self.add("token budget", "ok", f"longest gold answer {a} tokens ({aid}, end token "
-                     f"included) fits {' and '.join(f'{n} {b}' for n, b in budgets.items())} "
-                     f"({least - a} to spare)")
+            self.add(
+                "token budget",
+                "ok",
+                f"longest gold answer {a} tokens ({aid}, end token "
+                f"included) fits {' and '.join(f'{n} {b}' for n, b in budgets.items())} "
+                f"({least - a} to spare)",
+            )
 
     def thinking(self, prompt: str, ids: list[int], full: list[int], offset: int) -> None:
         """What mlx-lm passes as enable_thinking (its wrapper sets it from the vocabulary's think
         tokens) and whether the template reacts."""
         tok = self.tok
         msgs = chat_messages(prompt)
-        off = list(tok.apply_chat_template(msgs, add_generation_prompt=True, return_dict=False,
-                                           enable_thinking=False))
-        on = list(tok.apply_chat_template(msgs, add_generation_prompt=True, return_dict=False,
-                                          enable_thinking=True))
+        off = list(
+            tok.apply_chat_template(
+                msgs, add_generation_prompt=True, return_dict=False, enable_thinking=False
+            )
+        )
+        on = list(
+            tok.apply_chat_template(
+                msgs, add_generation_prompt=True, return_dict=False, enable_thinking=True
+            )
+        )
         switch = off != on
         if not tok.has_thinking:
-            self.add("thinking", "ok", "no think tokens in the vocabulary: mlx-lm passes "
-                     "enable_thinking=False" + ("; the template honours it" if switch else
-                                                " (the template has no switch)"))
+            self.add(
+                "thinking",
+                "ok",
+                "no think tokens in the vocabulary: mlx-lm passes "
+                "enable_thinking=False"
+                + ("; the template honours it" if switch else " (the template has no switch)"),
+            )
             return
         marks = f"{tok.think_start} ... {tok.think_end}"
         if not switch:
-            self.add("thinking", "warn", f"the vocabulary has {marks} and the template has no "
-                     "enable_thinking switch: the model may think before it answers, inside the "
-                     f"{self.ev.max_tokens}-token budget")
+            self.add(
+                "thinking",
+                "warn",
+                f"the vocabulary has {marks} and the template has no "
+                "enable_thinking switch: the model may think before it answers, inside the "
+                f"{self.ev.max_tokens}-token budget",
+            )
             return
-        opens = tok.decode(full[offset:offset + 8])
-        self.add("thinking", "warn", f"thinking template: mlx-lm passes enable_thinking=True to "
-                 f"every stage (the vocabulary has {marks}), so the prompt ends open and a model "
-                 f"may spend its {self.ev.max_tokens}-token budget thinking; SFT targets start "
-                 f"{opens!r}; enable_thinking=False would append "
-                 f"{tok.decode(off[_first_diff(off, ids):])!r} to the prompt")
+        opens = tok.decode(full[offset : offset + 8])
+        self.add(
+            "thinking",
+            "warn",
+            f"thinking template: mlx-lm passes enable_thinking=True to "
+            f"every stage (the vocabulary has {marks}), so the prompt ends open and a model "
+            f"may spend its {self.ev.max_tokens}-token budget thinking; SFT targets start "
+            f"{opens!r}; enable_thinking=False would append "
+            f"{tok.decode(off[_first_diff(off, ids) :])!r} to the prompt",
+        )
 
 
 def gold_answer(task: dict) -> str:
@@ -318,10 +403,16 @@ def gold_answer(task: dict) -> str:
     return fenced(gold_body(task))
 
 
-def check_model(model: str | os.PathLike, tasks: Sequence[dict] | None = None, *,
-                task_id: str | None = None, sft: SFTConfig | None = None,
-                grpo: GRPOConfig | None = None, ev: EvalConfig | None = None,
-                tasks_label: str = "") -> ModelCheck:
+def check_model(
+    model: str | os.PathLike,
+    tasks: Sequence[dict] | None = None,
+    *,
+    task_id: str | None = None,
+    sft: SFTConfig | None = None,
+    grpo: GRPOConfig | None = None,
+    ev: EvalConfig | None = None,
+    tasks_label: str = "",
+) -> ModelCheck:
     """Check a registry name or model dir (see the module docstring) against the task set
     (default: `default_tasks()`), rendering task `task_id` (default: the first) by every stage.
     A name that does not resolve, or a tokenizer that does not load, raises ModelError."""
@@ -340,14 +431,17 @@ def check_model(model: str | os.PathLike, tasks: Sequence[dict] | None = None, *
         one = found[0]
     tok, config = load_tokenizer(path)
     c = _Checker(tok, config, path, sft, grpo, ev)
-    summary = [f"model {model} ({display_path(path)}): {config.get('model_type')}, vocabulary "
-               f"{len(tok)}; tokenizer and config.json only, no weights loaded",
-               f"tasks: {tasks_label or f'{len(tasks)} given'}; rendered: {meta(one)['id']}"]
+    summary = [
+        f"model {model} ({display_path(path)}): {config.get('model_type')}, vocabulary "
+        f"{len(tok)}; tokenizer and config.json only, no weights loaded",
+        f"tasks: {tasks_label or f'{len(tasks)} given'}; rendered: {meta(one)['id']}",
+    ]
     c.architecture()
     text = ""
     if c.template(one["prompt"]):
-        text = tok.apply_chat_template(chat_messages(one["prompt"]), add_generation_prompt=True,
-                                       tokenize=False)
+        text = tok.apply_chat_template(
+            chat_messages(one["prompt"]), add_generation_prompt=True, tokenize=False
+        )
         same = c.same_prompt(one)
         if same is not None:
             ids, full, offset = same

@@ -44,8 +44,13 @@ def unknown_params(unknown, known, what: str = "parameter") -> str:
 
 def _assigned(source: str) -> set[str]:
     """The names a cell binds at its top level (`name = value`)."""
-    return {t.id for node in ast.parse(source).body if isinstance(node, ast.Assign)
-            for t in node.targets if isinstance(t, ast.Name)}
+    return {
+        t.id
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
 
 
 def check_parameters(namespace: Mapping) -> None:
@@ -63,21 +68,41 @@ def check_parameters(namespace: Mapping) -> None:
                 raise TypeError(unknown_params(given - known, known))
             return
 
+
 # notebook -> parameter -> its largest value in quick mode
 QUICK: dict[str, dict] = {
     "00_corpus_mining": {"max_files": 6, "timeout": 5.0},
-    "30_training": {"sft_iters": 3, "grpo_iters": 2, "gen_limit": 2, "mem_limit": 2, "n": 2,
-                    "max_tokens": 16},
+    "30_training": {
+        "sft_iters": 3,
+        "grpo_iters": 2,
+        "gen_limit": 2,
+        "mem_limit": 2,
+        "n": 2,
+        "max_tokens": 16,
+    },
 }
 ZERO_MEANS_ALL = {"gen_limit", "mem_limit"}  # 0 = every task, above any cap
 # quick training settings {stage: knobs} under the notebook's own sets (which win): jac-tiny-sized,
 # no warm-up, no validation pass beyond one batch
 QUICK_SETS = {
-    "sft": {"warmup": 0, "lora_layers": 2, "lora_rank": 4, "grad_checkpoint": False,
-                "batch_size": 1, "steps_per_report": 1, "steps_per_eval": 1000,
-                "val_batches": 1},
-    "grpo": {"group_size": 2, "max_completion_length": 16, "lora_layers": 2, "lora_rank": 4,
-                 "grad_checkpoint": False, "steps_per_report": 1},
+    "sft": {
+        "warmup": 0,
+        "lora_layers": 2,
+        "lora_rank": 4,
+        "grad_checkpoint": False,
+        "batch_size": 1,
+        "steps_per_report": 1,
+        "steps_per_eval": 1000,
+        "val_batches": 1,
+    },
+    "grpo": {
+        "group_size": 2,
+        "max_completion_length": 16,
+        "lora_layers": 2,
+        "lora_rank": 4,
+        "grad_checkpoint": False,
+        "steps_per_report": 1,
+    },
 }
 
 
@@ -85,8 +110,12 @@ def quick(env: Mapping[str, str] = os.environ) -> bool:
     return env.get(QUICK_ENV, "") not in ("", "0")
 
 
-def scaled(notebook: str, params: Mapping, env: Mapping[str, str] = os.environ,
-           log: Callable[[str], None] = print) -> dict:
+def scaled(
+    notebook: str,
+    params: Mapping,
+    env: Mapping[str, str] = os.environ,
+    log: Callable[[str], None] = print,
+) -> dict:
     """`params` as given, or under JACRL_NOTEBOOK_QUICK=1 with the notebook's QUICK caps applied
     (and, for a cell, k limited to n and the quick training settings under its own `sets`).
     Logs each change."""
@@ -108,8 +137,9 @@ def scaled(notebook: str, params: Mapping, env: Mapping[str, str] = os.environ,
     if notebook == "30_training":
         given = out.get("sets") or {}
         given = json.loads(given) if isinstance(given, str) else dict(given)
-        out["sets"] = json.dumps({**given, **{s: {**small, **given.get(s, {})}
-                                              for s, small in QUICK_SETS.items()}})
+        out["sets"] = json.dumps(
+            {**given, **{s: {**small, **given.get(s, {})} for s, small in QUICK_SETS.items()}}
+        )
         changed.append(f"sets -> {out['sets']}")
     if changed:
         log(f"{QUICK_ENV}=1: " + "; ".join(changed))
@@ -129,21 +159,28 @@ def summary(**fields) -> dict:
 # -------------------------------------------------------------------------------------------
 
 
-def select_drivers(drivers_dir: str | os.PathLike, globs: str, dest: str | os.PathLike
-                   ) -> list[Path]:
+def select_drivers(
+    drivers_dir: str | os.PathLike, globs: str, dest: str | os.PathLike
+) -> list[Path]:
     """Copy the drivers matching any of the comma-separated `globs` into `dest`; an error when
     none match."""
     src, dest = Path(drivers_dir), Path(dest)
-    picked = sorted({p for pat in globs.split(",") if pat.strip()
-                     for p in src.glob(pat.strip()) if p.is_file()})
+    picked = sorted(
+        {p for pat in globs.split(",") if pat.strip() for p in src.glob(pat.strip()) if p.is_file()}
+    )
     if not picked:
         raise FileNotFoundError(f"{src}: no drivers match {globs!r}")
     dest.mkdir(parents=True, exist_ok=True)
     return [Path(shutil.copy(p, dest)) for p in picked]
 
 
-def ensure_tasks(drivers_dir: str = "", globs: str = "*.jac", data_dir: str = "",
-                 rebuild: bool = False, log: Callable[[str], None] = print) -> Path:
+def ensure_tasks(
+    drivers_dir: str = "",
+    globs: str = "*.jac",
+    data_dir: str = "",
+    rebuild: bool = False,
+    log: Callable[[str], None] = print,
+) -> Path:
     """tasks.jsonl in `data_dir` (default: the project's data/), built from the drivers matching
     `globs` when it is missing or `rebuild`; returns its path. A failed build raises with every
     `drivers/x.jac:LINE: reason` and writes nothing."""
@@ -169,20 +206,35 @@ def rung_families(trainpool: list[dict]):
     are nested prefixes of the interleaved pool."""
     import pandas as pd
 
-    fams = {str(r): pd.Series([t["meta"]["family"] for t in splits.rung_tasks(trainpool, r)])
-            .value_counts() for r in splits.fitting_rungs(len(trainpool))}
+    fams = {
+        str(r): pd.Series(
+            [t["meta"]["family"] for t in splits.rung_tasks(trainpool, r)]
+        ).value_counts()
+        for r in splits.fitting_rungs(len(trainpool))
+    }
     return pd.DataFrame(fams).fillna(0).astype(int)
 
 
-def save_splits(s, problems: list[str], data_dir: str = "", force: bool = False,
-                log: Callable[[str], None] = print) -> Path | None:
+def save_splits(
+    s,
+    problems: list[str],
+    data_dir: str = "",
+    force: bool = False,
+    log: Callable[[str], None] = print,
+) -> Path | None:
     """Write the splits to `data_dir`/splits/ when they are missing or `force`, never when they
     have problems; returns the folder written, else None."""
     out = path_or(data_dir, "data").resolve() / "splits"
     missing = not all((out / f"{n}.jsonl").is_file() for n in splits.SPLITS)
     if problems or not (force or missing):
-        log(f"{out}: not written" + (f" ({'; '.join(problems)})" if problems else
-                                     " (exists; write_splits=True overwrites it)"))
+        log(
+            f"{out}: not written"
+            + (
+                f" ({'; '.join(problems)})"
+                if problems
+                else " (exists; write_splits=True overwrites it)"
+            )
+        )
         return None
     splits.write_splits(s, out.parent)
     log(f"wrote {out}/")
@@ -194,8 +246,9 @@ def save_splits(s, problems: list[str], data_dir: str = "", force: bool = False,
 # -------------------------------------------------------------------------------------------
 
 
-def pick_task(split: str = "holdout", task_id: str = "", data_dir: str = ""
-              ) -> tuple[dict, dict, str]:
+def pick_task(
+    split: str = "holdout", task_id: str = "", data_dir: str = ""
+) -> tuple[dict, dict, str]:
     """(task record, its answer JSON, another task's gold body) from a split: `task_id`, else the
     split's first task."""
     pool = splits.load_split(split, data_dir or None)
@@ -215,20 +268,24 @@ def pick_task(split: str = "holdout", task_id: str = "", data_dir: str = ""
 # -------------------------------------------------------------------------------------------
 
 
-def ladder_rows(results: str = "", include_stale: bool = False,
-                log: Callable[[str], None] = print) -> tuple[list[dict], Path, dict]:
+def ladder_rows(
+    results: str = "", include_stale: bool = False, log: Callable[[str], None] = print
+) -> tuple[list[dict], Path, dict]:
     """The ladder's rows (default: the project's results/rl_ladder.jsonl), their file and its
     provenance stamp (`report.source_stamp`, taken before the rows are read: what the figures
     drawn from them record); an error when there are none, so the analysis never draws empty
     figures. Stale rows (model, adapter or tasks changed on disk since; `report.stale_reasons`)
     are left out, as `jacrl ladder show` does, unless include_stale."""
     from jacrl import report
+
     path = rows_path(results).resolve()
     source = report.source_stamp(path) if path.is_file() else None
     rows = report.load_rows(path)
     if not rows:
-        raise FileNotFoundError(f"{path}: no ladder rows; run `jacrl ladder run` (or notebook "
-                                "30) first, or point `results` at a results file")
+        raise FileNotFoundError(
+            f"{path}: no ladder rows; run `jacrl ladder run` (or notebook "
+            "30) first, or point `results` at a results file"
+        )
     if not include_stale:
         marked = report.mark_stale(rows)
         rows = [r for r, m in zip(rows, marked, strict=True) if not m["stale"]]

@@ -8,8 +8,15 @@ imports this process never uses, 0.3-1.4 s of CPU in every cell's papermill proc
 
 import sys
 
-UNUSED = ("rfc3987_syntax", "rfc3986_validator", "rfc3339_validator", "isoduration", "webcolors",
-          "uri_template", "pyarrow")
+UNUSED = (
+    "rfc3987_syntax",
+    "rfc3986_validator",
+    "rfc3339_validator",
+    "isoduration",
+    "webcolors",
+    "uri_template",
+    "pyarrow",
+)
 
 if __name__ == "__main__":
     for name in UNUSED:

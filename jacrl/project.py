@@ -112,8 +112,9 @@ def find_root(root: str | os.PathLike | None = None, cwd: str | os.PathLike | No
     checkout = Path(__file__).resolve().parent.parent
     if _is_project(checkout):
         return checkout
-    raise ProjectNotFound(f"not inside a jacrl project: no {MARKER} in {here} or above; pass "
-                          f"--root or set {ROOT_ENV}")
+    raise ProjectNotFound(
+        f"not inside a jacrl project: no {MARKER} in {here} or above; pass --root or set {ROOT_ENV}"
+    )
 
 
 def project(root: str | os.PathLike | None = None) -> Project:

@@ -25,8 +25,20 @@ PACKAGE = Path(__file__).resolve().parent
 # evaluation produces. Not listed, so editing them never invalidates an artifact or a row: the
 # CLI, report, notebooks helpers, kernel, mining, variants, the ladder's orchestration and the
 # project paths. stats is listed because it computes the row's pass@k and Wilson bounds.
-RESULT_MODULES = ("config", "executor", "extract", "jacsyntax", "reward", "tasks", "prompts",
-                  "generate", "evaluate", "stats", "models", "train")
+RESULT_MODULES = (
+    "config",
+    "executor",
+    "extract",
+    "jacsyntax",
+    "reward",
+    "tasks",
+    "prompts",
+    "generate",
+    "evaluate",
+    "stats",
+    "models",
+    "train",
+)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -49,13 +61,16 @@ def file_sha256(path: Path) -> str:
     return _FILE_HASHES[key]
 
 
-def dir_hashes(path: str | os.PathLike,
-               skip_suffixes: tuple[str, ...] = (".md",)) -> dict[str, str]:
+def dir_hashes(
+    path: str | os.PathLike, skip_suffixes: tuple[str, ...] = (".md",)
+) -> dict[str, str]:
     """{relative path: sha256} of every regular file under a model/adapter dir (docs skipped)."""
     root = Path(path)
-    return {p.relative_to(root).as_posix(): file_sha256(p)
-            for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.name.startswith(".") and p.suffix not in skip_suffixes}
+    return {
+        p.relative_to(root).as_posix(): file_sha256(p)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.startswith(".") and p.suffix not in skip_suffixes
+    }
 
 
 def dir_hash(path: str | os.PathLike) -> str:
@@ -89,8 +104,12 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 node.body = body[1:]
     return tree
 
@@ -111,8 +130,7 @@ def code_hash(path: Path) -> str:
     return _CODE_HASHES[key]
 
 
-def result_sources(package: Path = PACKAGE,
-                   modules: Iterable[str] = RESULT_MODULES) -> list[Path]:
+def result_sources(package: Path = PACKAGE, modules: Iterable[str] = RESULT_MODULES) -> list[Path]:
     """The source files of `modules` (a package: all its *.py), sorted; a listed module that
     does not exist is an error (the list must follow a rename)."""
     files = []
@@ -152,9 +170,9 @@ _IMPORTS: dict[str, set[str]] = {}  # sha256 of the source -> the jacrl modules 
 
 
 def _imports(path: Path) -> set[str]:
-    """The jacrl modules a source file imports (absolute `jacrl.x` names; `from jacrl.x import
-    y` names jacrl.x and, when it is a module, jacrl.x.y), found in its syntax tree; cached by
-    the file's bytes."""
+    """The jacrl modules a source file imports (absolute names such as jacrl.reward; `from
+    jacrl.train import grpo` names jacrl.train and, as it is a module, jacrl.train.grpo), found in
+    its syntax tree; cached by the file's bytes."""
     source = path.read_bytes()
     key = sha256_bytes(source)
     if key in _IMPORTS:
@@ -163,15 +181,20 @@ def _imports(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(source, filename=str(path))):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.split(".")[0] == "jacrl"}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
-                and node.module.split(".")[0] == "jacrl":
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and node.module
+            and node.module.split(".")[0] == "jacrl"
+        ):
             out |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
     _IMPORTS[key] = out
     return out
 
 
-def imported_sources(roots: Iterable[str], package: Path = PACKAGE,
-                     modules: Iterable[str] = RESULT_MODULES) -> list[Path]:
+def imported_sources(
+    roots: Iterable[str], package: Path = PACKAGE, modules: Iterable[str] = RESULT_MODULES
+) -> list[Path]:
     """The source files of `roots` (dotted jacrl module names) and of every jacrl module they
     import, transitively, that is one of `modules` (or inside one), sorted. A package's
     __init__ is not followed (its re-exports would pull in sibling trainers) and counts only
@@ -194,8 +217,9 @@ def imported_sources(roots: Iterable[str], package: Path = PACKAGE,
     return sorted(seen)
 
 
-def code_of(roots: Iterable[str], package: Path = PACKAGE,
-            modules: Iterable[str] = KEYED_CODE) -> str:
+def code_of(
+    roots: Iterable[str], package: Path = PACKAGE, modules: Iterable[str] = KEYED_CODE
+) -> str:
     """`code_version` of only the code `roots` run (`imported_sources`): an artifact's key holds
     its trainer's, a cell's its stages' and evaluation's, so a new trainer module re-keys
     nothing that does not import it."""
@@ -244,8 +268,9 @@ def versions(*extra: str) -> dict[str, str]:
     return out
 
 
-def provenance(model_dir: Path | None, adapter: str | os.PathLike | None,
-               tasks: list[dict]) -> dict:
+def provenance(
+    model_dir: Path | None, adapter: str | os.PathLike | None, tasks: list[dict]
+) -> dict:
     """An eval row's provenance: commit, code, versions, model/adapter/data hashes, BLAS, time.
     adapter_hash covers the whole artifact dir (its build record too); adapter_weights_hash only
     what loads (`adapter_weights_hash`)."""
@@ -280,16 +305,22 @@ def adapter_key(adapter: str | os.PathLike | None) -> str:
 
 NOISE = "training noise (same inputs)"
 CHANGED = "changed inputs"
-UNKNOWN = ("same inputs, rebuilt (the row predates adapter_weights_hash: whether its weights "
-           "differ cannot be told)")
+UNKNOWN = (
+    "same inputs, rebuilt (the row predates adapter_weights_hash: whether its weights "
+    "differ cannot be told)"
+)
 
 
 def _identity(row: dict) -> dict:
     """What a row records of the adapter it was evaluated with."""
     prov = row.get("provenance") or {}
-    return {"key": row.get("artifact") or "", "weights": prov.get("adapter_weights_hash") or "",
-            "dir": prov.get("adapter_hash") or "", "code": prov.get("code_version") or "",
-            "model": prov.get("model_hash") or ""}
+    return {
+        "key": row.get("artifact") or "",
+        "weights": prov.get("adapter_weights_hash") or "",
+        "dir": prov.get("adapter_hash") or "",
+        "code": prov.get("code_version") or "",
+        "model": prov.get("model_hash") or "",
+    }
 
 
 def _disk_identity(adapter_dir: Path) -> dict | None:
@@ -300,17 +331,27 @@ def _disk_identity(adapter_dir: Path) -> dict | None:
         return None
     parts = m.get("key_parts") or {}
     files = parts.get("base_model") or (m.get("base_model") or {}).get("files")
-    return {"key": m.get("key") or "", "weights": adapter_weights_hash(adapter_dir),
-            "dir": dir_hash(adapter_dir), "code": parts.get("code_version") or "",
-            "model": sha256_bytes(json.dumps(files, sort_keys=True).encode()) if files else ""}
+    return {
+        "key": m.get("key") or "",
+        "weights": adapter_weights_hash(adapter_dir),
+        "dir": dir_hash(adapter_dir),
+        "code": parts.get("code_version") or "",
+        "model": sha256_bytes(json.dumps(files, sort_keys=True).encode()) if files else "",
+    }
 
 
 def _verdict(was: dict, now: dict) -> str:
     if was["key"] and now["key"] and was["key"] != now["key"]:
-        what = [name for name, k in (("code", "code"), ("base model", "model"))
-                if was[k] and now[k] and was[k] != now[k]]
-        return (f"{CHANGED} (artifact key {was['key'][:16]} -> {now['key'][:16]}"
-                + "".join(f"; {w} differs" for w in what) + ")")
+        what = [
+            name
+            for name, k in (("code", "code"), ("base model", "model"))
+            if was[k] and now[k] and was[k] != now[k]
+        ]
+        return (
+            f"{CHANGED} (artifact key {was['key'][:16]} -> {now['key'][:16]}"
+            + "".join(f"; {w} differs" for w in what)
+            + ")"
+        )
     if was["weights"] and now["weights"]:
         return "" if was["weights"] == now["weights"] else NOISE
     if was["dir"] and was["dir"] == now["dir"]:
@@ -340,7 +381,10 @@ def rows_verdict(row: dict, other: dict) -> str:
     was, now = _identity(row), _identity(other)
     if not (was["key"] or was["dir"] or now["key"] or now["dir"]):
         return ""
-    if not (was["weights"] and now["weights"]) and was["key"] == now["key"] \
-            and was["dir"] != now["dir"]:
+    if (
+        not (was["weights"] and now["weights"])
+        and was["key"] == now["key"]
+        and was["dir"] != now["dir"]
+    ):
         return UNKNOWN
     return _verdict(was, now)

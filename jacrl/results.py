@@ -55,8 +55,11 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
                 data = b"\n" + data
             else:
                 line = os.pread(fd, start, 0).count(b"\n") + 1
-                warnings.warn(f"{path}: dropped torn last line {line} (an interrupted write) "
-                              "before appending", stacklevel=2)
+                warnings.warn(
+                    f"{path}: dropped torn last line {line} (an interrupted write) "
+                    "before appending",
+                    stacklevel=2,
+                )
                 os.ftruncate(fd, start)
         written = os.write(fd, data)
         if written != len(data):
@@ -83,39 +86,59 @@ def read_rows(path: str | os.PathLike) -> list[dict]:
         except ValueError as e:
             why = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else e
             if i == last:
-                warnings.warn(f"{path}: ignoring torn last line {i + 1} (an interrupted write?)",
-                              stacklevel=2)
+                warnings.warn(
+                    f"{path}: ignoring torn last line {i + 1} (an interrupted write?)", stacklevel=2
+                )
                 continue
-            raise RowsError(f"{path}:{i + 1}: corrupt line, not a JSON row ({why}); only a torn "
-                            "last line is skipped: repair or delete this line") from None
+            raise RowsError(
+                f"{path}:{i + 1}: corrupt line, not a JSON row ({why}); only a torn "
+                "last line is skipped: repair or delete this line"
+            ) from None
         rows.append(row)
     return rows
 
 
 def format_row(row: dict) -> str:
     """A short human summary of one evaluation row."""
-    lines = [f"model {row['model']}" + (f" + {row['adapter']}" if row["adapter"] else " (base)"),
-             f"tasks {row['tasks']}  n={row['n']} T={row['temperature']} seed={row['seed']}"
-             f"  max_tokens={row['max_tokens']}" + (f"  tag={row['tag']}" if row["tag"] else "")]
-    table = [("runs", f"{row['run_pct']:.1f}%"),
-             ("pass@1 (greedy)", (f"{row['pass1_pct']:.1f}%  [95% CI {row['wilson_lo']:.0f}-"
-                                  f"{row['wilson_hi']:.0f}%]  ({row['pass1']}/{row['tasks']})")),
-             ("near pass", f"{row['near_pct']:.1f}%"),
-             ("avg osim", f"{row['avg_osim']:.3f}"),
-             ("truncated", f"{row['truncation_pct']:.1f}%")]
+    lines = [
+        f"model {row['model']}" + (f" + {row['adapter']}" if row["adapter"] else " (base)"),
+        f"tasks {row['tasks']}  n={row['n']} T={row['temperature']} seed={row['seed']}"
+        f"  max_tokens={row['max_tokens']}" + (f"  tag={row['tag']}" if row["tag"] else ""),
+    ]
+    table = [
+        ("runs", f"{row['run_pct']:.1f}%"),
+        (
+            "pass@1 (greedy)",
+            (
+                f"{row['pass1_pct']:.1f}%  [95% CI {row['wilson_lo']:.0f}-"
+                f"{row['wilson_hi']:.0f}%]  ({row['pass1']}/{row['tasks']})"
+            ),
+        ),
+        ("near pass", f"{row['near_pct']:.1f}%"),
+        ("avg osim", f"{row['avg_osim']:.3f}"),
+        ("truncated", f"{row['truncation_pct']:.1f}%"),
+    ]
     for kk, v in row["pass_at_k"].items():
         table.append((f"pass@{kk} (unbiased)", f"{v:.1f}%"))
     if row["n"]:
         table.append((f"greedy or any of {row['k']}", f"{row['greedy_or_k_pct']:.1f}%"))
     b = row.get("bestofk")
     if b:
-        table.append((f"best-of-{b['k']} deploy",
-                      (f"{b['deploy_pct']:.1f}%  (coverage {b['coverage_pct']:.1f}%, oracle "
-                       f"{b['oracle_pct']:.1f}%)")))
+        table.append(
+            (
+                f"best-of-{b['k']} deploy",
+                (
+                    f"{b['deploy_pct']:.1f}%  (coverage {b['coverage_pct']:.1f}%, oracle "
+                    f"{b['oracle_pct']:.1f}%)"
+                ),
+            )
+        )
     width = max(len(a) for a, _ in table)
     lines += [f"  {a:<{width}}  {v}" for a, v in table]
-    fams = "  ".join(f"{f}: {p}/{t}" + (" (anecdote)" if t <= 2 else "")
-                     for f, (p, t) in sorted(row["by_family"].items()))
+    fams = "  ".join(
+        f"{f}: {p}/{t}" + (" (anecdote)" if t <= 2 else "")
+        for f, (p, t) in sorted(row["by_family"].items())
+    )
     lines.append(f"  by family: {fams}")
     return "\n".join(lines)
 

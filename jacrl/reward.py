@@ -73,9 +73,15 @@ class Hole:
 @lru_cache(maxsize=4096)
 def _parse_answer(answer: str) -> Hole:
     d = json.loads(answer)
-    return Hole(id=d["id"], template=d["template"], gold=d["gold"],
-                unit=Unit.from_json(d["unit"]), expected_output=d["expected_output"],
-                timeout=float(d.get("timeout", 20)), baseline_output=d.get("baseline_output"))
+    return Hole(
+        id=d["id"],
+        template=d["template"],
+        gold=d["gold"],
+        unit=Unit.from_json(d["unit"]),
+        expected_output=d["expected_output"],
+        timeout=float(d.get("timeout", 20)),
+        baseline_output=d.get("baseline_output"),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,9 +151,11 @@ FORMULAS: dict[str, Callable[[Evidence], float]] = {}
 
 def formula(name: str):
     """Register a reward formula under `name` (a function of `Evidence` returning [0, 1])."""
+
     def register(fn: Callable[[Evidence], float]) -> Callable[[Evidence], float]:
         FORMULAS[name] = fn
         return fn
+
     return register
 
 
@@ -171,15 +179,28 @@ def _tiered(e: Evidence) -> float:
 
 @formula("additive")
 def _additive(e: Evidence) -> float:
-    output = 1.0 if e.exact else (0.5 * difflib.SequenceMatcher(
-        None, e.stdout.strip(), e.expected.strip()).ratio() if e.ran else 0.0)
-    return (0.25 * e.compiled + 0.25 * e.ran + 0.25 * output
-            + 0.10 * (idiom_score(e.body) if e.ran else 0.0) + 0.15 * e.sim)
+    output = (
+        1.0
+        if e.exact
+        else (
+            0.5 * difflib.SequenceMatcher(None, e.stdout.strip(), e.expected.strip()).ratio()
+            if e.ran
+            else 0.0
+        )
+    )
+    return (
+        0.25 * e.compiled
+        + 0.25 * e.ran
+        + 0.25 * output
+        + 0.10 * (idiom_score(e.body) if e.ran else 0.0)
+        + 0.15 * e.sim
+    )
 
 
 if tuple(FORMULAS) != REWARD_FORMULAS:  # the knob's choices (jacrl.config) are what is here
-    raise ImportError(f"reward formulas {tuple(FORMULAS)} != config.REWARD_FORMULAS "
-                      f"{REWARD_FORMULAS}")
+    raise ImportError(
+        f"reward formulas {tuple(FORMULAS)} != config.REWARD_FORMULAS {REWARD_FORMULAS}"
+    )
 
 
 class ExtractionWarning(RuntimeWarning):
@@ -195,8 +216,9 @@ def not_run(body: str) -> str:
     return ""
 
 
-def score(body: str, verdict: Verdict | None, hole: Hole, formula: str = DEFAULT_FORMULA,
-          failed: str = "") -> Scored:
+def score(
+    body: str, verdict: Verdict | None, hole: Hole, formula: str = DEFAULT_FORMULA, failed: str = ""
+) -> Scored:
     """Grade one extracted body given its run verdict (None: nothing was run). `failed`: why
     there is no body to grade (extraction raised): tier "none" whatever the body."""
     grade = FORMULAS[check_formula(formula)]
@@ -213,13 +235,20 @@ def score(body: str, verdict: Verdict | None, hole: Hole, formula: str = DEFAULT
     printed = compiled and not verdict.timed_out
     exact = printed and exact_match(verdict.stdout, hole.expected_output)
     lines = line_match(verdict.stdout, hole.expected_output) if printed else 0.0
-    changed = (changed_lines(verdict.stdout, hole.expected_output, hole.baseline_output)
-               if printed else 0.0)
+    changed = (
+        changed_lines(verdict.stdout, hole.expected_output, hole.baseline_output)
+        if printed
+        else 0.0
+    )
     tier = "exact" if exact else "runs" if ran else "compiles" if compiled else "none"
-    value = grade(Evidence(exact, ran, compiled, sim, lines, changed, verdict.stdout,
-                           hole.expected_output, body))
-    return Scored(hole.id, round(value, 4) if value != 1.0 else 1.0, tier, body, sim, lines,
-                  verdict)
+    value = grade(
+        Evidence(
+            exact, ran, compiled, sim, lines, changed, verdict.stdout, hole.expected_output, body
+        )
+    )
+    return Scored(
+        hole.id, round(value, 4) if value != 1.0 else 1.0, tier, body, sim, lines, verdict
+    )
 
 
 # -- batch scoring ---------------------------------------------------------------------------
@@ -248,13 +277,19 @@ def _pair(completions: list[str], answer: list[str]) -> list[str]:
         return list(answer)
     if len(answer) == 1:
         return list(answer) * len(completions)
-    raise ValueError(f"{len(completions)} completions but {len(answer)} answers: expected one "
-                     "answer per completion (or a single answer for all)")
+    raise ValueError(
+        f"{len(completions)} completions but {len(answer)} answers: expected one "
+        "answer per completion (or a single answer for all)"
+    )
 
 
-def score_completions(completions: list[str], answers: list[str], *,
-                      formula: str = DEFAULT_FORMULA,
-                      executor: Executor | None = None) -> list[Scored]:
+def score_completions(
+    completions: list[str],
+    answers: list[str],
+    *,
+    formula: str = DEFAULT_FORMULA,
+    executor: Executor | None = None,
+) -> list[Scored]:
     """Grade a batch with `formula`: one run per distinct program (the executor dedups identical
     ones)."""
     formula = check_formula(formula)
@@ -265,12 +300,15 @@ def score_completions(completions: list[str], answers: list[str], *,
     # no code (tier "empty"), too long or extraction failed: no run
     idx = [i for i, b in enumerate(bodies) if not failed[i] and not not_run(b)]
     verdicts: list[Verdict | None] = [None] * len(completions)
-    ran = executor.run_many([splice(holes[i].template, bodies[i]) for i in idx],
-                            timeout=[holes[i].timeout for i in idx])  # each task's own
+    ran = executor.run_many(
+        [splice(holes[i].template, bodies[i]) for i in idx], timeout=[holes[i].timeout for i in idx]
+    )  # each task's own
     for i, v in zip(idx, ran, strict=True):
         verdicts[i] = v
-    return [score(b, v, h, formula, why)
-            for b, v, h, why in zip(bodies, verdicts, holes, failed, strict=True)]
+    return [
+        score(b, v, h, formula, why)
+        for b, v, h, why in zip(bodies, verdicts, holes, failed, strict=True)
+    ]
 
 
 def _extract(completion: str, hole: Hole) -> tuple[str, str]:
@@ -280,13 +318,21 @@ def _extract(completion: str, hole: Hole) -> tuple[str, str]:
         return extract_body(completion, hole.unit), ""
     except Exception as e:  # any bug here must cost one completion, not the batch
         why = f"extraction failed: {type(e).__name__}: {str(e)[:200]}: not run"
-        warnings.warn(f"{hole.id}: {why} (a {len(completion):,}-character completion)",
-                      ExtractionWarning, stacklevel=2)
+        warnings.warn(
+            f"{hole.id}: {why} (a {len(completion):,}-character completion)",
+            ExtractionWarning,
+            stacklevel=2,
+        )
         return "", why
 
 
-def jac_behavioral(prompts: list[str], completions: list[str], answer: list[str],
-                   types: list | None = None, formula: str = DEFAULT_FORMULA) -> list[float]:
+def jac_behavioral(
+    prompts: list[str],
+    completions: list[str],
+    answer: list[str],
+    types: list | None = None,
+    formula: str = DEFAULT_FORMULA,
+) -> list[float]:
     """mlx-lm-lora reward function: one float per completion, same order (the mlx-lm-lora CLI
     path grades with DEFAULT_FORMULA); training uses `reward_function`."""
     del prompts, types  # grading needs only the completion and the task's answer record

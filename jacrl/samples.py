@@ -33,8 +33,7 @@ FORMAT = 1  # the header's `jacrl_samples`: bumped when a field changes meaning
 STDOUT_CHARS = 4096  # a program's stdout kept per completion (a loop can print megabytes)
 SUFFIX = ".jsonl.gz"
 TIERS = ("exact", "runs", "compiles", "none", "empty")
-HEADER_ROW = ("tag", "model", "adapter", "split", "kind", "n", "temperature", "seed",
-              "max_tokens")
+HEADER_ROW = ("tag", "model", "adapter", "split", "kind", "n", "temperature", "seed", "max_tokens")
 
 
 class SamplesError(ValueError):
@@ -54,36 +53,60 @@ def _family(task: dict) -> str:
 def task_record(task: dict) -> dict:
     """What the header keeps of one task: enough to show its gold beside its samples."""
     m = meta(task)
-    return {"family": _family(task), "prompt": task.get("prompt", ""),
-            "gold": dedent(m["gold"]).strip("\n"), "expected_output": m["expected_output"]}
+    return {
+        "family": _family(task),
+        "prompt": task.get("prompt", ""),
+        "gold": dedent(m["gold"]).strip("\n"),
+        "expected_output": m["expected_output"],
+    }
 
 
 def completion_record(task_id: str, index: int, temperature: float, sample, scored) -> dict:
     """One line: a generated `Sample` and its `Scored` grade (jacrl.generate, jacrl.reward)."""
     v = scored.verdict
-    return {"task": task_id, "sample": index, "temperature": temperature, "text": sample.text,
-            "body": scored.body, "tier": scored.tier, "reward": round(scored.score, 4),
-            "exact": scored.exact, "ran": bool(v is not None and v.ran),
-            "truncated": sample.truncated, "tokens": sample.tokens,
-            "stdout": (v.stdout[:STDOUT_CHARS] if v is not None else "")}
+    return {
+        "task": task_id,
+        "sample": index,
+        "temperature": temperature,
+        "text": sample.text,
+        "body": scored.body,
+        "tier": scored.tier,
+        "reward": round(scored.score, 4),
+        "exact": scored.exact,
+        "ran": bool(v is not None and v.ran),
+        "truncated": sample.truncated,
+        "tokens": sample.tokens,
+        "stdout": (v.stdout[:STDOUT_CHARS] if v is not None else ""),
+    }
 
 
-def records(tasks: Sequence[dict], greedy: Sequence, samples: Sequence[Sequence],
-            g_scored: Sequence, s_scored: Sequence[Sequence], temperature: float) -> list[dict]:
+def records(
+    tasks: Sequence[dict],
+    greedy: Sequence,
+    samples: Sequence[Sequence],
+    g_scored: Sequence,
+    s_scored: Sequence[Sequence],
+    temperature: float,
+) -> list[dict]:
     """Every completion of an evaluation as lines, task by task: the greedy one (sample 0), then
     the n temperature samples (1..n)."""
     out = []
     for t, g, gs, ss, scs in zip(tasks, greedy, g_scored, samples, s_scored, strict=True):
         tid = meta(t)["id"]
         out.append(completion_record(tid, 0, 0.0, g, gs))
-        out += [completion_record(tid, j, temperature, s, sc)
-                for j, (s, sc) in enumerate(zip(ss, scs, strict=True), start=1)]
+        out += [
+            completion_record(tid, j, temperature, s, sc)
+            for j, (s, sc) in enumerate(zip(ss, scs, strict=True), start=1)
+        ]
     return out
 
 
 def header(row: dict, tasks: Sequence[dict]) -> dict:
-    return {"jacrl_samples": FORMAT, "row": {f: row.get(f) for f in HEADER_ROW},
-            "tasks": {meta(t)["id"]: task_record(t) for t in tasks}}
+    return {
+        "jacrl_samples": FORMAT,
+        "row": {f: row.get(f) for f in HEADER_ROW},
+        "tasks": {meta(t)["id"]: task_record(t) for t in tasks},
+    }
 
 
 def write_samples(path: str | os.PathLike, head: dict, lines: Iterable[dict]) -> Path:
@@ -95,8 +118,10 @@ def write_samples(path: str | os.PathLike, head: dict, lines: Iterable[dict]) ->
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         # no time stamp and no file name in the gzip header: the same samples, the same bytes
-        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb",
-                                                   mtime=0) as gz:
+        with (
+            open(tmp, "wb") as raw,
+            gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz,
+        ):
             for rec in (head, *lines):
                 gz.write(jsonl.dumps(rec).encode())
         os.replace(tmp, path)
@@ -111,8 +136,9 @@ def default_path(folder: str | os.PathLike, model: str, split: str, kind: str = 
     from jacrl.results import model_label
 
     stem = "-".join(p for p in (model_label(model), split, kind) if p)
-    return Path(folder) / "samples" / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}" \
-        f"{SUFFIX}"
+    return (
+        Path(folder) / "samples" / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}{SUFFIX}"
+    )
 
 
 def cell_samples_path(results_file: str | os.PathLike, cell_key: str, kind: str) -> Path:
@@ -172,8 +198,16 @@ def _block(title: str, text: str) -> list[str]:
 
 
 def _diff(gold: str, body: str) -> list[str]:
-    d = list(difflib.unified_diff(gold.split("\n"), dedent(body).strip("\n").split("\n"),
-                                  "gold", "sample", lineterm="", n=1))
+    d = list(
+        difflib.unified_diff(
+            gold.split("\n"),
+            dedent(body).strip("\n").split("\n"),
+            "gold",
+            "sample",
+            lineterm="",
+            n=1,
+        )
+    )
     return [f"    {ln}" for ln in d[2:]] or ["    (same as the gold)"]
 
 
@@ -196,9 +230,15 @@ def _summary(head: dict, recs: list[dict]) -> list[str]:
     return out
 
 
-def browse(head: dict, recs: Sequence[dict], task: str | None = None,
-           tiers: Iterable[str] | None = None, *, show: str = "body",
-           prompt: bool = False) -> str:
+def browse(
+    head: dict,
+    recs: Sequence[dict],
+    task: str | None = None,
+    tiers: Iterable[str] | None = None,
+    *,
+    show: str = "body",
+    prompt: bool = False,
+) -> str:
     """What `jacrl samples` prints. No task and no tiers: one summary line per task. Otherwise
     every task (or only `task`) with its gold and expected output, then its completions of the
     given tiers (all when none), each as its extracted body, its whole `text`, or a `diff`
@@ -208,15 +248,22 @@ def browse(head: dict, recs: Sequence[dict], task: str | None = None,
     want = _tiers(tiers)
     if task is not None and task not in head["tasks"]:
         known = ", ".join(list(head["tasks"])[:8])
-        raise ValueError(f"no task {task!r} in these samples (tasks: {known}"
-                         f"{', ...' if len(head['tasks']) > 8 else ''})")
+        raise ValueError(
+            f"no task {task!r} in these samples (tasks: {known}"
+            f"{', ...' if len(head['tasks']) > 8 else ''})"
+        )
     row = head["row"]
-    title = (f"{row.get('model')}{' + ' + row['adapter'] if row.get('adapter') else ' (base)'}"
-             f"  split {row.get('split') or '-'}  n={row.get('n')} T={row.get('temperature')} "
-             f"seed={row.get('seed')} max_tokens={row.get('max_tokens')}"
-             + (f"  tag={row['tag']}" if row.get("tag") else ""))
-    recs = [r for r in recs if (task is None or r["task"] == task)
-            and (want is None or r["tier"] in want)]
+    title = (
+        f"{row.get('model')}{' + ' + row['adapter'] if row.get('adapter') else ' (base)'}"
+        f"  split {row.get('split') or '-'}  n={row.get('n')} T={row.get('temperature')} "
+        f"seed={row.get('seed')} max_tokens={row.get('max_tokens')}"
+        + (f"  tag={row['tag']}" if row.get("tag") else "")
+    )
+    recs = [
+        r
+        for r in recs
+        if (task is None or r["task"] == task) and (want is None or r["tier"] in want)
+    ]
     if task is None and want is None:
         return "\n".join([title, *_summary(head, recs)])
     out = [title]
@@ -230,15 +277,18 @@ def browse(head: dict, recs: Sequence[dict], task: str | None = None,
         out += ["", f"== {tid} ({t.get('family', '')})"]
         if prompt:
             out += _block("prompt", t.get("prompt", ""))
-        out += _block("gold", t.get("gold", "")) + _block("expected output",
-                                                          t.get("expected_output", ""))
+        out += _block("gold", t.get("gold", "")) + _block(
+            "expected output", t.get("expected_output", "")
+        )
         for r in rs:
             out.append(f"  -- {_label(r)}")
             if show == "diff":
                 out += _diff(t.get("gold", ""), r["body"])
             else:
-                out += _block("completion" if show == "text" else "body",
-                              r["text"] if show == "text" else r["body"])
+                out += _block(
+                    "completion" if show == "text" else "body",
+                    r["text"] if show == "text" else r["body"],
+                )
             if r["ran"] and not r["exact"]:
                 out += _block("its output", r["stdout"])
     return "\n".join(out)
@@ -275,16 +325,22 @@ def browse_pairs(rows: Sequence[dict], task: str | None = None, *, show: str = "
             raise ValueError(f"no pair of task {task!r} in these pairs")
     if task is None:
         width = max((len(r["task"]) for r in rows), default=4)
-        return "\n".join([f"{'task':<{width}}  split  chosen -> rejected (rewards)  reason"] + [
-            f"{r['task']:<{width}}  {r.get('split', '-'):<5}  {r['chosen_reward']:.3f} -> "
-            f"{r['rejected_reward']:.3f}  {r['reason']}" for r in rows])
+        return "\n".join(
+            [f"{'task':<{width}}  split  chosen -> rejected (rewards)  reason"]
+            + [
+                f"{r['task']:<{width}}  {r.get('split', '-'):<5}  {r['chosen_reward']:.3f} -> "
+                f"{r['rejected_reward']:.3f}  {r['reason']}"
+                for r in rows
+            ]
+        )
     out = []
     for r in rows:
         out += ["", f"== {r['task']} ({r.get('split', '-')}): {r['reason']}"]
         for side in ("chosen", "rejected"):
             text = r[side] if show == "text" else _code(r[side])
-            out += _block(f"{side} ({r.get(side + '_tier', '-')}, reward "
-                          f"{r[side + '_reward']:.3f})", text)
+            out += _block(
+                f"{side} ({r.get(side + '_tier', '-')}, reward {r[side + '_reward']:.3f})", text
+            )
     return "\n".join(out)
 
 

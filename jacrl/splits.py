@@ -34,8 +34,12 @@ RUNGS = ("1", "3", "5", "10", "20", "all")  # the ladder's rungs: train-pool pre
 class SplitConfig:
     holdout_min: int = dataclasses.field(default=40, metadata={"help": "held-out tasks, at least"})
     valid_n: int = dataclasses.field(default=6, metadata={"help": "pool tail kept for validation"})
-    decontam: float = dataclasses.field(default=0.85, metadata={
-        "help": "drop a held task whose gold body has difflib ratio >= this with any train body"})
+    decontam: float = dataclasses.field(
+        default=0.85,
+        metadata={
+            "help": "drop a held task whose gold body has difflib ratio >= this with any train body"
+        },
+    )
     seed: int = dataclasses.field(default=0, metadata={"help": "orders sources before the greedy"})
 
 
@@ -68,8 +72,14 @@ def _pick_sources(tasks: list[dict], need: int, seed: int) -> list[str]:
     covered: set[str] = set()
     held = 0
     while order and (held < need or covered != families):
-        best = max(order, key=lambda s: (len(_families(by_source[s]) - covered),
-                                         -len(by_source[s]), -order.index(s)))
+        best = max(
+            order,
+            key=lambda s: (
+                len(_families(by_source[s]) - covered),
+                -len(by_source[s]),
+                -order.index(s),
+            ),
+        )
         order.remove(best)
         chosen.append(best)
         covered |= _families(by_source[best])
@@ -93,12 +103,15 @@ def make_splits(tasks: list[dict], cfg: SplitConfig = SplitConfig()) -> Splits:
     need_unsourced = cfg.holdout_min * len(unsourced) // max(len(tasks), 1)  # its share
     chosen = _pick_sources(sourced, cfg.holdout_min - need_unsourced, cfg.seed)
     holdout = [t for t in sourced if meta(t)["source"] in chosen]
-    held_ids = {meta(t)["id"] for t in
-                _pick_unsourced(unsourced, need_unsourced, _families(holdout), cfg.seed)}
+    held_ids = {
+        meta(t)["id"]
+        for t in _pick_unsourced(unsourced, need_unsourced, _families(holdout), cfg.seed)
+    }
     holdout.sort(key=lambda t: chosen.index(meta(t)["source"]))  # stable: source by source
     holdout += [t for t in unsourced if meta(t)["id"] in held_ids]
-    pool = sorted((t for t in sourced if meta(t)["source"] not in chosen),
-                  key=lambda t: meta(t)["source"])
+    pool = sorted(
+        (t for t in sourced if meta(t)["source"] not in chosen), key=lambda t: meta(t)["source"]
+    )
     pool += [t for t in unsourced if meta(t)["id"] not in held_ids]
     if held_ids:
         chosen.append(UNKNOWN_SOURCE)
@@ -111,8 +124,11 @@ def make_splits(tasks: list[dict], cfg: SplitConfig = SplitConfig()) -> Splits:
         near = False
         for other in train_golds:
             sm.set_seq1(other)
-            if sm.real_quick_ratio() >= cfg.decontam and sm.quick_ratio() >= cfg.decontam \
-                    and sm.ratio() >= cfg.decontam:
+            if (
+                sm.real_quick_ratio() >= cfg.decontam
+                and sm.quick_ratio() >= cfg.decontam
+                and sm.ratio() >= cfg.decontam
+            ):
                 near = True
                 break
         (dropped.append(meta(t)["id"]) if near else kept.append(t))
@@ -121,16 +137,21 @@ def make_splits(tasks: list[dict], cfg: SplitConfig = SplitConfig()) -> Splits:
     # valid: the last task of each family in turn, so it spans families and no rung prefix moves
     n_valid = min(cfg.valid_n, max(0, len(interleaved) - 1))
     valid_ids: list[str] = []
-    tails = {f: [meta(t)["id"] for t in interleaved if meta(t)["family"] == f]
-             for f in sorted({meta(t)["family"] for t in interleaved})}
+    tails = {
+        f: [meta(t)["id"] for t in interleaved if meta(t)["family"] == f]
+        for f in sorted({meta(t)["family"] for t in interleaved})
+    }
     while len(valid_ids) < n_valid:
         for fam in sorted(tails, key=lambda f: -len(tails[f])):
             if tails[fam] and len(valid_ids) < n_valid:
                 valid_ids.append(tails[fam].pop())
-    return Splits(holdout=sorted(kept, key=lambda t: meta(t)["id"]),
-                  trainpool=[t for t in interleaved if meta(t)["id"] not in valid_ids],
-                  valid=[t for t in interleaved if meta(t)["id"] in valid_ids],
-                  dropped=dropped, holdout_sources=chosen)
+    return Splits(
+        holdout=sorted(kept, key=lambda t: meta(t)["id"]),
+        trainpool=[t for t in interleaved if meta(t)["id"] not in valid_ids],
+        valid=[t for t in interleaved if meta(t)["id"] in valid_ids],
+        dropped=dropped,
+        holdout_sources=chosen,
+    )
 
 
 def _seeded(seed: int, key: str) -> str:
@@ -158,8 +179,9 @@ def check_rung(n: int | str, pool_size: int) -> int | str:
     if not str(n).strip().isdigit() or int(n) < 1:
         raise ValueError(f"rung must be a positive integer or 'all', got {n!r}")
     if int(n) > pool_size:
-        raise ValueError(f"rung {n}: the train pool has only {pool_size} tasks; choose "
-                         f"1..{pool_size} or 'all'")
+        raise ValueError(
+            f"rung {n}: the train pool has only {pool_size} tasks; choose 1..{pool_size} or 'all'"
+        )
     return int(n)
 
 
@@ -184,14 +206,16 @@ def check_splits(s: Splits, rungs=RUNGS) -> list[str]:
     for name in SPLITS:
         if len(ids[name]) != len(set(ids[name])):
             problems.append(f"duplicate ids in {name}")
-    src = {name: {meta(t)["source"] for t in getattr(s, name)} - {UNKNOWN_SOURCE}
-           for name in SPLITS}  # tasks without a source share no file with anything
+    src = {
+        name: {meta(t)["source"] for t in getattr(s, name)} - {UNKNOWN_SOURCE} for name in SPLITS
+    }  # tasks without a source share no file with anything
     if src["holdout"] & (src["trainpool"] | src["valid"]):
-        problems.append("holdout shares sources with training: "
-                        f"{sorted(src['holdout'] & (src['trainpool'] | src['valid']))}")
+        problems.append(
+            "holdout shares sources with training: "
+            f"{sorted(src['holdout'] & (src['trainpool'] | src['valid']))}"
+        )
     if not s.trainpool:
-        problems.append("the train pool is empty (the holdout took every task; lower "
-                        "holdout_min)")
+        problems.append("the train pool is empty (the holdout took every task; lower holdout_min)")
     all_fams = {meta(t)["family"] for name in SPLITS for t in getattr(s, name)}
     held_fams = {meta(t)["family"] for t in s.holdout}
     if held_fams != all_fams:
@@ -199,7 +223,7 @@ def check_splits(s: Splits, rungs=RUNGS) -> list[str]:
     prev: list[str] = []
     for r in fitting_rungs(len(s.trainpool), rungs):
         cur = [meta(t)["id"] for t in rung_tasks(s.trainpool, r)]
-        if cur[:len(prev)] != prev:
+        if cur[: len(prev)] != prev:
             problems.append(f"rung {r} does not extend the previous rung")
         prev = cur
     if len(s.trainpool) >= 5 and len({meta(t)["family"] for t in s.trainpool[:5]}) < 2:
@@ -209,14 +233,17 @@ def check_splits(s: Splits, rungs=RUNGS) -> list[str]:
 
 def report(s: Splits) -> str:
     def fams(ts):
-        return ", ".join(f"{k} {v}" for k, v in
-                         sorted(Counter(meta(t)["family"] for t in ts).items()))
+        return ", ".join(
+            f"{k} {v}" for k, v in sorted(Counter(meta(t)["family"] for t in ts).items())
+        )
 
-    lines = [f"holdout   {len(s.holdout):4d}  ({fams(s.holdout)})",
-             f"          sources: {', '.join(s.holdout_sources)}",
-             f"trainpool {len(s.trainpool):4d}  ({fams(s.trainpool)})",
-             f"valid     {len(s.valid):4d}  ({fams(s.valid)})",
-             f"decontamination dropped {len(s.dropped)}: {', '.join(s.dropped) or '-'}"]
+    lines = [
+        f"holdout   {len(s.holdout):4d}  ({fams(s.holdout)})",
+        f"          sources: {', '.join(s.holdout_sources)}",
+        f"trainpool {len(s.trainpool):4d}  ({fams(s.trainpool)})",
+        f"valid     {len(s.valid):4d}  ({fams(s.valid)})",
+        f"decontamination dropped {len(s.dropped)}: {', '.join(s.dropped) or '-'}",
+    ]
     for r in fitting_rungs(len(s.trainpool)):
         lines.append(f"rung {str(r):>3}: {fams(rung_tasks(s.trainpool, r))}")
     problems = check_splits(s)

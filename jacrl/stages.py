@@ -30,8 +30,17 @@ from jacrl.config import (
 # The GRPOConfig fields `jacrl.train.grpo.calibrate_temperature` reads: the rollout temperature
 # a cell without a GRPO stage samples its mem rows at is calibrated with them, so they are an
 # input of that cell's evaluation.
-CALIBRATION = ("temperature", "temperature_grid", "calibration_floor", "group_size", "seed",
-               "max_completion_length", "top_p", "top_k", "reward_formula")
+CALIBRATION = (
+    "temperature",
+    "temperature_grid",
+    "calibration_floor",
+    "group_size",
+    "seed",
+    "max_completion_length",
+    "top_p",
+    "top_k",
+    "reward_formula",
+)
 CALIBRATED = {"grpo": CALIBRATION}  # what the cell of a stage without rollouts reads
 
 PARENT_USES = ("none", "continues", "samples")  # its parent's adapter: unused/trained on/sampled
@@ -58,8 +67,10 @@ class Stage:
 
     def __post_init__(self):
         if self.parent not in PARENT_USES or ":" not in self.trainer:
-            raise ValueError(f"stage {self.name!r}: parent {self.parent!r} (of {PARENT_USES}), "
-                             f"trainer {self.trainer!r} (module:function)")
+            raise ValueError(
+                f"stage {self.name!r}: parent {self.parent!r} (of {PARENT_USES}), "
+                f"trainer {self.trainer!r} (module:function)"
+            )
 
     @property
     def grades(self) -> bool:
@@ -79,11 +90,17 @@ class Stage:
 STAGES: dict[str, Stage] = {
     s.name: s
     for s in (
-        Stage("sft", SFTConfig, "jacrl.train.sft:sft", first_only=True, shared=True,
-              iters="sft_iters", eval_reads=CALIBRATED),
+        Stage(
+            "sft",
+            SFTConfig,
+            "jacrl.train.sft:sft",
+            first_only=True,
+            shared=True,
+            iters="sft_iters",
+            eval_reads=CALIBRATED,
+        ),
         Stage("rft", RFTConfig, "jacrl.train.rft:rft", parent="samples", eval_reads=CALIBRATED),
-        Stage("star", STaRConfig, "jacrl.train.rft:star", first_only=True,
-              eval_reads=CALIBRATED),
+        Stage("star", STaRConfig, "jacrl.train.rft:star", first_only=True, eval_reads=CALIBRATED),
         Stage("grpo", GRPOConfig, "jacrl.train.grpo:grpo", parent="continues", iters="grpo_iters"),
         Stage("dpo", DPOConfig, "jacrl.train.dpo:dpo", parent="continues", eval_reads=CALIBRATED),
     )

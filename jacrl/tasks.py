@@ -40,8 +40,10 @@ def task_timeout(gold_cpu_seconds: float) -> float:
     return next((t for t in TIMEOUT_STEPS if t >= need), TIMEOUT_STEPS[-1])
 
 
-PROMPT_SENTENCE = ("Complete the Jac file below: replace the `# TODO` line with the correct Jac "
-                   "code for that unit. Return only the replacement code, in a ```jac code block.")
+PROMPT_SENTENCE = (
+    "Complete the Jac file below: replace the `# TODO` line with the correct Jac "
+    "code for that unit. Return only the replacement code, in a ```jac code block."
+)
 
 
 def prompt_text(driver: Driver) -> str:
@@ -51,16 +53,29 @@ def prompt_text(driver: Driver) -> str:
     return f"{driver.instruction}\n\n{PROMPT_SENTENCE}\n\n```jac\n{driver.prompt_view}\n```"
 
 
-def answer_json(driver: Driver, expected_output: str, timeout: float = TIMEOUT,
-                baseline_output: str | None = None) -> str:
+def answer_json(
+    driver: Driver,
+    expected_output: str,
+    timeout: float = TIMEOUT,
+    baseline_output: str | None = None,
+) -> str:
     """The record's `answer`: the earlier harness's keys first (id, source, expected_output,
     timeout), then ours. The template and gold body travel inside it, so the reward needs no file
     lookups. baseline_output: the template's stdout with an empty body (what does not depend on the
     hole; the default reward pays only for the rest)."""
-    return json.dumps({
-        "id": driver.id, "source": driver.source, "expected_output": expected_output,
-        "timeout": timeout, "family": driver.family, "unit": driver.unit.to_json(),
-        "template": driver.template, "gold": driver.gold, "baseline_output": baseline_output})
+    return json.dumps(
+        {
+            "id": driver.id,
+            "source": driver.source,
+            "expected_output": expected_output,
+            "timeout": timeout,
+            "family": driver.family,
+            "unit": driver.unit.to_json(),
+            "template": driver.template,
+            "gold": driver.gold,
+            "baseline_output": baseline_output,
+        }
+    )
 
 
 def record(driver: Driver, answer: str) -> dict:
@@ -114,8 +129,9 @@ class BuildReport:
         return len({m.group(1) for ln in self.failures if (m := FILE_LINE.match(ln))})
 
 
-def validate(drivers: list[Driver], executors: tuple[Executor, Executor],
-             fixed_timeout: bool = False) -> BuildReport:
+def validate(
+    drivers: list[Driver], executors: tuple[Executor, Executor], fixed_timeout: bool = False
+) -> BuildReport:
     """Run every check on every driver; batched so the fork server stays busy. Each task's
     time-out comes from its gold runs' CPU times (`task_timeout`), or is TIMEOUT with
     fixed_timeout."""
@@ -125,8 +141,10 @@ def validate(drivers: list[Driver], executors: tuple[Executor, Executor],
     runs1 = first.run_many([d.text for d in drivers], timeout=TIMEOUT)
     runs2 = second.run_many([d.text for d in drivers], timeout=TIMEOUT)
     ok: list[tuple[Driver, str]] = []
-    slower = {d.id: max(a.cpu_seconds, b.cpu_seconds) for d, a, b in zip(drivers, runs1, runs2,
-                                                                         strict=True)}
+    slower = {
+        d.id: max(a.cpu_seconds, b.cpu_seconds)
+        for d, a, b in zip(drivers, runs1, runs2, strict=True)
+    }
     for d, a, b in zip(drivers, runs1, runs2, strict=True):
         if not a.ran:
             line, why = failure(a)
@@ -138,29 +156,45 @@ def validate(drivers: list[Driver], executors: tuple[Executor, Executor],
         else:
             ok.append((d, a.stdout))
     empties = first.run_many([splice(d.template, "") for d, _ in ok], timeout=TIMEOUT)
-    answers = [answer_json(d, out, TIMEOUT if fixed_timeout else task_timeout(slower[d.id]),
-                           baseline_output=v.stdout)
-               for (d, out), v in zip(ok, empties, strict=True)]
+    answers = [
+        answer_json(
+            d,
+            out,
+            TIMEOUT if fixed_timeout else task_timeout(slower[d.id]),
+            baseline_output=v.stdout,
+        )
+        for (d, out), v in zip(ok, empties, strict=True)
+    ]
     checks = [("gold body", lambda d: fenced(d.gold)), ("echoed driver", lambda d: fenced(d.text))]
     for name, make in checks:
         scored = score_completions([make(d) for d, _ in ok], answers, executor=first)
         for (d, _), s in zip(ok, scored, strict=True):
             if s.score != 1.0 and d.id not in failures:
-                why = (s.reason if s.verdict is None else "its stdout differs" if s.verdict.ran
-                       else failure(s.verdict)[1])
-                failures[d.id] = (f"{d.path}:{d.hole_line}: {name} scores {s.score} "
-                                  f"({s.tier}), not 1.0: {why}")
+                why = (
+                    s.reason
+                    if s.verdict is None
+                    else "its stdout differs"
+                    if s.verdict.ran
+                    else failure(s.verdict)[1]
+                )
+                failures[d.id] = (
+                    f"{d.path}:{d.hole_line}: {name} scores {s.score} ({s.tier}), not 1.0: {why}"
+                )
     for (d, out), v in zip(ok, empties, strict=True):
         if v.ran and v.stdout.strip() == out.strip() and d.id not in failures:
-            failures[d.id] = (f"{d.path}:{d.hole_line}: an empty body gives the same output: "
-                              "the hole does not matter")
+            failures[d.id] = (
+                f"{d.path}:{d.hole_line}: an empty body gives the same output: "
+                "the hole does not matter"
+            )
     built = [record(d, a) for (d, _), a in zip(ok, answers, strict=True) if d.id not in failures]
-    return BuildReport(built, [failures[d.id] for d in drivers if d.id in failures],
-                       time.perf_counter() - t0)
+    return BuildReport(
+        built, [failures[d.id] for d in drivers if d.id in failures], time.perf_counter() - t0
+    )
 
 
-def load_all(drivers_dir: str | Path, family_map: dict[str, str] | None = None
-             ) -> tuple[list[Driver], list[str]]:
+def load_all(
+    drivers_dir: str | Path, family_map: dict[str, str] | None = None
+) -> tuple[list[Driver], list[str]]:
     """The drivers that parse, in sorted path order, and a `path:line: reason` for each that does
     not (a malformed marker, or an id already taken)."""
     drivers, failures, seen = [], [], {}
@@ -193,8 +227,9 @@ def read_tasks(path: str | Path | None = None) -> list[dict]:
     Default: the project's data/tasks.jsonl."""
     path = path_or(path, "tasks")
     if not Path(path).is_file():
-        raise FileNotFoundError(f"{path}: no such tasks file (`jacrl build-tasks` writes "
-                                "data/tasks.jsonl)")
+        raise FileNotFoundError(
+            f"{path}: no such tasks file (`jacrl build-tasks` writes data/tasks.jsonl)"
+        )
     rows = []
     with open(path) as fh:
         for n, line in enumerate(fh, 1):

@@ -21,10 +21,21 @@ from jacrl.extract import splice
 from jacrl.jacsyntax import code_mask, enclosing, headers, match_brace
 
 # (pattern, replacement[, count]) for re.sub; count 0/absent = every match
-MUTATIONS = [(r"\+=", "-="), (r"<=", "<"), (r" > ", " >= "), (r"\bTrue\b", "False"),
-             (r"\bappend\b", "apend"), (r";", "", 1), (r"\b1\b", "2"), (r"\}", "", 1),
-             (r"\bself\.", "", 1), (r"\breturn\b", "print", 1), (r"\bif\b", "while", 1),
-             (r"\bhere\b", "root"), (r"\(", "[", 1)]
+MUTATIONS = [
+    (r"\+=", "-="),
+    (r"<=", "<"),
+    (r" > ", " >= "),
+    (r"\bTrue\b", "False"),
+    (r"\bappend\b", "apend"),
+    (r";", "", 1),
+    (r"\b1\b", "2"),
+    (r"\}", "", 1),
+    (r"\bself\.", "", 1),
+    (r"\breturn\b", "print", 1),
+    (r"\bif\b", "while", 1),
+    (r"\bhere\b", "root"),
+    (r"\(", "[", 1),
+]
 
 GARBAGE = "```jac\n}} let x = = ; walker {\n```"
 
@@ -48,9 +59,9 @@ def whole_unit(d: Driver) -> str:
     by_brace = {h.brace: h for h in headers(text, mask)}
     head = [by_brace[b] for b in enclosing(mask, marker) if b in by_brace][-1]
     line_start = text.rfind("\n", 0, head.start) + 1
-    lead = text[line_start:head.start]  # modifiers before the header on its line
+    lead = text[line_start : head.start]  # modifiers before the header on its line
     start = line_start + len(lead) - len(lead.lstrip())
-    unit = text[start:match_brace(mask, head.brace) + 1]
+    unit = text[start : match_brace(mask, head.brace) + 1]
     return "\n".join(ln for ln in unit.split("\n") if "HOLE" not in ln)
 
 
@@ -70,24 +81,29 @@ def driver_shapes(d: Driver) -> dict[str, str]:
         "fence_Jac": f"```Jac\n{gold}\n```",
         "fence_python": f"```python\n{gold}\n```",
         "fence_bare": f"```\n{gold}\n```",
-        "prose": (f"Here is the body you asked for:\n\n```jac\n{gold}\n```\n\n"
-                  "It handles the edge cases."),
+        "prose": (
+            f"Here is the body you asked for:\n\n```jac\n{gold}\n```\n\nIt handles the edge cases."
+        ),
         "unclosed_fence": f"```jac\n{gold}\n",
         "whole_driver": f"```jac\n{echoed}\n```",
         "whole_driver_clean": f"Sure, the complete file:\n```jac\n{echoed_clean}\n```\nDone.",
         "truncated_echo": f"```jac\n{echoed_clean[:cut]}\nwith entry {{\n    print(",
         # mlx-lm-lora's GRPO format: thinking first, then the answer in tags
-        "think_answer_fence": (f"<think>\nLoop, then return.\n</think>\n"
-                               f"<answer>\n```jac\n{gold}\n```\n</answer>"),
+        "think_answer_fence": (
+            f"<think>\nLoop, then return.\n</think>\n<answer>\n```jac\n{gold}\n```\n</answer>"
+        ),
         "answer_inline_fence": f"<think>short</think><answer>```jac\n{gold}\n```</answer>",
         "answer_bare": f"<answer>\n{gold}\n</answer>",
         "answer_unclosed": f"<think>\nok\n</think>\n<answer>\n```jac\n{gold}\n",
         # a thought holding fences, a decoy unit and stray braces: never the answer
-        "think_with_junk": (f"<think>\nFirst try:\n```jac\n{decoy}\n```\n```\n}} {{ return;\n"
-                            f"</think>\n<answer>\n```jac\n{gold}\n```\n</answer>"),
+        "think_with_junk": (
+            f"<think>\nFirst try:\n```jac\n{decoy}\n```\n```\n}} {{ return;\n"
+            f"</think>\n<answer>\n```jac\n{gold}\n```\n</answer>"
+        ),
         # a chat template that opened <think> in the prompt: only its close is generated
-        "think_opened_by_prompt": (f"{decoy}\n```jac\nreturn 0;\n```\n</think>\n\n"
-                                   f"```jac\n{gold}\n```"),
+        "think_opened_by_prompt": (
+            f"{decoy}\n```jac\nreturn 0;\n```\n</think>\n\n```jac\n{gold}\n```"
+        ),
     }
     if not d.unit.partial:
         out["whole_unit"] = f"```jac\n{unit}\n```"
@@ -113,22 +129,26 @@ def formatting_variants(completion: str) -> dict[str, str]:
         "crlf": completion.replace("\n", "\r\n"),
         "cr": completion.replace("\n", "\r"),
         "bom": "\ufeff" + completion,
-        "zwsp_before_fence": (completion.replace("```", "\u200b```") if "```" in completion
-                              else "\u200b" + completion),
+        "zwsp_before_fence": (
+            completion.replace("```", "\u200b```") if "```" in completion else "\u200b" + completion
+        ),
         "tilde_fence": completion.replace("```", "~~~"),
         "four_backticks": completion.replace("```", "````"),
         "nbsp_indent": nbsp,
         "fence_indented": _indent_fences(completion),
-        "all_at_once": "\ufeff" + _indent_fences(nbsp).replace("```", "\u200b~~~~")
-                       .replace("\n", "\r\n"),
+        "all_at_once": "\ufeff"
+        + _indent_fences(nbsp).replace("```", "\u200b~~~~").replace("\n", "\r\n"),
     }
     return {name: text for name, text in out.items() if text != completion}
 
 
 def formatted_shapes(d: Driver) -> dict[str, str]:
     """Every `formatting_variants` of every `driver_shapes` answer, named "shape/variant"."""
-    return {f"{shape}/{name}": text for shape, completion in driver_shapes(d).items()
-            for name, text in formatting_variants(completion).items()}
+    return {
+        f"{shape}/{name}": text
+        for shape, completion in driver_shapes(d).items()
+        for name, text in formatting_variants(completion).items()
+    }
 
 
 def inspection_answers(meta: dict, other_gold: str) -> dict[str, str]:
@@ -137,10 +157,14 @@ def inspection_answers(meta: dict, other_gold: str) -> dict[str, str]:
     truncation), every mutant of the gold, another task's gold, garbage and nothing."""
     gold = meta["gold"]
     echo = splice(meta["template"], gold)
-    out = {"gold (fenced)": f"```jac\n{gold}\n```", "gold (bare)": gold,
-           "echoed file": f"Here is the file:\n```jac\n{echo}\n```",
-           "truncated echo": f"```jac\n{echo[: int(len(echo) * 0.6)]}"}
+    out = {
+        "gold (fenced)": f"```jac\n{gold}\n```",
+        "gold (bare)": gold,
+        "echoed file": f"Here is the file:\n```jac\n{echo}\n```",
+        "truncated echo": f"```jac\n{echo[: int(len(echo) * 0.6)]}",
+    }
     out.update({label: f"```jac\n{body}\n```" for label, body in mutants(gold)})
-    out.update({"another task's body": f"```jac\n{other_gold}\n```", "garbage": GARBAGE,
-                "empty": ""})
+    out.update(
+        {"another task's body": f"```jac\n{other_gold}\n```", "garbage": GARBAGE, "empty": ""}
+    )
     return out

@@ -26,9 +26,18 @@ from jacrl.blas import ensure_fast_blas  # noqa: E402
 
 # the demo's jac-tiny SFT (jacrl.ladder.demo.DEMO_SFT), inlined so this script does not import
 # the ladder
-BASE_SFT = {"learning_rate": 2e-4, "warmup": 0, "decay_steps": 10**9, "lora_layers": -1,
-            "lora_rank": 64, "grad_checkpoint": False, "batch_size": 1, "steps_per_report": 50,
-            "steps_per_eval": 10**6, "val_batches": 1}
+BASE_SFT = {
+    "learning_rate": 2e-4,
+    "warmup": 0,
+    "decay_steps": 10**9,
+    "lora_layers": -1,
+    "lora_rank": 64,
+    "grad_checkpoint": False,
+    "batch_size": 1,
+    "steps_per_report": 50,
+    "steps_per_eval": 10**6,
+    "val_batches": 1,
+}
 
 
 def _loadavg() -> str:
@@ -59,8 +68,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rungs", default="5,80")
     ap.add_argument("--iters", default="400", help="SFT iterations, one value or one per rung")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="SFTConfig override on top of the demo's jac-tiny SFT")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="SFTConfig override on top of the demo's jac-tiny SFT",
+    )
     ap.add_argument("--max-tokens", type=int, default=96, help="eval budget (bodies < 50)")
     ap.add_argument("--mem-limit", type=int, default=16, help="rung tasks evaluated for mem")
     ap.add_argument("--data", default=str(HERE / "data"))
@@ -87,25 +101,34 @@ def main(argv=None) -> int:
         t0, load0 = time.time(), _loadavg()
         train = rung_tasks(pool, r)
         cfg = from_dict(SFTConfig, {**over, "iters": n_iter})
-        art = sft("jac-tiny", train, valid, cfg, args.artifacts or None,
-                  log=(lambda m: print(m, flush=True)) if args.log else (lambda _: None))
+        art = sft(
+            "jac-tiny",
+            train,
+            valid,
+            cfg,
+            args.artifacts or None,
+            log=(lambda m: print(m, flush=True)) if args.log else (lambda _: None),
+        )
         t1 = time.time()
         ecfg = EvalConfig(n=0, k=(1,), max_tokens=args.max_tokens)
         gen = evaluate("jac-tiny", art.adapter_path, holdout, ecfg, kind="gen")
-        mem = evaluate("jac-tiny", art.adapter_path, train[:args.mem_limit], ecfg, kind="mem")
+        mem = evaluate("jac-tiny", art.adapter_path, train[: args.mem_limit], ecfg, kind="mem")
         t2 = time.time()
         s = art.manifest.get("summary", {})
-        block = "\n".join([
-            f"rung {r}: {len(train)} train tasks, SFT {n_iter} iters "
-            f"{json.dumps({k: v for k, v in over.items() if BASE_SFT.get(k) != v})} "
-            f"(base: demo SFT), final train loss {s.get('final_train_loss')}",
-            f"  gen {gen['pass1']}/{gen['tasks']} = {gen['pass1_pct']}% "
-            f"[{gen['wilson_lo']}, {gen['wilson_hi']}]  runs {gen['run_pct']}%  "
-            f"near {gen['near_pct']}%",
-            f"  gen by shape: {breakdown(gen, manifest)}",
-            f"  mem {mem['pass1']}/{mem['tasks']} = {mem['pass1_pct']}%",
-            f"  wall: train {t1 - t0:.0f} s, eval {t2 - t1:.0f} s; loadavg {load0} -> "
-            f"{_loadavg()}; artifact {art.key}"])
+        block = "\n".join(
+            [
+                f"rung {r}: {len(train)} train tasks, SFT {n_iter} iters "
+                f"{json.dumps({k: v for k, v in over.items() if BASE_SFT.get(k) != v})} "
+                f"(base: demo SFT), final train loss {s.get('final_train_loss')}",
+                f"  gen {gen['pass1']}/{gen['tasks']} = {gen['pass1_pct']}% "
+                f"[{gen['wilson_lo']}, {gen['wilson_hi']}]  runs {gen['run_pct']}%  "
+                f"near {gen['near_pct']}%",
+                f"  gen by shape: {breakdown(gen, manifest)}",
+                f"  mem {mem['pass1']}/{mem['tasks']} = {mem['pass1_pct']}%",
+                f"  wall: train {t1 - t0:.0f} s, eval {t2 - t1:.0f} s; loadavg {load0} -> "
+                f"{_loadavg()}; artifact {art.key}",
+            ]
+        )
         print(block, flush=True)
         with open(args.out, "a") as fh:
             fh.write(block + "\n")

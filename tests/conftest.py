@@ -34,14 +34,29 @@ def pytest_configure(config):
 # per file). `make test` hands out whole files to its two workers in collection order
 # (`--dist loadfile --no-loadscope-reorder`): the long ones first leaves short ones to even out
 # the end (longest-processing-time-first), instead of one worker finishing a long file alone.
-LONGEST_FIRST = ("test_ladder_ray.py", "test_reward_hacks.py", "test_ladder.py",
-                 "test_notebooks.py", "test_recipe_run.py", "test_tasks.py",
-                 "test_executor_faults.py", "test_train.py", "test_quantized.py",
-                 "test_grpo_dynamic.py", "test_ladder_formats.py",
-                 "test_timeouts.py", "test_reward_never_raises.py", "test_reward.py",
-                 "test_executor.py", "test_foreign.py",
-                 "test_determinism.py", "test_install.py", "test_conversion.py",
-                 "test_tracking.py", "test_learnable.py")
+LONGEST_FIRST = (
+    "test_ladder_ray.py",
+    "test_reward_hacks.py",
+    "test_ladder.py",
+    "test_notebooks.py",
+    "test_recipe_run.py",
+    "test_tasks.py",
+    "test_executor_faults.py",
+    "test_train.py",
+    "test_quantized.py",
+    "test_grpo_dynamic.py",
+    "test_ladder_formats.py",
+    "test_timeouts.py",
+    "test_reward_never_raises.py",
+    "test_reward.py",
+    "test_executor.py",
+    "test_foreign.py",
+    "test_determinism.py",
+    "test_install.py",
+    "test_conversion.py",
+    "test_tracking.py",
+    "test_learnable.py",
+)
 
 
 def pytest_collection_modifyitems(items):
@@ -66,8 +81,10 @@ def harness(executor):
     runs = executor.run_many([d.text for d in drivers])
     assert all(v.ran and v.stdout.strip() for v in runs), [v.stderr for v in runs]
     empties = executor.run_many([splice(d.template, "") for d in drivers])
-    return {d.id: (d, answer_json(d, v.stdout, baseline_output=e.stdout))
-            for d, v, e in zip(drivers, runs, empties, strict=True)}
+    return {
+        d.id: (d, answer_json(d, v.stdout, baseline_output=e.stdout))
+        for d, v, e in zip(drivers, runs, empties, strict=True)
+    }
 
 
 @pytest.fixture(scope="session")
@@ -118,7 +135,15 @@ def tiny_q4(tiny, tmp_path_factory):
 def data_dir():
     """The committed data/ (tasks, conversion tasks, splits): the ladder tests' task set."""
     d = ROOT / "data"
-    missing = [p for p in ("splits/holdout.jsonl", "splits/trainpool.jsonl", "splits/valid.jsonl",
-                           "conversion.jsonl") if not (d / p).is_file()]
+    missing = [
+        p
+        for p in (
+            "splits/holdout.jsonl",
+            "splits/trainpool.jsonl",
+            "splits/valid.jsonl",
+            "conversion.jsonl",
+        )
+        if not (d / p).is_file()
+    ]
     assert not missing, f"data/splits lacks {missing}: run `jacrl build-tasks` and `jacrl split`"
     return str(d)

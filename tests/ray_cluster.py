@@ -30,8 +30,11 @@ OBJECT_STORE = 100 * 2**20
 START_TRIES = 2  # `ray start` per node: a loaded machine can make a raylet miss Ray's 30 s window
 GCS_WAIT_S = "120"  # how long a node waits for the GCS to start (Ray's default: 30 s)
 FAST_DEATH = {  # the head's health checks: a node whose raylet died is declared dead in ~3 s
-    "RAY_health_check_initial_delay_ms": "1000", "RAY_health_check_period_ms": "1000",
-    "RAY_health_check_timeout_ms": "1000", "RAY_health_check_failure_threshold": "3"}
+    "RAY_health_check_initial_delay_ms": "1000",
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_timeout_ms": "1000",
+    "RAY_health_check_failure_threshold": "3",
+}
 
 
 def free_port() -> int:
@@ -62,7 +65,7 @@ def node_pids(pgid: int, marker: bytes) -> list[int]:
                 env = (p / "environ").read_bytes()
             except OSError:
                 continue
-            fields = stat[stat.rindex(")") + 2:].split()  # state ppid pgrp ...
+            fields = stat[stat.rindex(")") + 2 :].split()  # state ppid pgrp ...
             if fields[0] != "Z" and (int(fields[2]) == pgid or marker in env.split(b"\0")):
                 out.append(int(p.name))
     return out
@@ -122,8 +125,9 @@ class Cluster:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start_node(self, name: str, project: Path, head: bool = False,
-                   timeout: float = 180) -> Node:
+    def start_node(
+        self, name: str, project: Path, head: bool = False, timeout: float = 180
+    ) -> Node:
         """`ray start` for one node, tried START_TRIES times: on a loaded machine a raylet can
         miss Ray's fixed 30 s window to register (`ray start` then exits 1); a failed try's
         processes are ended before the next (a head's on a fresh port)."""
@@ -135,26 +139,54 @@ class Cluster:
             if head:
                 self.port = free_port()
             print(f"ray start ({name}) try {attempt} exited {rc}:\n{node.log.read_text()[-1500:]}")
-        raise AssertionError(f"ray start ({name}) failed {START_TRIES} times:\n"
-                             f"{node.log.read_text()[-3000:]}")
+        raise AssertionError(
+            f"ray start ({name}) failed {START_TRIES} times:\n{node.log.read_text()[-3000:]}"
+        )
 
-    def _start_node(self, name: str, project: Path, head: bool,
-                    timeout: float) -> tuple[Node, int | None]:
-        args = [RAY, "start", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
-                "--resources", '{"mlx": 1}', "--temp-dir", str(self.temp / name),
-                "--object-store-memory", str(OBJECT_STORE), "--include-log-monitor=false",
-                "--disable-usage-stats"]
-        args += ["--head", "--port", str(self.port), "--include-dashboard=false"] if head \
+    def _start_node(
+        self, name: str, project: Path, head: bool, timeout: float
+    ) -> tuple[Node, int | None]:
+        args = [
+            RAY,
+            "start",
+            "--node-ip-address",
+            "127.0.0.1",
+            "--num-cpus",
+            "1",
+            "--resources",
+            '{"mlx": 1}',
+            "--temp-dir",
+            str(self.temp / name),
+            "--object-store-memory",
+            str(OBJECT_STORE),
+            "--include-log-monitor=false",
+            "--disable-usage-stats",
+        ]
+        args += (
+            ["--head", "--port", str(self.port), "--include-dashboard=false"]
+            if head
             else ["--address", self.address]
+        )
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-        env.update(FAST_DEATH, **self.auth, JACRL_ROOT=str(project), JACRL_RAY_SCRATCH=str(
-            project.parent / f"{name}-scratch"), RAY_USAGE_STATS_ENABLED="0",
-            RAY_gcs_server_port_wait_time_s=GCS_WAIT_S)
+        env.update(
+            FAST_DEATH,
+            **self.auth,
+            JACRL_ROOT=str(project),
+            JACRL_RAY_SCRATCH=str(project.parent / f"{name}-scratch"),
+            RAY_USAGE_STATS_ENABLED="0",
+            RAY_gcs_server_port_wait_time_s=GCS_WAIT_S,
+        )
         log = self.temp / f"{name}.log"
         t0 = time.monotonic()
         with open(log, "w") as out:
-            proc = subprocess.Popen(args, cwd=project, env=env, stdout=out,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                args,
+                cwd=project,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         node = Node(name, project, Path(env["JACRL_RAY_SCRATCH"]), proc.pid, log, 0.0)
         self.nodes[name] = node  # stopped even when its start fails
         try:

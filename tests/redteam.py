@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS_TIER = 0.40  # the reference formula's floor for a program that ran: attacks stay below it
 ATTACK_TIMEOUT = 5.0
 
-READ_ANSWERS = '''
+READ_ANSWERS = """
 _os = __import__("os");
 _sys = __import__("sys");
 _json = __import__("json");
@@ -56,12 +56,12 @@ for _r in _roots {
     }
 }
 raise RuntimeError("no answers found");
-'''
+"""
 
 ATTACKS = {
     # the task-independent answer reader (also run on every holdout task)
     "read_answers": READ_ANSWERS,
-    "read_project_files": '''
+    "read_project_files": """
 _os = __import__("os");
 _got = [];
 for _p in ["@REPO@/data/tasks.jsonl", "@REPO@/data/templates", "@REPO@/drivers",
@@ -75,8 +75,8 @@ for _p in ["@REPO@/data/tasks.jsonl", "@REPO@/data/templates", "@REPO@/drivers",
 }
 if _got { print("LEAK", _got, flush=True); _os._exit(0); }
 raise RuntimeError("nothing readable");
-''',
-    "forge_verdicts": '''
+""",
+    "forge_verdicts": """
 _os = __import__("os");
 _line = '{"i": 0, "result": {"compiled": true, "ran": true, "exit_code": 0, "stdout": "FORGED", '
     + '"stderr": "", "timed_out": false, "seconds": 0.0, "status": "ok"}}\\n{"done": 1}\\n'
@@ -87,8 +87,8 @@ for _fd in range(3, 1024) {
     try { _os.write(_fd, _line.encode()); _hits.append(_fd); } except OSError { }
 }
 raise RuntimeError(f"forged on fds {_hits}");
-''',
-    "read_environ": '''
+""",
+    "read_environ": """
 _os = __import__("os");
 _loot = [];
 for _p in _os.listdir("/proc") {
@@ -102,46 +102,46 @@ for _p in _os.listdir("/proc") {
 }
 if _loot { print("LEAK", _loot, flush=True); _os._exit(0); }
 raise RuntimeError("no secret visible");
-''',
-    "kill_all": '''
+""",
+    "kill_all": """
 _os = __import__("os");
 _os.kill(-1, 9);
 raise RuntimeError("still here");
-''',
-    "kill_server": '''
+""",
+    "kill_server": """
 _os = __import__("os");
 for _p in range(2, 5000) {
     if _p != _os.getpid() { try { _os.kill(_p, 9); } except Exception { } }
 }
 try { _os.kill(_os.getppid(), 9); } except Exception { }
 raise RuntimeError("still here");
-''',
-    "network": '''
+""",
+    "network": """
 _s = __import__("socket").socket();
 _s.settimeout(2);
 try { _s.connect(("127.0.0.1", @PORT@)); print("NET", flush=True); __import__("os")._exit(0); }
 except OSError { }
 raise RuntimeError("no network");
-''',
-    "leave_files": '''
+""",
+    "leave_files": """
 _os = __import__("os");
 for _d in ["/tmp", "/dev", "/dev/shm", "/var/tmp", ".", _os.path.expanduser("~")] {
     try { open(_os.path.join(_d, "@TOKEN@"), "w").write("x"); } except Exception { }
 }
 raise RuntimeError("left files");
-''',
-    "setsid_sleep": '''
+""",
+    "setsid_sleep": """
 _os = __import__("os");
 if _os.fork() == 0 {
     _os.setsid();
     _os.execv("/bin/sleep", ["sleep-@TOKEN@", "30"]);
 }
 raise RuntimeError("left a process");
-''',
-    "fork_bomb": '''
+""",
+    "fork_bomb": """
 _os = __import__("os");
 while True { try { _os.fork(); } except OSError { } }
-''',
+""",
 }
 
 NO_CODE = {  # exactly 0.0: no code once comments, blank lines and placeholders are gone
@@ -153,8 +153,10 @@ NO_CODE = {  # exactly 0.0: no code once comments, blank lines and placeholders 
 }
 
 PROBE = 'with entry { print("probe", 6 * 7); }'
-LOOK = ('import os;\nwith entry { print(sorted(set(os.listdir("/tmp"))'
-        ' | set(os.listdir("/dev")) | set(os.listdir("/var/tmp")))); }')
+LOOK = (
+    'import os;\nwith entry { print(sorted(set(os.listdir("/tmp"))'
+    ' | set(os.listdir("/dev")) | set(os.listdir("/var/tmp")))); }'
+)
 
 
 def fill(body: str, ctx: dict) -> str:
@@ -216,8 +218,13 @@ def run_attacks(ctx: dict, names=None, executor=None) -> dict:
             t0 = time.perf_counter()
             try:
                 s = score_completions([fenced(body)], [task["answer"]], executor=ex)[0]
-                res = dict(score=s.score, tier=s.tier, stdout=s.verdict.stdout if s.verdict else "",
-                           status=s.verdict.status if s.verdict else "", error=None)
+                res = dict(
+                    score=s.score,
+                    tier=s.tier,
+                    stdout=s.verdict.stdout if s.verdict else "",
+                    status=s.verdict.status if s.verdict else "",
+                    error=None,
+                )
             except ExecutorError as e:
                 res = dict(score=None, tier=None, stdout="", status="", error=str(e))
             res["seconds"] = time.perf_counter() - t0
@@ -238,7 +245,7 @@ def run_attacks(ctx: dict, names=None, executor=None) -> dict:
 
 # ---- memory: what a job could read of other jobs -------------------------------------------------
 
-SPY = "import time;\nwith entry { time.sleep(@SECONDS@); print(\"spy\"); }"
+SPY = 'import time;\nwith entry { time.sleep(@SECONDS@); print("spy"); }'
 
 
 def _server_processes(root_pid: int) -> list[int]:
@@ -251,8 +258,11 @@ def _server_processes(root_pid: int) -> list[int]:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             if b"bwrap" not in argv[0] and any(a.endswith(b"executor/server.py") for a in argv):
                 found.append((depth, pid))
-            kids = [int(c) for t in os.listdir(f"/proc/{pid}/task")
-                    for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+            kids = [
+                int(c)
+                for t in os.listdir(f"/proc/{pid}/task")
+                for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()
+            ]
         except OSError:
             continue
         todo += [(k, depth + 1) for k in kids]
@@ -309,15 +319,19 @@ def memory_probe(executor=None) -> dict:
     found: dict[str, list[str]] = {}
     try:
         ex.concurrency = 1  # the spy forks after the same-batch printer's output was read
-        first = ex.run_many([printer(printed_before),
-                             f'with entry {{ print("c"); }}\n# {source_mark}'], timeout=10)
+        first = ex.run_many(
+            [printer(printed_before), f'with entry {{ print("c"); }}\n# {source_mark}'], timeout=10
+        )
         assert first[0].stdout.strip() == printed_before, first[0]
         spy = fill(SPY, {"SECONDS": 3}) + f"\n# spy {tag}"
         box: dict = {}
         import threading
 
-        worker = threading.Thread(target=lambda: box.update(
-            out=ex.run_many([printer(printed_same) + f"\n# {source_same}", spy], timeout=10)))
+        worker = threading.Thread(
+            target=lambda: box.update(
+                out=ex.run_many([printer(printed_same) + f"\n# {source_same}", spy], timeout=10)
+            )
+        )
         worker.start()
         deadline = time.time() + 8
         procs: list[int] = []
@@ -335,16 +349,22 @@ def memory_probe(executor=None) -> dict:
             if memory is None:
                 unreadable += 1
                 continue
-            for name, mark in (("printed in the previous batch", printed_before),
-                               ("printed earlier in this batch", printed_same),
-                               ("a source of the previous batch", source_mark),
-                               ("a source of this batch", source_same)):
+            for name, mark in (
+                ("printed in the previous batch", printed_before),
+                ("printed earlier in this batch", printed_same),
+                ("a source of the previous batch", source_mark),
+                ("a source of this batch", source_same),
+            ):
                 if mark.encode() in memory:
                     found.setdefault(name, []).append(str(pid))
         worker.join()
         assert box["out"][0].stdout.strip() == printed_same and box["out"][1].ran, box
-        return {"scanned": len(procs) - unreadable, "unreadable": unreadable, "found": found,
-                "collector_holds": collector_holds}
+        return {
+            "scanned": len(procs) - unreadable,
+            "unreadable": unreadable,
+            "found": found,
+            "collector_holds": collector_holds,
+        }
     finally:
         if own:
             ex.close()
@@ -364,17 +384,23 @@ def secret_holder(secret: str):
     would be."""
     import subprocess
 
-    return subprocess.Popen(["sleep", "600"], env={"PATH": os.defpath,
-                                                   "JACRL_REDTEAM_SECRET": secret})
+    return subprocess.Popen(
+        ["sleep", "600"], env={"PATH": os.defpath, "JACRL_REDTEAM_SECRET": secret}
+    )
 
 
 def context(port: int) -> dict:
-    return {"REPO": str(ROOT), "HOME": os.path.expanduser("~"), "PORT": port,
-            "TOKEN": f"jacrl-redteam-{os.getpid()}-{time.time_ns()}",
-            "SECRET": os.environ.get("JACRL_REDTEAM_SECRET", "no-secret-set")}
+    return {
+        "REPO": str(ROOT),
+        "HOME": os.path.expanduser("~"),
+        "PORT": port,
+        "TOKEN": f"jacrl-redteam-{os.getpid()}-{time.time_ns()}",
+        "SECRET": os.environ.get("JACRL_REDTEAM_SECRET", "no-secret-set"),
+    }
 
 
 # ---- running as another user (root only) -------------------------------------------------------
+
 
 def _as_user(name: str, argv: list[str]) -> None:
     """As root: a private mount namespace in which the interpreter, the venv and the checkout are

@@ -28,8 +28,17 @@ TRAINED = ALL - {"base"}
 # LadderConfig fields that are no input of any row: where things are kept, throughput, tracking,
 # time-outs, which cells a run picks. data_dir and notebook are paths too: their content is an
 # input (tested with a copy elsewhere, which must keep every key).
-NOT_INPUTS = ("batch_size", "results_dir", "figures_dir", "artifacts_dir", "report_to",
-              "cell_timeout", "recipe", "data_dir", "notebook")
+NOT_INPUTS = (
+    "batch_size",
+    "results_dir",
+    "figures_dir",
+    "artifacts_dir",
+    "report_to",
+    "cell_timeout",
+    "recipe",
+    "data_dir",
+    "notebook",
+)
 AXES = ("rungs", "models", "conditions")  # pick cells: a cell in both grids keeps its key
 
 
@@ -37,17 +46,22 @@ def _stage_cells(stage: str) -> set[str]:
     """The grid's cells a knob of `stage` reaches through training: those running the stage or a
     stage whose config nests the stage's config (RFT's and STaR's SFT runs are the cell's SFT)."""
     cls = STAGES[stage].config
-    users = {s for s, st in STAGES.items()
-             if s == stage or any(f.type in (cls, cls.__name__)
-                                  for f in dataclasses.fields(st.config))}
+    users = {
+        s
+        for s, st in STAGES.items()
+        if s == stage or any(f.type in (cls, cls.__name__) for f in dataclasses.fields(st.config))
+    }
     return {c for c in GRID if users & set(condition_of(c).stages)}
 
 
 def _reading_cells(stage: str, name: str) -> set[str]:
     """The grid's cells whose evaluation reads `stage`'s field `name` (the table's eval_reads of
     the cell's last stage)."""
-    return {c for c in GRID if (last := condition_of(c).last)
-            and name in STAGES[last].eval_reads.get(stage, ())}
+    return {
+        c
+        for c in GRID
+        if (last := condition_of(c).last) and name in STAGES[last].eval_reads.get(stage, ())
+    }
 
 
 def _iters_cells(knob: str) -> set[str]:
@@ -68,13 +82,21 @@ LADDER_INPUTS = {
     "grpo_iters": (7, _iters_cells("grpo_iters")),
     "sft_iters_per_task": (1, _iters_cells("sft_iters")),  # rung 1: min(200, 1 x its tasks)
     "reward_formula": ("tiered", _formula_cells()),
-    "gen_limit": (3, ALL), "mem_limit": (1, ALL), "n": (9, ALL), "k": ((1, 2), ALL),
-    "temperature": (0.5, ALL), "max_tokens": (100, ALL),
+    "gen_limit": (3, ALL),
+    "mem_limit": (1, ALL),
+    "n": (9, ALL),
+    "k": ((1, 2), ALL),
+    "temperature": (0.5, ALL),
+    "max_tokens": (100, ALL),
     "sets": None,  # every stage config's field, below
 }
 
-CHOICES = {"advantage": "std", "loss_type": "bnpo", "lora_keys": "self_attn.v_proj",
-           "reward_formula": "tiered"}
+CHOICES = {
+    "advantage": "std",
+    "loss_type": "bnpo",
+    "lora_keys": "self_attn.v_proj",
+    "reward_formula": "tiered",
+}
 
 
 def _other(name: str, value):
@@ -116,6 +138,7 @@ def grid(data_dir):
 
     def plan_env(cfg, env):
         from jacrl.ladder.plan import make_cell
+
         return [make_cell(cfg, "1", condition=c, env=env) for c in cfg.conditions]
 
     return base, keys
@@ -148,14 +171,25 @@ def test_a_ladder_field_changes_exactly_the_keys_of_the_cells_it_feeds(grid, tmp
     shutil.copytree(base.data_dir, data)
     nb = tmp_path / "30.ipynb"
     shutil.copy(plan(base)[0].cfg.notebook, nb)
-    moved = {"batch_size": 7, "results_dir": str(tmp_path / "r"), "figures_dir": str(tmp_path),
-             "artifacts_dir": str(tmp_path / "a"), "report_to": "wandb", "cell_timeout": 60,
-             "recipe": "smart", "data_dir": str(data), "notebook": str(nb)}
+    moved = {
+        "batch_size": 7,
+        "results_dir": str(tmp_path / "r"),
+        "figures_dir": str(tmp_path),
+        "artifacts_dir": str(tmp_path / "a"),
+        "report_to": "wandb",
+        "cell_timeout": 60,
+        "recipe": "smart",
+        "data_dir": str(data),
+        "notebook": str(nb),
+    }
     assert set(moved) == set(NOT_INPUTS)
     for name, value in moved.items():
         assert _changed(k0, keys(dataclasses.replace(base, **{name: value}))) == set(), name
-    axes = {"rungs": ("1", "3"), "conditions": ("sft", "base"),
-            "models": (str(resolve("jac-tiny")),)}  # the same model by path: label and files
+    axes = {
+        "rungs": ("1", "3"),
+        "conditions": ("sft", "base"),
+        "models": (str(resolve("jac-tiny")),),
+    }  # the same model by path: label and files
     assert set(axes) == set(AXES)
     for name, value in axes.items():
         assert _changed(k0, keys(dataclasses.replace(base, **{name: value}))) == set(), name
@@ -182,8 +216,9 @@ def test_the_sft_key_moves_with_the_grpo_calibration(grid):
     base, keys = grid
     k0 = keys(base)
     sft = ("1", "jac-tiny", "sft", "hole")
-    assert keys(dataclasses.replace(base, sets={"grpo": {"temperature_grid": (0.9,)}}))[sft] \
-        != k0[sft]
+    assert (
+        keys(dataclasses.replace(base, sets={"grpo": {"temperature_grid": (0.9,)}}))[sft] != k0[sft]
+    )
     assert keys(dataclasses.replace(base, sets={"grpo": {"beta": 0.5}}))[sft] == k0[sft]
     env = {"JACRL_GRPO_CALIBRATION_FLOOR": "0.9"}  # the environment's, as `jacrl train grpo`
     assert keys(base, env)[sft] != keys(base, {})[sft]
@@ -191,6 +226,8 @@ def test_the_sft_key_moves_with_the_grpo_calibration(grid):
 
 def test_sft_configs_nest_where_the_table_says():
     assert _stage_cells("sft") == {"sft", "sft_grpo", "sft_rft", "star"}
-    assert {s for s, st in STAGES.items() if any(
-        f.type in (SFTConfig, "SFTConfig") for f in dataclasses.fields(st.config))} == {"rft",
-                                                                                        "star"}
+    assert {
+        s
+        for s, st in STAGES.items()
+        if any(f.type in (SFTConfig, "SFTConfig") for f in dataclasses.fields(st.config))
+    } == {"rft", "star"}

@@ -22,8 +22,9 @@ def _parsers(ap: argparse.ArgumentParser):
 
 def test_every_jacrl_parser_refuses_abbreviations():
     parsers = list(_parsers(cli.build_parser()))
-    assert len(parsers) > 20 and all(p.allow_abbrev is False for p in parsers), \
-        [p.prog for p in parsers if p.allow_abbrev]
+    assert len(parsers) > 20 and all(p.allow_abbrev is False for p in parsers), [
+        p.prog for p in parsers if p.allow_abbrev
+    ]
 
 
 def test_an_abbreviated_flag_is_a_one_line_usage_error(capsys):
@@ -39,7 +40,9 @@ def test_every_other_parser_in_the_source_says_allow_abbrev_false():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "ArgumentParser":
                 kw = {k.arg: k.value for k in node.keywords}
-                if not (isinstance(kw.get("allow_abbrev"), ast.Constant)
-                        and kw["allow_abbrev"].value is False):
+                if not (
+                    isinstance(kw.get("allow_abbrev"), ast.Constant)
+                    and kw["allow_abbrev"].value is False
+                ):
                     missing.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert missing == []

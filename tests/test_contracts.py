@@ -34,13 +34,28 @@ def test_whitespace_inside_a_line_is_not_an_exact_match():
 
 def _hole(expected: str, baseline: str | None = None, gold: str = "return x;") -> Hole:
     unit = Unit("def", "f", "def f(x: int) -> int", (), "", "")
-    return Hole(id="t", template="def f(x: int) -> int {\n    #HOLE\n}\n", gold=gold, unit=unit,
-                expected_output=expected, timeout=5.0, baseline_output=baseline)
+    return Hole(
+        id="t",
+        template="def f(x: int) -> int {\n    #HOLE\n}\n",
+        gold=gold,
+        unit=unit,
+        expected_output=expected,
+        timeout=5.0,
+        baseline_output=baseline,
+    )
 
 
 def _ran(stdout: str) -> Verdict:
-    return Verdict(compiled=True, ran=True, exit_code=0, stdout=stdout, stderr="",
-                   timed_out=False, seconds=0.1, status="ok")
+    return Verdict(
+        compiled=True,
+        ran=True,
+        exit_code=0,
+        stdout=stdout,
+        stderr="",
+        timed_out=False,
+        seconds=0.1,
+        status="ok",
+    )
 
 
 def test_default_formula_value_for_a_hand_built_case():
@@ -70,8 +85,9 @@ def test_default_formula_value_for_a_hand_built_case():
 
 def test_first_fenced_block_is_the_body_when_a_fenced_example_follows():
     unit = Unit("def", "double", "def double(x: int) -> int", (), "", "")
-    completion = ("Here is the body:\n```jac\nreturn x * 2;\n```\nUsage:\n```jac\n"
-                  "print(double(6));\n```\n")
+    completion = (
+        "Here is the body:\n```jac\nreturn x * 2;\n```\nUsage:\n```jac\nprint(double(6));\n```\n"
+    )
     assert extract_body(completion, unit) == "return x * 2;"
     untagged = completion.replace("```jac", "```")
     assert extract_body(untagged, unit) == "return x * 2;"
@@ -97,22 +113,31 @@ def test_check_splits_reports_a_leaky_split():
     # the same task held out and trained on
     leaky = dataclasses.replace(s, trainpool=s.trainpool + [held])
     problems = check_splits(leaky)
-    assert any(p.startswith("holdout and trainpool share ids") and meta(held)["id"] in p
-               for p in problems), problems
+    assert any(
+        p.startswith("holdout and trainpool share ids") and meta(held)["id"] in p for p in problems
+    ), problems
     # another task from a held-out source file in the train pool
     twin_meta = dict(meta(held), id="zz_twin")
     twin = {"prompt": held["prompt"], "answer": json.dumps(twin_meta), "meta": twin_meta}
     problems = check_splits(dataclasses.replace(s, trainpool=s.trainpool + [twin]))
-    assert any(p.startswith("holdout shares sources with training") and meta(held)["source"]
-               in p for p in problems), problems
+    assert any(
+        p.startswith("holdout shares sources with training") and meta(held)["source"] in p
+        for p in problems
+    ), problems
     problems = check_splits(dataclasses.replace(s, valid=s.valid + [held]))
     assert any(p.startswith("holdout and valid share ids") for p in problems), problems
 
 
 # -- the ladder's keys -----------------------------------------------------------------------
 
-EVAL_PERTURBED = {"gen_limit": 3, "mem_limit": 1, "n": 9, "k": (1, 2), "temperature": 0.5,
-                  "max_tokens": 100}  # n 9: the default k (up to 8) still fits
+EVAL_PERTURBED = {
+    "gen_limit": 3,
+    "mem_limit": 1,
+    "n": 9,
+    "k": (1, 2),
+    "temperature": 0.5,
+    "max_tokens": 100,
+}  # n 9: the default k (up to 8) still fits
 
 
 def test_every_eval_and_grpo_knob_a_cells_rows_depend_on_changes_its_key(data_dir):
@@ -123,8 +148,10 @@ def test_every_eval_and_grpo_knob_a_cells_rows_depend_on_changes_its_key(data_di
     base = LadderConfig(data_dir=data_dir, rungs=("1",), sft_iters=4, grpo_iters=4)
     # the evaluation knobs rows depend on: every EvalConfig field the ladder sets but the seed
     # (`seed`: every row's, tested by the ladder) and the decode batch (throughput only)
-    shared = ({f.name for f in dataclasses.fields(EvalConfig)}
-              & {f.name for f in dataclasses.fields(LadderConfig)}) - {"seed", "batch_size"}
+    shared = (
+        {f.name for f in dataclasses.fields(EvalConfig)}
+        & {f.name for f in dataclasses.fields(LadderConfig)}
+    ) - {"seed", "batch_size"}
     assert shared | {"gen_limit", "mem_limit"} == set(EVAL_PERTURBED)
 
     def key(cfg, **kw):
@@ -142,8 +169,13 @@ def test_every_eval_and_grpo_knob_a_cells_rows_depend_on_changes_its_key(data_di
             continue
         value = getattr(defaults, f.name)
         other = _other_value(f.name, value)
-        cell = make_cell(dataclasses.replace(base, sets={"grpo": {f.name: other}}), "1",
-                         condition="sft_grpo", env={}, log=lambda _: None)
+        cell = make_cell(
+            dataclasses.replace(base, sets={"grpo": {f.name: other}}),
+            "1",
+            condition="sft_grpo",
+            env={},
+            log=lambda _: None,
+        )
         assert getattr(cell.stages["grpo"], f.name) == other and cell.key != k0, f.name
     assert key(dataclasses.replace(base, grpo_iters=5)) != k0
     assert key(dataclasses.replace(base, reward_formula="additive")) != k0
@@ -182,9 +214,18 @@ def test_the_loss_receives_group_advantages(tiny, harness_tasks, tmp_path, monke
         return real_loss(*args, **kw)
 
     monkeypatch.setattr(grpo, "shared_prompt_loss", spy)
-    cfg = GRPOConfig(iters=1, learning_rate=1e-4, beta=0.0, group_size=4, batch_size=1,
-                     max_completion_length=24, lora_layers=1, temperature=1.0,
-                     min_group_span=0.0, seed=3)
+    cfg = GRPOConfig(
+        iters=1,
+        learning_rate=1e-4,
+        beta=0.0,
+        group_size=4,
+        batch_size=1,
+        max_completion_length=24,
+        lora_layers=1,
+        temperature=1.0,
+        min_group_span=0.0,
+        seed=3,
+    )
     art = tr.grpo(tiny, harness_tasks[:1], None, cfg, tmp_path)
     assert received, "the loss was never called"
     rollouts = [json.loads(x) for x in (art.path / "rollouts.jsonl").read_text().splitlines()]
@@ -229,7 +270,8 @@ def test_bootstrap_draws_tasks_as_well_as_seeds():
     # and seeds vary on their own: identical tasks, different seeds
     y = np.repeat(rng.random((5, 1)), 30, axis=1)
     assert bootstrap_means(y, resamples=4000, rng_seed=1).std() == pytest.approx(
-        y[:, 0].std() / np.sqrt(5), rel=0.1)
+        y[:, 0].std() / np.sqrt(5), rel=0.1
+    )
 
 
 # -- the reward's edges (mutants of jacrl.reward that survived) ------------------------------
@@ -246,8 +288,9 @@ def test_nothing_run_scores_nothing_and_says_why():
     from jacrl.reward import Scored
 
     hole = _hole("1")
-    assert score("# TODO", None, hole) == Scored("t", 0.0, "empty", "# TODO", 0.0, 0.0, None,
-                                                 "no code")
+    assert score("# TODO", None, hole) == Scored(
+        "t", 0.0, "empty", "# TODO", 0.0, 0.0, None, "no code"
+    )
     assert score("return 1;", None, hole) == Scored("t", 0.0, "none", "return 1;", 0.0, 0.0, None)
 
 
@@ -255,8 +298,11 @@ def test_one_answer_per_completion_or_one_for_all():
     from jacrl.reward import _pair
 
     assert _pair(["x", "y"], ["a"]) == ["a", "a"]
-    with pytest.raises(ValueError, match=r"^2 completions but 3 answers: expected one answer per "
-                       r"completion \(or a single answer for all\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^2 completions but 3 answers: expected one answer per "
+        r"completion \(or a single answer for all\)$",
+    ):
         _pair(["x", "y"], ["a", "b", "c"])
 
 
@@ -289,10 +335,11 @@ def test_the_unit_is_found_by_name_then_by_where_it_sits():
     """Several units named like the hole's: the one in the hole's archetypes, else a top-level
     one, else one elsewhere; the first of equals."""
     in_a = Unit("def", "f", "def f() -> int", ("A",), "", "")
-    echoed = ("```jac\ndef g() -> int { return 0; }\ndef f() -> int { return 1; }\n```")
+    echoed = "```jac\ndef g() -> int { return 0; }\ndef f() -> int { return 1; }\n```"
     assert extract_body(echoed, in_a).strip() == "return 1;"  # top level when no A.f is given
-    elsewhere = ("```jac\nobj B {\n    def f() -> int { return 2; }\n}\n"
-                 "def f() -> int { return 1; }\n```")
+    elsewhere = (
+        "```jac\nobj B {\n    def f() -> int { return 2; }\n}\ndef f() -> int { return 1; }\n```"
+    )
     assert extract_body(elsewhere, in_a).strip() == "return 1;"  # beats another archetype's
     twins = "```jac\ndef f() -> int { return 1; }\ndef f() -> int { return 2; }\n```"
     top = Unit("def", "f", "def f() -> int", (), "", "")

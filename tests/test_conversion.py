@@ -13,8 +13,8 @@ import pytest
 from conftest import HARNESS, ROOT
 
 from jacrl import conversion
-from jacrl.reward import score_completions
 from jacrl.build import build_tasks
+from jacrl.reward import score_completions
 from jacrl.tasks import read_tasks
 
 SIDECARS = ROOT / "drivers" / "python"
@@ -23,8 +23,10 @@ SIDECARS = ROOT / "drivers" / "python"
 @pytest.fixture(scope="module")
 def committed():
     """The committed hole-fill tasks as {prompt, answer}, and their conversion build."""
-    return [{"prompt": t["prompt"], "answer": t["answer"]}
-            for t in read_tasks(ROOT / "data" / "tasks.jsonl")]
+    return [
+        {"prompt": t["prompt"], "answer": t["answer"]}
+        for t in read_tasks(ROOT / "data" / "tasks.jsonl")
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +74,15 @@ def test_prompt_format_matches_the_earlier_harness(built):
     meta = json.loads(rec["answer"])
     python = (SIDECARS / f"{tid}.py").read_text().split("\n\nif __name__")[0]
     view = meta["template"].replace(
-        "    __HOLE__\n", "    # TODO: write the equivalent Jac code for this unit's body\n")
+        "    __HOLE__\n", "    # TODO: write the equivalent Jac code for this unit's body\n"
+    )
     assert view != meta["template"]
-    want = ("Convert the following Python function to idiomatic Jac. Replace the `# TODO` line "
-            "in the Jac file below with the Jac code equivalent to the Python. Return only the "
-            "replacement code, in a ```jac code block.\n\n"
-            f"```python\n{python.strip()}\n```\n\n```jac\n{view}\n```")
+    want = (
+        "Convert the following Python function to idiomatic Jac. Replace the `# TODO` line "
+        "in the Jac file below with the Jac code equivalent to the Python. Return only the "
+        "replacement code, in a ```jac code block.\n\n"
+        f"```python\n{python.strip()}\n```\n\n```jac\n{view}\n```"
+    )
     assert rec["prompt"] == want
     assert rec["prompt"].endswith("\n\n```")  # the template's own trailing newline
     for r in built.records:
@@ -104,24 +109,33 @@ def _harness(tmp_path: Path) -> Path:
 WRONG = {  # id -> (sidecar text, line the failure names, reason)
     "syn_harness_collatz_steps": (
         "def collatz_steps(n):\n    steps = 0\n    while n > 1:\n        n = n // 2\n"
-        "        steps += 1\n    return steps\n\n\nif __name__ == \"__main__\":\n"
-        "    for n in [1, 2, 3, 6, 7, 27]:\n        print(f\"{n} -> {collatz_steps(n)}\")\n",
-        9, "stdout differs from the driver's at output line 3: expected '3 -> 7', got '3 -> 1'"),
+        '        steps += 1\n    return steps\n\n\nif __name__ == "__main__":\n'
+        '    for n in [1, 2, 3, 6, 7, 27]:\n        print(f"{n} -> {collatz_steps(n)}")\n',
+        9,
+        "stdout differs from the driver's at output line 3: expected '3 -> 7', got '3 -> 1'",
+    ),
     "text_harness_json_braces": (
         "def render(fields):\n    keys = sorted(fields)\n    return fields[keys[0]]\n\n\n"
-        "if __name__ == \"__main__\":\n    print(render({}))\n",
-        3, "sidecar does not run clean (runtime_error): IndexError: list index out of range"),
+        'if __name__ == "__main__":\n    print(render({}))\n',
+        3,
+        "sidecar does not run clean (runtime_error): IndexError: list index out of range",
+    ),
     "err_harness_match_kind": (
         "def classify(value):\n    match value\n        case 0:\n            return 'zero'\n",
-        2, "Python syntax error: expected ':'"),
+        2,
+        "Python syntax error: expected ':'",
+    ),
     "lib_harness_clamp_partial": (
-        "def normalize_scores(xs):\n    return xs\n\n\nif __name__ == \"__main__\":\n"
-        "    print(1)\n",
-        1, "the hole of lib_harness_clamp_partial is part of a body; a sidecar needs a whole-body "
-           "hole"),
+        'def normalize_scores(xs):\n    return xs\n\n\nif __name__ == "__main__":\n    print(1)\n',
+        1,
+        "the hole of lib_harness_clamp_partial is part of a body; a sidecar needs a whole-body "
+        "hole",
+    ),
     "syn_no_such_driver": (
-        "def f():\n    return 1\n\n\nif __name__ == \"__main__\":\n    print(f())\n",
-        1, "no driver syn_no_such_driver.jac beside the python/ folder"),
+        'def f():\n    return 1\n\n\nif __name__ == "__main__":\n    print(f())\n',
+        1,
+        "no driver syn_no_such_driver.jac beside the python/ folder",
+    ),
 }
 
 
@@ -134,8 +148,9 @@ def test_wrong_sidecars_fail_the_build_with_file_line(tmp_path):
         (drivers / "python" / f"{tid}.py").write_text(text)
     out = tmp_path / "data"
     report = build_tasks(drivers, out)
-    want = sorted(f"{drivers / 'python' / tid}.py:{line}: {why}"
-                  for tid, (_, line, why) in WRONG.items())
+    want = sorted(
+        f"{drivers / 'python' / tid}.py:{line}: {why}" for tid, (_, line, why) in WRONG.items()
+    )
     assert sorted(report.failures) == want
     assert not out.exists() or not any(out.iterdir())
     # --keep-going writes the hole-fill tasks and the conversion tasks whose sidecar passed

@@ -16,8 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _with_host(row: dict, core: str, threads: int) -> dict:
     row = copy.deepcopy(row)
-    pv = row["provenance"] if isinstance(row["provenance"], dict) else json.loads(
-        row["provenance"])
+    pv = row["provenance"] if isinstance(row["provenance"], dict) else json.loads(row["provenance"])
     row["provenance"] = {**pv, "blas_core": core, "blas_threads": threads}
     return row
 
@@ -25,8 +24,10 @@ def _with_host(row: dict, core: str, threads: int) -> dict:
 def test_the_committed_rows_against_themselves_match():
     rows = read_rows(ROOT / "results" / "rl_ladder.jsonl")
     out = compare_rows(rows, rows).splitlines()
-    assert out[-1] == f"{len(rows)} of {len(rows)} evaluations match the reference in greedy " \
-                      "and sampled pass@1, run % and T"
+    assert (
+        out[-1] == f"{len(rows)} of {len(rows)} evaluations match the reference in greedy "
+        "and sampled pass@1, run % and T"
+    )
     assert all("(same)" in ln and "same key" in ln for ln in out[1:-1])
 
 
@@ -44,5 +45,6 @@ def test_a_sampled_move_on_another_host_is_named_with_its_blas():
     assert f"-> sampled 58%, T {new_t:g}; same key" in line and "other BLAS" in line
     assert out[-1].startswith(f"{len(ref) - 1} of {len(ref)} evaluations match")
     assert f"moved: {tag} sampled/T (same key" in out[-1]
-    assert out[-1].endswith("BLAS kernel family / threads: reference SkylakeX x2, here "
-                            "Cooperlake x1")
+    assert out[-1].endswith(
+        "BLAS kernel family / threads: reference SkylakeX x2, here Cooperlake x1"
+    )

@@ -23,13 +23,24 @@ from jacrl.train.artifacts import THREAD_INVARIANT, Artifact
 
 # 8 steps: enough that rounding differences show (reference BLAS and OpenBLAS give other bytes
 # here: measured), few enough for ~1 s of training per build with OpenBLAS.
-CFG = SFTConfig(iters=8, learning_rate=2e-4, warmup=0, batch_size=1, lora_layers=-1,
-                lora_rank=8, grad_checkpoint=True, steps_per_report=4, steps_per_eval=10**6,
-                val_batches=1)
-BUILD = ("import json, sys; from jacrl import train as tr; from jacrl.config import SFTConfig, "
-         "from_dict; s = json.load(open(sys.argv[1])); "
-         "[print('ARTIFACT', tr.sft(s['model'], [s['task']], None, from_dict(SFTConfig, c), "
-         "sys.argv[2], log=lambda m: None).path) for c in s['cfgs']]")
+CFG = SFTConfig(
+    iters=8,
+    learning_rate=2e-4,
+    warmup=0,
+    batch_size=1,
+    lora_layers=-1,
+    lora_rank=8,
+    grad_checkpoint=True,
+    steps_per_report=4,
+    steps_per_eval=10**6,
+    val_batches=1,
+)
+BUILD = (
+    "import json, sys; from jacrl import train as tr; from jacrl.config import SFTConfig, "
+    "from_dict; s = json.load(open(sys.argv[1])); "
+    "[print('ARTIFACT', tr.sft(s['model'], [s['task']], None, from_dict(SFTConfig, c), "
+    "sys.argv[2], log=lambda m: None).path) for c in s['cfgs']]"
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +69,20 @@ def _build(tiny, task, tmp, name: str, seeds: tuple[int, ...], threads: int = 0)
     env = {**os.environ, **fast_blas_env()}
     if threads and "LD_PRELOAD" in env:
         env["OPENBLAS_NUM_THREADS"] = str(threads)
-    out = subprocess.run([sys.executable, "-c", BUILD, str(spec), str(tmp / name)], env=env,
-                         check=True, timeout=300, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", BUILD, str(spec), str(tmp / name)],
+        env=env,
+        check=True,
+        timeout=300,
+        capture_output=True,
+        text=True,
+    ).stdout
     # (the trainer prints its progress to stdout too)
-    return [Artifact.load(line.split(" ", 1)[1]) for line in out.splitlines()
-            if line.startswith("ARTIFACT ")]
+    return [
+        Artifact.load(line.split(" ", 1)[1])
+        for line in out.splitlines()
+        if line.startswith("ARTIFACT ")
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +98,11 @@ def builds(tiny, task, tmp_path_factory):
 
 def _row(art: Artifact, task: dict) -> dict:
     """What an eval row records of its adapter (the fields `evaluate` fills)."""
-    return {"artifact": art.key, "adapter": str(art.path),
-            "provenance": pv.provenance(resolve("jac-tiny"), art.path, [task])}
+    return {
+        "artifact": art.key,
+        "adapter": str(art.path),
+        "provenance": pv.provenance(resolve("jac-tiny"), art.path, [task]),
+    }
 
 
 def _weights(art: Artifact) -> str:
@@ -92,13 +115,19 @@ def test_rebuild_of_one_key_is_bitwise_identical(builds):
     a, b, c, _ = builds
     assert a.key == b.key and a.path != b.path
     assert _weights(a) == _weights(b)
-    assert a.manifest["weights_hash"] == b.manifest["weights_hash"] == \
-        pv.adapter_weights_hash(b.path) != ""
+    assert (
+        a.manifest["weights_hash"]
+        == b.manifest["weights_hash"]
+        == pv.adapter_weights_hash(b.path)
+        != ""
+    )
     # only the build record differs between the two dirs (when, how fast): what adapter_hash,
     # the whole dir's hash, also covers
     da, db = pv.dir_hashes(a.path), pv.dir_hashes(b.path)
-    assert set(da) == set(db) and {k for k in da if da[k] != db[k]} <= {"manifest.json",
-                                                                        "metrics.jsonl"}
+    assert set(da) == set(db) and {k for k in da if da[k] != db[k]} <= {
+        "manifest.json",
+        "metrics.jsonl",
+    }
     # the comparison sees a change: another seed is another key and other bytes
     assert c.key != a.key and _weights(c) != _weights(a)
     assert c.manifest["weights_hash"] != a.manifest["weights_hash"]
@@ -114,8 +143,9 @@ def test_manifest_records_the_determinism_level_and_blas(builds):
         blas_a, blas_t = (x.manifest["determinism"]["blas"] for x in (a, t))
         assert "openblas" in blas_a["library"] and blas_a["openblas_core"]
         assert (blas_a["threads"], blas_t["threads"]) == (_threads(), _other_threads())
-        assert a.manifest["determinism"]["thread_invariant"] == \
-            THREAD_INVARIANT.get(blas_a["openblas_core"])
+        assert a.manifest["determinism"]["thread_invariant"] == THREAD_INVARIANT.get(
+            blas_a["openblas_core"]
+        )
 
 
 @pytest.mark.skipif(not fast_blas_env(), reason="thread counts are OpenBLAS's")

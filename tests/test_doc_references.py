@@ -24,17 +24,21 @@ PATH = re.compile(r"(?<![\w./-])jacrl/[\w/]*(?:\.py)?")
 COMMAND = re.compile(r"^(?:python -m jacrl(?:\.cli)?|jacrl)((?: [a-z][\w|-]*)+)")
 NAMES = r"`[\w-]+`(?:(?:,|,? and|,? or| \||/) `[\w-]+`)*"
 KINDS = ("formula", "condition", "stage")
-BESIDE = [re.compile(rf"\b(?P<kind>{'|'.join(KINDS)})s? (?P<names>{NAMES})"),
-          re.compile(rf"(?P<names>{NAMES}) (?P<kind>{'|'.join(KINDS)})s?\b"),
-          re.compile(r"(?P<kind>formula)`? \((?P<names>\w+(?: ?\| ?\w+)+)\)"),
-          re.compile(r"--reward-(?P<kind>formula)[ =](?P<names>[\w|-]+)"),
-          re.compile(r"--(?P<kind>condition)s?[ =](?P<names>[\w,|-]+)")]
+BESIDE = [
+    re.compile(rf"\b(?P<kind>{'|'.join(KINDS)})s? (?P<names>{NAMES})"),
+    re.compile(rf"(?P<names>{NAMES}) (?P<kind>{'|'.join(KINDS)})s?\b"),
+    re.compile(r"(?P<kind>formula)`? \((?P<names>\w+(?: ?\| ?\w+)+)\)"),
+    re.compile(r"--reward-(?P<kind>formula)[ =](?P<names>[\w|-]+)"),
+    re.compile(r"--(?P<kind>condition)s?[ =](?P<names>[\w,|-]+)"),
+]
 
 
 def _names() -> dict[str, set[str]]:
     """The names prose may use, read from their owners (repoint here when a table moves)."""
-    from jacrl.conditions import CONDITIONS, STAGES
+    from jacrl.conditions import CONDITIONS
     from jacrl.config import REWARD_FORMULAS
+    from jacrl.stages import STAGES
+
     return {"formula": set(REWARD_FORMULAS), "condition": set(CONDITIONS), "stage": set(STAGES)}
 
 
@@ -66,9 +70,13 @@ def unresolved(dotted: str) -> str:
             return f"is no module or attribute ({'.'.join(parts[:cut])} has no {name})"
         parent, obj = obj, getattr(obj, name)
         home = getattr(obj, "__name__" if inspect.ismodule(obj) else "__module__", None)
-        if (inspect.ismodule(parent) and not hasattr(parent, "__path__") and home
-                and (inspect.ismodule(obj) or inspect.isclass(obj) or inspect.isfunction(obj))
-                and home != parent.__name__):
+        if (
+            inspect.ismodule(parent)
+            and not hasattr(parent, "__path__")
+            and home
+            and (inspect.ismodule(obj) or inspect.isclass(obj) or inspect.isfunction(obj))
+            and home != parent.__name__
+        ):
             return f"is only imported there: it lives in {home}"
     return ""
 
@@ -110,20 +118,27 @@ def problems(where: str, text: str) -> list[str]:
             if words[0] not in verbs:
                 bad.append(f"{where}: `jacrl {words[0]}` is no verb")
             elif verbs[words[0]] and len(words) > 1:
-                bad += [f"{where}: `jacrl {words[0]} {w}` is no verb"
-                        for w in words[1].split("|") if w not in verbs[words[0]]]
+                bad += [
+                    f"{where}: `jacrl {words[0]} {w}` is no verb"
+                    for w in words[1].split("|")
+                    if w not in verbs[words[0]]
+                ]
             if words[0] == "train" and len(words) > 1 and "|" in words[1]:
                 if set(words[1].split("|")) < names["stage"]:
-                    bad.append(f"{where}: `jacrl train {words[1]}` leaves out "
-                               f"{', '.join(sorted(names['stage'] - set(words[1].split('|'))))}")
+                    bad.append(
+                        f"{where}: `jacrl train {words[1]}` leaves out "
+                        f"{', '.join(sorted(names['stage'] - set(words[1].split('|'))))}"
+                    )
     for pattern in BESIDE:
         for m in pattern.finditer(prose):
             kind, listed = m.group("kind"), set(re.findall(r"[\w-]+", m.group("names")))
             listed -= {"and", "or"}
             bad += [f"{where}: {kind} `{name}` does not exist" for name in listed - names[kind]]
             if "|" in m.group("names") and listed < names[kind]:  # the choices, some missing
-                bad.append(f"{where}: {kind}s {' | '.join(sorted(listed))} leave out "
-                           f"{', '.join(sorted(names[kind] - listed))}")
+                bad.append(
+                    f"{where}: {kind}s {' | '.join(sorted(listed))} leave out "
+                    f"{', '.join(sorted(names[kind] - listed))}"
+                )
     return bad + _table_problems(where, text, names)
 
 
@@ -136,8 +151,12 @@ def _table_problems(where: str, text: str, names: dict[str, set[str]]) -> list[s
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if not column:
-            column = {i: k for i, c in enumerate(cells) for k in KINDS
-                      if re.fullmatch(rf"{k}s?", c.lower())}
+            column = {
+                i: k
+                for i, c in enumerate(cells)
+                for k in KINDS
+                if re.fullmatch(rf"{k}s?", c.lower())
+            }
             continue
         for i, kind in column.items():
             cell = cells[i].strip("`* ") if i < len(cells) else ""
@@ -151,8 +170,9 @@ TEXTS = texts()
 
 @pytest.mark.parametrize("file", sorted({w.split(":")[0] for w, _ in TEXTS}))
 def test_every_reference_resolves(file):
-    assert [p for where, text in TEXTS if where.split(":")[0] == file
-            for p in problems(where, text)] == []
+    assert [
+        p for where, text in TEXTS if where.split(":")[0] == file for p in problems(where, text)
+    ] == []
 
 
 def test_the_checker_catches_each_kind_of_drift(tmp_path):
@@ -163,18 +183,30 @@ def test_the_checker_catches_each_kind_of_drift(tmp_path):
         "the `sft_dpo_x` condition, the `quadratic` formula, the stage `distill`,\n"
         "`cfg.reward_formula` (tiered | additive), `jacrl train sft|rft`,\n"
         "`jacrl nosuchverb` and `jacrl ladder fly`.\n\n"
-        "| condition | pass@1 |\n|---|---|\n| `sft` | 0.1 |\n| `bogus` | 0.2 |\n")
+        "| condition | pass@1 |\n|---|---|\n| `sft` | 0.1 |\n| `bogus` | 0.2 |\n"
+    )
     found = problems("page.md", page.read_text())
-    for part in ("`jacrl.no_such_module` is no module", "`jacrl.config.NO_SUCH_NAME` is no",
-                 "`jacrl/nowhere.py` no such file", "it lives in jacrl.train.tracking",
-                 "condition `sft_dpo_x`", "formula `quadratic`", "stage `distill`",
-                 "formulas additive | tiered leave out dependent", "`jacrl train sft|rft` leaves",
-                 "`jacrl nosuchverb`", "`jacrl ladder fly`", "condition `bogus` (table)"):
+    for part in (
+        "`jacrl.no_such_module` is no module",
+        "`jacrl.config.NO_SUCH_NAME` is no",
+        "`jacrl/nowhere.py` no such file",
+        "it lives in jacrl.train.tracking",
+        "condition `sft_dpo_x`",
+        "formula `quadratic`",
+        "stage `distill`",
+        "formulas additive | tiered leave out dependent",
+        "`jacrl train sft|rft` leaves",
+        "`jacrl nosuchverb`",
+        "`jacrl ladder fly`",
+        "condition `bogus` (table)",
+    ):
         assert any(part in p for p in found), (part, found)
     assert len(found) == 12, found
     # and what exists passes: a module, an attribute, a re-export by a package, a file, names in
     # prose and a verb
-    page.write_text("`jacrl.config.REWARD_FORMULAS`, `jacrl.executor.Executor`, `jacrl/config.py`,"
-                    " the `tiered` formula, conditions `sft` and `sft_grpo`, `jacrl ladder run`,"
-                    " `--reward-formula dependent|tiered|additive`\n")
+    page.write_text(
+        "`jacrl.config.REWARD_FORMULAS`, `jacrl.executor.Executor`, `jacrl/config.py`,"
+        " the `tiered` formula, conditions `sft` and `sft_grpo`, `jacrl ladder run`,"
+        " `--reward-formula dependent|tiered|additive`\n"
+    )
     assert problems("page.md", page.read_text()) == []

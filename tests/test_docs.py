@@ -15,8 +15,12 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```(\w*)", re.M)
 MARK = re.compile(r"<!-- (illustration|tested: (\S+)) -->\s*$")
 COMMANDS = ("bash", "sh", "shell", "console")  # fences that show commands to type
-PLACEHOLDERS = {"threat-model.md", "mutation.md", "grpo-dynamic-sampling.md",
-                "quantized-models.md"}  # written by other issues' pages; linked, not checked here
+PLACEHOLDERS = {
+    "threat-model.md",
+    "mutation.md",
+    "grpo-dynamic-sampling.md",
+    "quantized-models.md",
+}  # written by other issues' pages; linked, not checked here
 
 
 def anchor(heading: str) -> str:
@@ -90,8 +94,9 @@ def test_every_command_block_is_tested_or_an_illustration(page):
             file, _, test = m.group(2).partition("::")
             if not (ROOT / file).is_file():
                 bad.append(f"{rel(page)}:{lineno}: {file} does not exist")
-            elif test and not re.search(rf"^def {re.escape(test)}\(", (ROOT / file).read_text(),
-                                        re.M):
+            elif test and not re.search(
+                rf"^def {re.escape(test)}\(", (ROOT / file).read_text(), re.M
+            ):
                 bad.append(f"{rel(page)}:{lineno}: no test {test} in {file}")
     assert bad == []
 

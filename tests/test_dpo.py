@@ -18,11 +18,28 @@ from jacrl.train.sft import fenced, gold_body, task_id
 
 # A barely trained parent: jac-tiny then fails most samples, so pairs exist; its chosen sides
 # come mostly from the gold.
-PARENT = SFTConfig(iters=3, learning_rate=1e-3, warmup=0, batch_size=1, lora_layers=2,
-                   lora_rank=4, grad_checkpoint=False, steps_per_report=1, steps_per_eval=1000,
-                   val_batches=1)
-CFG = DPOConfig(samples=2, temperature=1.0, max_tokens=32, pairs_per_task=2, iters=2,
-                learning_rate=1e-3, batch_size=1, steps_per_report=1)
+PARENT = SFTConfig(
+    iters=3,
+    learning_rate=1e-3,
+    warmup=0,
+    batch_size=1,
+    lora_layers=2,
+    lora_rank=4,
+    grad_checkpoint=False,
+    steps_per_report=1,
+    steps_per_eval=1000,
+    val_batches=1,
+)
+CFG = DPOConfig(
+    samples=2,
+    temperature=1.0,
+    max_tokens=32,
+    pairs_per_task=2,
+    iters=2,
+    learning_rate=1e-3,
+    batch_size=1,
+    steps_per_report=1,
+)
 
 
 @pytest.fixture(scope="module")
@@ -86,15 +103,20 @@ def test_dpo_pairs_are_verified_and_kept(built, tasks, parent):
     rows = read_pairs(built.path)  # the directory or its pairs.jsonl
     assert rows == read_pairs(built.path / "pairs.jsonl") and rows
     answers = {task_id(t): t["answer"] for t in tasks}
-    chosen = score_completions([r["chosen"] for r in rows], [answers[r["task"]] for r in rows],
-                               formula=CFG.reward_formula)
-    rejected = score_completions([r["rejected"] for r in rows],
-                                 [answers[r["task"]] for r in rows], formula=CFG.reward_formula)
+    chosen = score_completions(
+        [r["chosen"] for r in rows], [answers[r["task"]] for r in rows], formula=CFG.reward_formula
+    )
+    rejected = score_completions(
+        [r["rejected"] for r in rows],
+        [answers[r["task"]] for r in rows],
+        formula=CFG.reward_formula,
+    )
     assert all(s.exact for s in chosen) and not any(s.exact for s in rejected)
     assert [round(s.score, 4) for s in rejected] == [r["rejected_reward"] for r in rows]
     for task, rs in _ranked(rows).items():
         assert len(rs) <= CFG.pairs_per_task and [r["rank"] for r in rs] == list(
-            range(1, len(rs) + 1))
+            range(1, len(rs) + 1)
+        )
         rewards = [r["rejected_reward"] for r in rs]
         assert rewards == sorted(rewards, reverse=True), task
         assert len({r["rejected"] for r in rs}) == len(rs)  # distinct failures
@@ -149,8 +171,15 @@ def test_dpo_continues_the_parent_against_it(built, parent):
 def test_dpo_reuse_and_rekey(tiny, tasks, parent, built, out_root, tmp_path):
     again = tr.dpo(tiny, tasks, None, CFG, out_root, parent=parent, log=lambda m: None)
     assert again.reused and again.key == built.key
-    other = tr.dpo(tiny, tasks, None, configure(CFG, {"beta": 0.2}), tmp_path,
-                   parent=parent, log=lambda m: None)
+    other = tr.dpo(
+        tiny,
+        tasks,
+        None,
+        configure(CFG, {"beta": 0.2}),
+        tmp_path,
+        parent=parent,
+        log=lambda m: None,
+    )
     assert not other.reused and other.key != built.key
     # the same sampling inputs, seeded: the same pairs in another build
     assert read_pairs(other.path) == read_pairs(built.path)

@@ -20,13 +20,46 @@ from jacrl.models import load
 from jacrl.results import RowsError, append_row, read_rows, rows_by_key
 from jacrl.stats import pass_at_k, wilson
 
-REF_FIELDS = {"tag", "model", "adapter", "tasks", "k", "runs", "pass1", "greedy_or_k", "near_pass",
-              "norm_pass", "run_pct", "pass1_pct", "greedy_or_k_pct", "near_pct", "avg_osim",
-              "avg_idiom", "by_family"}
+REF_FIELDS = {
+    "tag",
+    "model",
+    "adapter",
+    "tasks",
+    "k",
+    "runs",
+    "pass1",
+    "greedy_or_k",
+    "near_pass",
+    "norm_pass",
+    "run_pct",
+    "pass1_pct",
+    "greedy_or_k_pct",
+    "near_pct",
+    "avg_osim",
+    "avg_idiom",
+    "by_family",
+}
 ROOT = Path(__file__).resolve().parent.parent
-OUR_FIELDS = {"n", "temperature", "seed", "max_tokens", "split", "kind", "wilson_lo", "wilson_hi",
-              "pass_at_k", "bestofk", "truncation_pct", "sample_truncation_pct",
-              "sample_run_pct", "artifact", "provenance", "seconds", "samples", "per_task"}
+OUR_FIELDS = {
+    "n",
+    "temperature",
+    "seed",
+    "max_tokens",
+    "split",
+    "kind",
+    "wilson_lo",
+    "wilson_hi",
+    "pass_at_k",
+    "bestofk",
+    "truncation_pct",
+    "sample_truncation_pct",
+    "sample_run_pct",
+    "artifact",
+    "provenance",
+    "seconds",
+    "samples",
+    "per_task",
+}
 
 
 def gold(task) -> str:
@@ -94,16 +127,25 @@ def test_evaluate_row_schema_on_tiny(tiny, harness_tasks):
     assert set(row["pass_at_k"]) == {"1", "2"}
     assert len(row["per_task"]) == 2 and all("samples_correct" in p for p in row["per_task"])
     prov = row["provenance"]
-    for key in ("git_commit", "code_version", "jaclang", "mlx", "mlx-lm", "model_hash",
-                "data_hash", "time"):
+    for key in (
+        "git_commit",
+        "code_version",
+        "jaclang",
+        "mlx",
+        "mlx-lm",
+        "model_hash",
+        "data_hash",
+        "time",
+    ):
         assert key in prov
     assert prov["model_hash"] and prov["data_hash"] == provenance.data_hash(tasks)
     assert row["model"] and row["adapter"] == "" and row["samples"] == ""  # none kept
     json.dumps(row)  # serializable
     # fixed seed: the same call gives the same samples
     again = ev.evaluate(tiny, None, tasks, cfg)
-    assert [p["samples_correct"] for p in again["per_task"]] == \
-        [p["samples_correct"] for p in row["per_task"]]
+    assert [p["samples_correct"] for p in again["per_task"]] == [
+        p["samples_correct"] for p in row["per_task"]
+    ]
 
 
 def test_generate_is_seeded_and_reports_truncation(tiny, harness_tasks):
@@ -152,10 +194,13 @@ def test_corrupt_middle_line_is_an_error_naming_file_and_line(tmp_path):
         append_row(path, {"tag": tag})
     lines = path.read_text().splitlines()
     path.write_text(f'{lines[0]}\n{{"tag": "x" "y"}}\n{lines[1]}\n')  # a bad hand edit
-    with pytest.raises(RowsError, match=rf"^{re.escape(str(path))}:2: corrupt line, not a JSON "
-                                        r"row \(Expecting ',' delimiter at column 13\)"):
+    with pytest.raises(
+        RowsError,
+        match=rf"^{re.escape(str(path))}:2: corrupt line, not a JSON "
+        r"row \(Expecting ',' delimiter at column 13\)",
+    ):
         read_rows(path)
-    path.write_text(f'{lines[0]}\n[1, 2]\n{lines[1]}\n')  # JSON, but not a row
+    path.write_text(f"{lines[0]}\n[1, 2]\n{lines[1]}\n")  # JSON, but not a row
     with pytest.raises(RowsError, match=r":2: corrupt line, not a JSON row \(a JSON list"):
         read_rows(path)
     with pytest.raises(RowsError, match=":2: corrupt line"):  # the ladder's resume reads it too
@@ -180,7 +225,8 @@ def test_ladder_show_exits_2_on_a_corrupt_middle_line(tmp_path, capsys):
     assert main(["ladder", "show", "--results", str(res), "--figures", str(fig)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(
-        f"jacrl: ladder show: {res / 'rl_ladder.jsonl'}:3: corrupt line, not a JSON row")
+        f"jacrl: ladder show: {res / 'rl_ladder.jsonl'}:3: corrupt line, not a JSON row"
+    )
     assert not fig.exists()  # no figures from a damaged file
 
 
@@ -189,8 +235,9 @@ def test_ladder_show_skips_a_torn_last_line_with_a_note(tmp_path, capsys):
 
     res = _ladder_rows(tmp_path, '{"tag": "r1/jac-tiny/sft/gen", "tasks": 4, "pa')
     with pytest.warns(UserWarning, match="torn last line 3"):
-        assert main(["ladder", "show", "--results", str(res), "--no-figures",
-                     "--include-stale"]) == 0  # stale or not: the rows are read and shown
+        assert (
+            main(["ladder", "show", "--results", str(res), "--no-figures", "--include-stale"]) == 0
+        )  # stale or not: the rows are read and shown
     assert capsys.readouterr().out.startswith("gen pass@1")
 
 
@@ -200,8 +247,9 @@ def test_cli_parsers_build():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="verb")
     eval_cli.add(sub)
-    args = ap.parse_args(["eval", "--model", "jac-tiny", "--split", "holdout", "-n", "4",
-                          "-k", "1,4", "--out", ""])
+    args = ap.parse_args(
+        ["eval", "--model", "jac-tiny", "--split", "holdout", "-n", "4", "-k", "1,4", "--out", ""]
+    )
     assert args.func is eval_cli.run_eval and args.n == 4 and args.k == "1,4"
     args = ap.parse_args(["generate", "--id", "x", "-k", "3"])
     assert args.func is eval_cli.run_generate and args.k == 3
@@ -209,8 +257,11 @@ def test_cli_parsers_build():
     cfg = EvalConfig()
     for verb in (["eval"], ["generate"]):
         args = ap.parse_args(verb)
-        assert (args.temperature, args.seed, args.max_tokens) == \
-            (cfg.temperature, cfg.seed, cfg.max_tokens)
+        assert (args.temperature, args.seed, args.max_tokens) == (
+            cfg.temperature,
+            cfg.seed,
+            cfg.max_tokens,
+        )
     assert ap.parse_args(["eval"]).batch_size == cfg.batch_size
 
 
@@ -222,14 +273,19 @@ def _package(tmp_path, files: dict[str, str]):
 
 
 def test_code_version_ignores_comments_and_docstrings(tmp_path):
-    code = {"reward.py": '"""Doc."""\nX = 1\n\ndef f(a):\n    """Doc."""\n    return a + X\n',
-            "train/__init__.py": "", "train/sft.py": "class S:\n    y = 2\n",
-            "cli.py": "print(1)\n"}
+    code = {
+        "reward.py": '"""Doc."""\nX = 1\n\ndef f(a):\n    """Doc."""\n    return a + X\n',
+        "train/__init__.py": "",
+        "train/sft.py": "class S:\n    y = 2\n",
+        "cli.py": "print(1)\n",
+    }
     before = _package(tmp_path, code)
     assert before == provenance.code_version(tmp_path, ("reward", "train"))
     edited = dict(code)
-    edited["reward.py"] = ('"""Another doc."""\n# a comment\nX = 1  # one\n\n\n'
-                           'def f(a):\n    """Other."""\n    # why\n    return a + X\n')
+    edited["reward.py"] = (
+        '"""Another doc."""\n# a comment\nX = 1  # one\n\n\n'
+        'def f(a):\n    """Other."""\n    # why\n    return a + X\n'
+    )
     edited["train/sft.py"] = 'class S:\n    """Now documented."""\n\n    y = 2\n'
     edited["cli.py"] = "print(2)\n"  # not a listed module
     assert _package(tmp_path, edited) == before
@@ -239,10 +295,13 @@ def test_code_version_changes_with_the_code_of_a_listed_module(tmp_path):
     code = {"reward.py": "X = 1\n", "train/__init__.py": "", "train/grpo.py": "Y = 2\n"}
     before = _package(tmp_path, code)
     assert _package(tmp_path, {**code, "reward.py": "X = 2\n"}) != before
-    assert _package(tmp_path, {**code, "reward.py": "X = 1\n", "train/grpo.py": "Y = 3\n"}) \
+    assert (
+        _package(tmp_path, {**code, "reward.py": "X = 1\n", "train/grpo.py": "Y = 3\n"}) != before
+    )
+    assert (
+        _package(tmp_path, {**code, "train/grpo.py": "Y = 2\n", "train/rft.py": "Z = 1\n"})
         != before
-    assert _package(tmp_path, {**code, "train/grpo.py": "Y = 2\n", "train/rft.py": "Z = 1\n"}) \
-        != before
+    )
 
 
 def test_code_version_covers_the_result_modules():

@@ -24,20 +24,20 @@ HOSTILE = {
     "busy_loop": 'with entry { print("start"); while True { } }',
     "sleep": "import time;\nwith entry { time.sleep(1000); }",
     "kill_parent": "import os;\nimport signal;\nwith entry { os.kill(os.getppid(), "
-                   "signal.SIGKILL); print(\"still here\"); }",
+    'signal.SIGKILL); print("still here"); }',
     "kill_all": "import os;\nimport signal;\nwith entry { os.kill(-1, signal.SIGKILL); }",
     "flood": 'with entry { while True { print("x" * 10000); } }',
     "fork_sleep": 'import subprocess;\nwith entry { subprocess.Popen(["sleep", "60"]); '
-                  'print("forked"); }',
+    'print("forked"); }',
     "setsid_escape": "import os;\nimport time;\nwith entry {\n    if os.fork() == 0 {\n"
-                     "        os.setsid();\n        time.sleep(60);\n    }\n"
-                     "    print(\"parent\");\n}",
+    "        os.setsid();\n        time.sleep(60);\n    }\n"
+    '    print("parent");\n}',
     "read_stdin": "with entry { x = input(); print(x); }",
     "write_files": 'import os;\nwith entry {\n    open("out.txt", "w").write("a");\n'
-                   '    os.makedirs("sub/dir", exist_ok=True);\n'
-                   '    open("sub/dir/f.txt", "w").write("b");\n'
-                   '    open("/tmp/jacrl_escape_probe.txt", "w").write("c");\n'
-                   '    print("wrote");\n}',
+    '    os.makedirs("sub/dir", exist_ok=True);\n'
+    '    open("sub/dir/f.txt", "w").write("b");\n'
+    '    open("/tmp/jacrl_escape_probe.txt", "w").write("c");\n'
+    '    print("wrote");\n}',
     "memory_hog": "with entry { x = bytearray(8 * 1024 * 1024 * 1024); print(len(x)); }",
     "recursion": "def f(n: int) -> int { return f(n + 1); }\nwith entry { print(f(0)); }",
     "exit_3": "import sys;\nwith entry { sys.exit(3); }",
@@ -57,8 +57,13 @@ def test_hostile_job_is_contained(executor, name):
     probe = executor.run(PROBE + f"\n# {name} {time.time_ns()}")
     assert probe.ran and probe.stdout == "probe 42\n"
     assert not os.path.exists("/tmp/jacrl_escape_probe.txt")
-    assert not v.ran or name in ("kill_parent", "fork_sleep", "setsid_escape", "write_files",
-                                "kill_all")
+    assert not v.ran or name in (
+        "kill_parent",
+        "fork_sleep",
+        "setsid_escape",
+        "write_files",
+        "kill_all",
+    )
     if name == "parser_hang":
         # a parse that grows without bound: stopped at its CPU limit or at the job's memory cap
         # (jacrl.executor.budget), never compiled, never a server fault
@@ -78,21 +83,27 @@ def test_hostile_job_is_contained(executor, name):
 def test_environment_is_minimal(executor, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "secret-token-value")
     with Executor() as fresh:  # started with the secret in the caller's environment
-        v = fresh.run("import os;\nwith entry {\n    print(sorted(os.environ.keys()));\n"
-                      "    try { print(open('/proc/self/environ').read().count('secret')); }\n"
-                      "    except OSError { print(0); }\n}")
+        v = fresh.run(
+            "import os;\nwith entry {\n    print(sorted(os.environ.keys()));\n"
+            "    try { print(open('/proc/self/environ').read().count('secret')); }\n"
+            "    except OSError { print(0); }\n}"
+        )
     assert v.ran
     assert v.stdout.splitlines()[0] == "['HOME', 'LANG', 'PATH']"
     assert v.stdout.splitlines()[1] == "0"
 
 
 def test_nothing_leaks_between_jobs(executor):
-    writer = ("import os;\nimport json;\nglob counter: int = 41;\nnode Box { has n: int = 1; }\n"
-              "with entry {\n    root ++> Box(n=5);\n    json.LEAK = 1;\n"
-              "    os.environ['LEAKED'] = 'yes';\n    print(len([root -->]));\n}")
-    reader = ("import os;\nimport json;\nnode Box { has label: str = 'x'; }\n"
-              "with entry {\n    print(len([root -->]), hasattr(json, 'LEAK'), "
-              "'LEAKED' in os.environ, 'counter' in globals());\n}")
+    writer = (
+        "import os;\nimport json;\nglob counter: int = 41;\nnode Box { has n: int = 1; }\n"
+        "with entry {\n    root ++> Box(n=5);\n    json.LEAK = 1;\n"
+        "    os.environ['LEAKED'] = 'yes';\n    print(len([root -->]));\n}"
+    )
+    reader = (
+        "import os;\nimport json;\nnode Box { has label: str = 'x'; }\n"
+        "with entry {\n    print(len([root -->]), hasattr(json, 'LEAK'), "
+        "'LEAKED' in os.environ, 'counter' in globals());\n}"
+    )
     for k in range(2):  # twice each, distinct sources so nothing is served from the cache
         a = executor.run(writer + f"\n# {k}")
         b = executor.run(reader + f"\n# {k}")
@@ -101,15 +112,19 @@ def test_nothing_leaks_between_jobs(executor):
 
 
 def test_same_archetype_names_defined_differently(executor):
-    one = ("node Profile { has name: str; }\nwalker W { has out: list[str] = [];\n"
-           "  can go with Root entry { visit [-->]; }\n"
-           "  can see with Profile entry { self.out.append(here.name); } }\n"
-           "with entry { root ++> Profile(name='ann'); print((root spawn W()).out); }")
-    two = ("node Profile { has age: int; }\nwalker W { has total: int = 0;\n"
-           "  can go with Root entry { visit [-->]; }\n"
-           "  can see with Profile entry { self.total += here.age; } }\n"
-           "with entry { root ++> Profile(age=3); root ++> Profile(age=4); "
-           "print((root spawn W()).total); }")
+    one = (
+        "node Profile { has name: str; }\nwalker W { has out: list[str] = [];\n"
+        "  can go with Root entry { visit [-->]; }\n"
+        "  can see with Profile entry { self.out.append(here.name); } }\n"
+        "with entry { root ++> Profile(name='ann'); print((root spawn W()).out); }"
+    )
+    two = (
+        "node Profile { has age: int; }\nwalker W { has total: int = 0;\n"
+        "  can go with Root entry { visit [-->]; }\n"
+        "  can see with Profile entry { self.total += here.age; } }\n"
+        "with entry { root ++> Profile(age=3); root ++> Profile(age=4); "
+        "print((root spawn W()).total); }"
+    )
     results = executor.run_many([one, two, one + "\n#", two + "\n#"])
     assert [r.stdout for r in results] == ["['ann']\n", "7\n", "['ann']\n", "7\n"]
 
@@ -170,8 +185,16 @@ def _kill_once_running(server: int, idle: set[int], timeout: float = 30) -> None
 
 
 # Modules with side effects on import (a browser, a banner, a GUI) or that never import here.
-NOT_IMPORTED = {"antigravity", "this", "idlelib", "turtledemo", "tkinter", "turtle", "__hello__",
-                "__phello__"}
+NOT_IMPORTED = {
+    "antigravity",
+    "this",
+    "idlelib",
+    "turtledemo",
+    "tkinter",
+    "turtle",
+    "__hello__",
+    "__phello__",
+}
 IMPORTS_CHECK = r"""
 import json, subprocess, sys
 from jacrl.executor import Executor
@@ -189,13 +212,20 @@ with Executor() as ex:
 
 def _importable_outside(py: str) -> list[str]:
     """Every stdlib module and a few installed packages that `jac run`'s interpreter can import."""
-    code = ("import importlib, json, sys\nskip = set(json.loads(sys.argv[1]))\nok = []\n"
-            "for n in sorted(sys.stdlib_module_names - skip) + ['pygments.util', 'numpy', "
-            "'jaclang', 'yaml']:\n    try:\n        importlib.import_module(n)\n"
-            "        ok.append(n)\n    except BaseException:\n        pass\n"
-            "print(json.dumps(ok))")
-    out = subprocess.run([py, "-c", code, json.dumps(sorted(NOT_IMPORTED))], capture_output=True,
-                         text=True, check=True, cwd="/")
+    code = (
+        "import importlib, json, sys\nskip = set(json.loads(sys.argv[1]))\nok = []\n"
+        "for n in sorted(sys.stdlib_module_names - skip) + ['pygments.util', 'numpy', "
+        "'jaclang', 'yaml']:\n    try:\n        importlib.import_module(n)\n"
+        "        ok.append(n)\n    except BaseException:\n        pass\n"
+        "print(json.dumps(ok))"
+    )
+    out = subprocess.run(
+        [py, "-c", code, json.dumps(sorted(NOT_IMPORTED))],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd="/",
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -214,12 +244,18 @@ def test_every_module_jac_run_imports_imports_in_a_job_even_from_a_venv_under_tm
     script = tmp_path / "check.py"
     script.write_text(IMPORTS_CHECK)
     root = Path(__file__).resolve().parent.parent
-    for py, wrap in ((sys.executable, ""),
-                     (f"{venv_tmp}/bin/python", f"mount --bind {sys.prefix} {venv_tmp} && ")):
+    for py, wrap in (
+        (sys.executable, ""),
+        (f"{venv_tmp}/bin/python", f"mount --bind {sys.prefix} {venv_tmp} && "),
+    ):
         cmd = f'{wrap}exec {py} -s {script} "$0"'
-        out = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", cmd,
-                              json.dumps(names)], capture_output=True, text=True, cwd=root,
-                             env={**os.environ, "PYTHONPATH": str(root)})
+        out = subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", cmd, json.dumps(names)],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )
         assert out.returncode == 0, out.stderr[-2000:]
         res = json.loads(out.stdout.strip().splitlines()[-1])
         assert res["isolation"] == "sandbox"
@@ -233,12 +269,16 @@ def test_the_timeout_is_cpu_time_with_a_wall_backstop(executor):
     CPU; a sleeper (no CPU) by the backstop; ignoring SIGXCPU does not help; a finished job
     reports its CPU time. (rusage's CPU seconds run below RLIMIT_CPU's on a VM: steal time.)"""
     tag = f"\n# cpu {time.time_ns()}"
-    busy, sleeper, stubborn, quick = executor.run_many([
-        "with entry { while True { } }" + tag,
-        "import time;\nwith entry { time.sleep(60); }" + tag,
-        "import signal;\nwith entry {\n    signal.signal(signal.SIGXCPU, signal.SIG_IGN);\n"
-        "    while True { }\n}" + tag,
-        PROBE + tag], timeout=1.0)
+    busy, sleeper, stubborn, quick = executor.run_many(
+        [
+            "with entry { while True { } }" + tag,
+            "import time;\nwith entry { time.sleep(60); }" + tag,
+            "import signal;\nwith entry {\n    signal.signal(signal.SIGXCPU, signal.SIG_IGN);\n"
+            "    while True { }\n}" + tag,
+            PROBE + tag,
+        ],
+        timeout=1.0,
+    )
     for v in (busy, sleeper, stubborn):
         assert v.status == "timeout" and v.timed_out and not v.ran, v
         assert 1.0 <= v.seconds < wall_limit(1.0) + 0.5, v
@@ -286,11 +326,13 @@ def test_jaclangs_cache_is_built_once_and_read_only_to_jobs(tmp_path, monkeypatc
         cached = {Path(k).name.split(".")[0] for k in before if k.endswith((".jir", ".jbc"))}
         assert len(jirs) > 50 and cached <= installed, cached - installed  # jaclang's own only
         shown = "/run/jacrl/jac-cache"
-        v = ex.run("import os;\nwith entry {\n"
-                   f"    print(len(os.listdir('{shown}/jac/jir/modules')) > 50);\n"
-                   f"    for p in ['{shown}/x.txt', '{shown}/{jirs[0]}'] {{\n"
-                   "        try { open(p, 'w').write('forged'); print('wrote', p); }\n"
-                   "        except OSError as e { print('refused', e.errno); }\n    }\n}")
+        v = ex.run(
+            "import os;\nwith entry {\n"
+            f"    print(len(os.listdir('{shown}/jac/jir/modules')) > 50);\n"
+            f"    for p in ['{shown}/x.txt', '{shown}/{jirs[0]}'] {{\n"
+            "        try { open(p, 'w').write('forged'); print('wrote', p); }\n"
+            "        except OSError as e { print('refused', e.errno); }\n    }\n}"
+        )
         assert v.stdout.splitlines() == ["True", "refused 30", "refused 30"], v  # EROFS
         assert not [p for p in (tmp_path / "xdg" / "jacrl").iterdir() if p != built]
     assert run_subprocess('with entry { print("plain", 6 * 7); }').stdout == "plain 42\n"

@@ -23,8 +23,8 @@ import time
 import pytest
 
 from jacrl.executor import SLACK, Executor, ExecutorError, ExecutorRetryWarning
-from jacrl.executor.child import wall_limit
 from jacrl.executor import client as executor_client
+from jacrl.executor.child import wall_limit
 
 PROBE = 'with entry { print("probe", 6 * 7); }'
 SLOW = 'import time;\nwith entry {{ time.sleep(1.5); print("slow {tag}"); }}'
@@ -40,8 +40,9 @@ def server_processes(root: int) -> list[int]:
         pid, depth = todo.pop(0)  # breadth first: by depth
         try:
             argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-            if (not os.path.basename(argv[0]).startswith(b"bwrap")
-                    and any(a.endswith(b"executor/server.py") for a in argv)):
+            if not os.path.basename(argv[0]).startswith(b"bwrap") and any(
+                a.endswith(b"executor/server.py") for a in argv
+            ):
                 found.append((depth, pid))
             for task in os.listdir(f"/proc/{pid}/task"):
                 kids = open(f"/proc/{pid}/task/{task}/children").read().split()
@@ -65,8 +66,9 @@ def batch(tag: str) -> list[str]:
 
 
 def check_verdicts(verdicts, tag: str) -> None:
-    assert [v.stdout for v in verdicts] == [f"slow {tag}\n"] + [f"fast {tag} {k}\n"
-                                                               for k in range(N_FAST)]
+    assert [v.stdout for v in verdicts] == [f"slow {tag}\n"] + [
+        f"fast {tag} {k}\n" for k in range(N_FAST)
+    ]
     assert all(v.ran and v.status == "ok" for v in verdicts)
 
 
@@ -105,6 +107,7 @@ class Spy:
 
     def signal_after_first_result(self, pid: int, sig: int) -> threading.Thread:
         """A thread that sends sig to pid as soon as the first verdict of the batch arrived."""
+
         def go():
             assert self.first.wait(60), "no verdict arrived"
             os.kill(pid, sig)
@@ -138,13 +141,15 @@ def test_sigkill_mid_batch_is_retried_keeping_finished_verdicts(monkeypatch, whi
         killer = spy.signal_after_first_result(pid, signal.SIGKILL)
         before = ex.jobs_executed
         t0 = time.perf_counter()
-        with pytest.warns(ExecutorRetryWarning, match=r"resubmitting the \d of 5 jobs without a "
-                                                      r"verdict \(retry 1 of 2\)") as rec:
+        with pytest.warns(
+            ExecutorRetryWarning,
+            match=r"resubmitting the \d of 5 jobs without a "
+            r"verdict \(retry 1 of 2\)",
+        ) as rec:
             verdicts = ex.run_many(sources, timeout=10.0)
         elapsed = time.perf_counter() - t0
         killer.join()
-        print(f"\nSIGKILL of the {which} server process: batch {elapsed:.2f} s, "
-              f"{rec[0].message}")
+        print(f"\nSIGKILL of the {which} server process: batch {elapsed:.2f} s, {rec[0].message}")
         check_verdicts(verdicts, tag)
         assert ex.restarts == 1 and ex.server_pid != old
         assert ex.jobs_executed - before == len(sources)  # every job ran to a verdict once
@@ -173,8 +178,10 @@ def test_sigstop_mid_batch_is_retried_after_the_deadline(monkeypatch, which):
             verdicts = ex.run_many(sources, timeout=timeout)
         elapsed = time.perf_counter() - t0
         stopper.join()
-        print(f"\nSIGSTOP of the {which} server process: batch {elapsed:.2f} s (deadline "
-              f"{wall_limit(timeout) + SLACK:.1f} s, a server start {start_s:.2f} s)")
+        print(
+            f"\nSIGSTOP of the {which} server process: batch {elapsed:.2f} s (deadline "
+            f"{wall_limit(timeout) + SLACK:.1f} s, a server start {start_s:.2f} s)"
+        )
         check_verdicts(verdicts, tag)
         assert ex.restarts == 1 and ex.server_pid != old
         assert ex.jobs_executed - before == len(sources)
@@ -198,8 +205,11 @@ def test_without_retries_one_fault_is_an_error_and_what_arrived_is_kept(monkeypa
         ex.run(PROBE)
         spy.arm()
         killer = spy.signal_after_first_result(target(ex, "outermost"), signal.SIGKILL)
-        with pytest.raises(ExecutorError, match=r"1 attempt \(retries=0\), \d jobs without a "
-                                                r"verdict: attempt 1: the fork server exited"):
+        with pytest.raises(
+            ExecutorError,
+            match=r"1 attempt \(retries=0\), \d jobs without a "
+            r"verdict: attempt 1: the fork server exited",
+        ):
             ex.run_many(sources, timeout=10.0)
         killer.join()
         assert ex.restarts == 0
@@ -230,9 +240,12 @@ def test_retries_exhausted_is_an_error_never_a_score(monkeypatch, harness):
         ex.run(PROBE)
         spy.on_send = kill_it
         with pytest.warns(ExecutorRetryWarning) as rec:
-            with pytest.raises(ExecutorError, match=r"3 attempts \(retries=2\), 1 jobs without a "
-                                                    r"verdict: attempt 1: .*; attempt 2: .*; "
-                                                    r"attempt 3: "):
+            with pytest.raises(
+                ExecutorError,
+                match=r"3 attempts \(retries=2\), 1 jobs without a "
+                r"verdict: attempt 1: .*; attempt 2: .*; "
+                r"attempt 3: ",
+            ):
                 score_completions([driver.gold], [answer], executor=ex)
         assert len(killed) == 3 and len(set(killed)) == 3 and ex.restarts == 2
         assert len([w for w in rec if w.category is ExecutorRetryWarning]) == 2
@@ -249,16 +262,17 @@ def test_job_failures_are_verdicts_not_retries(executor):
         "parser_hang": "def f() {\n    has\n    x in y {\n",
         "exit_3": "import sys;\nwith entry { sys.exit(3); }",
         "self_kill": "import os;\nimport signal;\nwith entry { os.kill(os.getpid(), "
-                     "signal.SIGKILL); }",
+        "signal.SIGKILL); }",
         "kill_parent": "import os;\nimport signal;\nwith entry { os.kill(os.getppid(), "
-                       "signal.SIGKILL); print(\"still here\"); }",
+        'signal.SIGKILL); print("still here"); }',
         "kill_all": "import os;\nimport signal;\nwith entry { os.kill(-1, signal.SIGKILL); }",
     }
     tag = f"\n# {time.time_ns()}"
     executor.run(PROBE)
     pid, restarts = executor.server_pid, executor.restarts
-    verdicts = dict(zip(jobs, executor.run_many([j + tag for j in jobs.values()], timeout=1.5),
-                        strict=True))
+    verdicts = dict(
+        zip(jobs, executor.run_many([j + tag for j in jobs.values()], timeout=1.5), strict=True)
+    )
     assert executor.server_pid == pid and executor.restarts == restarts
     assert verdicts["timeout"].timed_out and verdicts["parser_hang"].timed_out
     assert verdicts["exit_3"].exit_code == 3 and verdicts["exit_3"].status == "runtime_error"
@@ -310,9 +324,20 @@ def test_a_stopped_server_cannot_block_a_large_request(monkeypatch):
 # -------------------------------------------------------------------------------------------
 
 GRPO_TIMEOUT = 2.0  # the tasks' run timeout: a stopped server is noticed after 2 + 1 + SLACK s
-GRPO = dict(iters=3, learning_rate=1e-4, beta=0.0, group_size=4, batch_size=1,
-            max_completion_length=24, lora_layers=1, lora_rank=4, grad_checkpoint=False,
-            steps_per_report=1, temperature=1.0, seed=0)
+GRPO = dict(
+    iters=3,
+    learning_rate=1e-4,
+    beta=0.0,
+    group_size=4,
+    batch_size=1,
+    max_completion_length=24,
+    lora_layers=1,
+    lora_rank=4,
+    grad_checkpoint=False,
+    steps_per_report=1,
+    temperature=1.0,
+    seed=0,
+)
 
 
 @pytest.fixture(scope="module")
@@ -370,8 +395,10 @@ def _grpo(tiny, task, out_root, monkeypatch, sig: int | None = None):
     rows = [json.loads(x) for x in (art.path / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in rows if r["event"] == "train"]
     what = f"a {signal.Signals(sig).name} of the reward server" if sig else "no fault"
-    print(f"\nGRPO {cfg.iters} iters with {what}: {wall:.1f} s, {len(spy.requests)} reward "
-          f"batches, restarts {ex.restarts}, rewards {[r['reward_mean'] for r in train]}")
+    print(
+        f"\nGRPO {cfg.iters} iters with {what}: {wall:.1f} s, {len(spy.requests)} reward "
+        f"batches, restarts {ex.restarts}, rewards {[r['reward_mean'] for r in train]}"
+    )
     assert len(train) == cfg.iters
     for r in train:
         assert r["reward_mean"] is not None and r["reward_mean"] == r["reward_mean"]
@@ -379,8 +406,9 @@ def _grpo(tiny, task, out_root, monkeypatch, sig: int | None = None):
     if sig is not None:
         assert signalled and ex.restarts == 1
         # the faulted request was resubmitted, less what had been answered before the fault
-        assert spy.requests[2] == [s for i, s in enumerate(spy.requests[1])
-                                   if i not in spy.received[1]]
+        assert spy.requests[2] == [
+            s for i, s in enumerate(spy.requests[1]) if i not in spy.received[1]
+        ]
     return train, ex, spy
 
 
@@ -394,8 +422,9 @@ def grpo_baseline(tiny, grpo_task, tmp_path_factory):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["sigkill", "sigstop"])
-def test_grpo_survives_a_fault_of_the_reward_server(tiny, grpo_task, grpo_baseline, tmp_path,
-                                                    monkeypatch, sig):
+def test_grpo_survives_a_fault_of_the_reward_server(
+    tiny, grpo_task, grpo_baseline, tmp_path, monkeypatch, sig
+):
     """The run finishes its iterations, and every iteration's reward is the one the run without
     a fault computed: nothing was lost, nothing scored as zero."""
     with pytest.warns(ExecutorRetryWarning):

@@ -30,8 +30,17 @@ def test_every_variant_extracts_the_gold_body(d):
         assert extract_body(completion, d.unit) == want, name
 
 
-FORMATTING = {"crlf", "cr", "bom", "zwsp_before_fence", "tilde_fence", "four_backticks",
-              "nbsp_indent", "fence_indented", "all_at_once"}
+FORMATTING = {
+    "crlf",
+    "cr",
+    "bom",
+    "zwsp_before_fence",
+    "tilde_fence",
+    "four_backticks",
+    "nbsp_indent",
+    "fence_indented",
+    "all_at_once",
+}
 
 
 @pytest.mark.parametrize("d", DRIVERS, ids=lambda d: d.id)
@@ -61,8 +70,9 @@ def test_formatting_variants_of_every_corpus_echo_extract_the_gold():
 
 
 # what clean() replaces or drops: nothing here may occur in a gold body or a driver
-SPECIAL = ("\r\x00\ufeff\u200b\u200c\u200d\u2060\u00a0\u1680\u202f\u205f\u3000"
-           + "".join(map(chr, range(0x2000, 0x200B))))
+SPECIAL = "\r\x00\ufeff\u200b\u200c\u200d\u2060\u00a0\u1680\u202f\u205f\u3000" + "".join(
+    map(chr, range(0x2000, 0x200B))
+)
 
 
 def test_clean_normalises_what_a_model_writes():
@@ -110,8 +120,9 @@ def test_fences_follow_commonmark():
     assert code_blocks("```python\np\n```\n~~~  Jac  \nj\n~~~") == ["j\n", "p\n"]  # jac first
     assert code_blocks("Run ```x``` first.\n```jac\nr;\n```") == ["r;\n"]  # inline, not a fence
     # an indented fence (a list item, a tab, NBSP): its lines lose the fence's indentation only
-    assert code_blocks('1. Here:\n   ```jac\n   s = """a\n   b""";\n       return s;\n   ```') \
-        == ['s = """a\nb""";\n    return s;\n']
+    assert code_blocks('1. Here:\n   ```jac\n   s = """a\n   b""";\n       return s;\n   ```') == [
+        's = """a\nb""";\n    return s;\n'
+    ]
     assert code_blocks("\t~~~jac\n\tx;\n\t~~~") == ["x;\n"]
     assert code_blocks("\u00a0\u00a0```jac\n\u00a0\u00a0x;\n\u00a0\u00a0```") == ["x;\n"]
     assert code_blocks("\u200b```jac\r\nx;\r\n```\r\n") == ["x;\n"]
@@ -126,8 +137,10 @@ def test_splicing_gold_restores_the_driver(d):
 
 
 def test_braces_and_keywords_inside_strings_and_comments_are_not_code():
-    src = ('def f() -> str {\n    s = "def g() {";  # } can h with X entry {\n'
-           '    return f"{{{s}}}";\n}\n')
+    src = (
+        'def f() -> str {\n    s = "def g() {";  # } can h with X entry {\n'
+        '    return f"{{{s}}}";\n}\n'
+    )
     mask = code_mask(src)
     assert [h.name for h in headers(src, mask)] == ["f"]
     assert match_brace(mask, src.index("{")) == len(src) - 2
@@ -135,8 +148,11 @@ def test_braces_and_keywords_inside_strings_and_comments_are_not_code():
 
 def test_unit_in_a_string_literal_is_not_taken():
     d = next(d for d in DRIVERS if d.id == "arch_harness_account_deposit")
-    decoy = ('```jac\nglob note: str = "def deposit(amount: int) -> bool { return False; }";\n'
-             + d.text + "\n```")
+    decoy = (
+        '```jac\nglob note: str = "def deposit(amount: int) -> bool { return False; }";\n'
+        + d.text
+        + "\n```"
+    )
     assert extract_body(decoy, d.unit) == dedent(d.gold).strip("\n")
 
 
@@ -144,7 +160,7 @@ def test_same_method_name_in_another_archetype_is_not_taken():
     d = next(d for d in DRIVERS if d.id == "arch_harness_account_deposit")
     # Ledger.deposit comes first in this echo; the hole is Account.deposit
     text = d.text
-    ledger = text[text.index("obj Ledger"):text.index("with entry")]
+    ledger = text[text.index("obj Ledger") : text.index("with entry")]
     echo = ledger + text.replace(ledger, "")
     assert extract_body(f"```jac\n{echo}\n```", d.unit) == dedent(d.gold).strip("\n")
 
@@ -173,7 +189,7 @@ def test_partial_hole_answer_repeating_the_unit_keeps_only_the_middle():
 
 
 def test_splice_keeps_multiline_strings_byte_for_byte():
-    template = 'def f() -> str {\n    __HOLE__\n}\n'
+    template = "def f() -> str {\n    __HOLE__\n}\n"
     body = 's = """a\nb""";\nreturn s;'
     assert splice(template, body) == 'def f() -> str {\n    s = """a\nb""";\n    return s;\n}\n'
 
@@ -205,12 +221,15 @@ def test_every_shape_of_every_corpus_driver_extracts_the_gold():
 
 
 def test_nested_quotes_in_fstrings_and_block_comments_are_masked():
-    src = ('def f() -> str {\n    x = f"{d["k"]} {{" + f"{ {1: 2}[1] }";\n'
-           "    #* } block { *#\n    return x;\n}\ndef g() { }\n")
+    src = (
+        'def f() -> str {\n    x = f"{d["k"]} {{" + f"{ {1: 2}[1] }";\n'
+        "    #* } block { *#\n    return x;\n}\ndef g() { }\n"
+    )
     mask = code_mask(src)
     assert [(h.name, src[h.brace]) for h in headers(src, mask)] == [("f", "{"), ("g", "{")]
-    assert mask[match_brace(mask, src.index("{"))] == "}" and match_brace(mask, src.index("{")) \
-        == src.index("}\ndef g")
+    assert mask[match_brace(mask, src.index("{"))] == "}" and match_brace(
+        mask, src.index("{")
+    ) == src.index("}\ndef g")
 
 
 # a body's first line at the margin, later lines deeper: a second dedent must not cut them again
@@ -273,17 +292,40 @@ def test_thinking_is_never_the_answer():
     assert code_blocks(f"<think>```jac\nreturn 0;\n```</think>{gold}") == [d.gold + "\n"]
 
 
-@pytest.mark.parametrize("body", [
-    "", "# TODO: write the body for this unit", "# ...", "# step 1\n\n# step 2", "pass", "pass;",
-    "...", "...;", "{}", "{ }", "#* block\ncomment *#", "{ pass; }\n# x\n...\n;",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "",
+        "# TODO: write the body for this unit",
+        "# ...",
+        "# step 1\n\n# step 2",
+        "pass",
+        "pass;",
+        "...",
+        "...;",
+        "{}",
+        "{ }",
+        "#* block\ncomment *#",
+        "{ pass; }\n# x\n...\n;",
+    ],
+)
 def test_no_code_once_comments_and_placeholders_go(body):
     d = DRIVERS[0]
     for completion in (body, f"```jac\n{body}\n```"):
         assert not has_code(extract_body(completion, d.unit)), completion
 
 
-@pytest.mark.parametrize("body", ['return "# x";', '"pass";', 'x = "...";', "x = ...;",
-                                  "passes = 1;", "return;", "#* c *# return 1;"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        'return "# x";',
+        '"pass";',
+        'x = "...";',
+        "x = ...;",
+        "passes = 1;",
+        "return;",
+        "#* c *# return 1;",
+    ],
+)
 def test_a_statement_is_code_even_with_comment_or_placeholder_text(body):
     assert has_code(body)

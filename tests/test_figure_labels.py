@@ -30,9 +30,21 @@ def test_passk_panels_name_temperature_absent_conditions_and_no_interval():
 
 def test_reward_band_is_clipped_to_0_1(tmp_path):
     metrics = tmp_path / "metrics.jsonl"
-    metrics.write_text("".join(json.dumps({"event": "train", "stage": "grpo", "iteration": i,
-                                           "reward_mean": m, "reward_std": 0.4}) + "\n"
-                               for i, m in ((1, 0.1), (2, 0.9))))
+    metrics.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "event": "train",
+                    "stage": "grpo",
+                    "iteration": i,
+                    "reward_mean": m,
+                    "reward_std": 0.4,
+                }
+            )
+            + "\n"
+            for i, m in ((1, 0.1), (2, 0.9))
+        )
+    )
     fig = report.plot_training(metrics)
     band = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1]
     assert np.nanmin(band) >= 0 and np.nanmax(band) <= 1

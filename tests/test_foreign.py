@@ -29,12 +29,20 @@ from jacrl.splits import SplitConfig, check_splits, load_split, make_splits
 from jacrl.tasks import load_all, read_tasks
 
 FOREIGN = ROOT / "tests" / "fixtures" / "foreign"
-IDS = {"gb_sign.jac": "gb_sign_entry", "graph_tag_tally.jac": "graph_tag_tally",
-       "lib_guest_count.jac": "lib_guest_count", "lib_title_case.jac": "lib_title_case",
-       "sg_reach.jac": "sg_reach_walk", "syn_digit_sum.jac": "syn_digit_root",
-       "syn_is_palindrome.jac": "syn_is_palindrome", "syn_run_length.jac": "syn_run_length"}
-SENTENCE = ("Complete the Jac file below: replace the `# TODO` line with the correct Jac code for "
-            "that unit. Return only the replacement code, in a ```jac code block.")
+IDS = {
+    "gb_sign.jac": "gb_sign_entry",
+    "graph_tag_tally.jac": "graph_tag_tally",
+    "lib_guest_count.jac": "lib_guest_count",
+    "lib_title_case.jac": "lib_title_case",
+    "sg_reach.jac": "sg_reach_walk",
+    "syn_digit_sum.jac": "syn_digit_root",
+    "syn_is_palindrome.jac": "syn_is_palindrome",
+    "syn_run_length.jac": "syn_run_length",
+}
+SENTENCE = (
+    "Complete the Jac file below: replace the `# TODO` line with the correct Jac code for "
+    "that unit. Return only the replacement code, in a ```jac code block."
+)
 
 
 def earlier_harness_record(text: str, stdout: str) -> tuple[str, dict]:
@@ -47,12 +55,17 @@ def earlier_harness_record(text: str, stdout: str) -> tuple[str, dict]:
     end = max(i for i, ln in enumerate(lines) if "<<<HOLE" in ln and ">>>HOLE" not in ln)
     m = re.search(r'>>>HOLE\s+id="([^"]*)"\s+instruction="(.*)"', lines[start])
     indent = re.match(r"\s*", lines[start]).group(0)
-    view = "\n".join(lines[:start] + [indent + "# TODO: write the body for this unit"]
-                     + lines[end + 1:])
+    view = "\n".join(
+        lines[:start] + [indent + "# TODO: write the body for this unit"] + lines[end + 1 :]
+    )
     prompt = m.group(2) + "\n\n" + SENTENCE + "\n\n" + "```jac" + "\n" + view + "\n" + "```"
     origin = re.search(r"Origin:\s+(this_is_jac/\S+?\.jac)", text)
-    return prompt, {"id": m.group(1), "source": origin.group(1) if origin else "unknown",
-                    "expected_output": stdout, "timeout": 20}
+    return prompt, {
+        "id": m.group(1),
+        "source": origin.group(1) if origin else "unknown",
+        "expected_output": stdout,
+        "timeout": 20,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +92,8 @@ def test_earlier_format_drivers_build_with_identical_prompts(foreign_data, execu
     assert by_id["sg_reach_walk"]["source"] == "this_is_jac/littlex/social_graph.jac"
     assert by_id["syn_is_palindrome"]["source"] == "unknown"
     assert sorted(p.name for p in (out / "templates").iterdir()) == sorted(
-        f"{i}.jac" for i in IDS.values())
+        f"{i}.jac" for i in IDS.values()
+    )
 
 
 def test_foreign_gold_scores_one_in_every_answer_shape(foreign_data):
@@ -89,14 +103,19 @@ def test_foreign_gold_scores_one_in_every_answer_shape(foreign_data):
         m = t["meta"]
         driver = next(p for p in FOREIGN.glob("*.jac") if f'id="{m["id"]}"' in p.read_text())
         unit = f"{m['unit']['signature']} {{\n{m['gold']}\n}}"
-        for c in (m["gold"], f"```jac\n{m['gold']}\n```", f"```jac\n{unit}\n```",
-                  f"```jac\n{driver.read_text()}\n```",
-                  f"<answer>\n```jac\n{m['gold']}\n```\n</answer>"):
+        for c in (
+            m["gold"],
+            f"```jac\n{m['gold']}\n```",
+            f"```jac\n{unit}\n```",
+            f"```jac\n{driver.read_text()}\n```",
+            f"<answer>\n```jac\n{m['gold']}\n```\n</answer>",
+        ):
             completions.append(c)
             answers.append(t["answer"])
     scored = score_completions(completions, answers)
-    assert [s.score for s in scored] == [1.0] * len(completions), \
-        [(s.task_id, s.tier) for s in scored if s.score != 1.0]
+    assert [s.score for s in scored] == [1.0] * len(completions), [
+        (s.task_id, s.tier) for s in scored if s.score != 1.0
+    ]
 
 
 def test_policy_warns_on_a_foreign_folder_and_holds_on_ours(foreign_data, tmp_path, monkeypatch):
@@ -108,13 +127,20 @@ def test_policy_warns_on_a_foreign_folder_and_holds_on_ours(foreign_data, tmp_pa
     assert corpus.policy_mode("auto", FOREIGN) == "warn"
     # foreign: every rule it breaks is a warning, one line each, and the build still writes
     warnings = foreign_data[1].warnings
-    for rule in ("first line must be '# Source: apps/<app>'", "family prefix must be one of",
-                 "does not match the file name", "instruction must not contain double quotes",
-                 "families (gb, graph, lib, sg, syn); our corpus keeps at least 6",
-                 "osp drivers are 0/8", "source 'unknown' holds 3/8 drivers"):
+    for rule in (
+        "first line must be '# Source: apps/<app>'",
+        "family prefix must be one of",
+        "does not match the file name",
+        "instruction must not contain double quotes",
+        "families (gb, graph, lib, sg, syn); our corpus keeps at least 6",
+        "osp drivers are 0/8",
+        "source 'unknown' holds 3/8 drivers",
+    ):
         assert any(rule in w for w in warnings), rule
-    assert f"{FOREIGN / 'sg_reach.jac'}:20: id 'sg_reach_walk' does not match the file name" \
+    assert (
+        f"{FOREIGN / 'sg_reach.jac'}:20: id 'sg_reach_walk' does not match the file name"
         in warnings
+    )
     # the same drivers as a project's own drivers/: errors, nothing run, nothing written
     proj = tmp_path / "proj"
     (proj / "drivers").mkdir(parents=True)
@@ -128,7 +154,8 @@ def test_policy_warns_on_a_foreign_folder_and_holds_on_ours(foreign_data, tmp_pa
         f"{bad}:1: first line must be '# Source: apps/<app>'",
         f"{bad}:20: id 'sg_reach_walk': family prefix must be one of "
         "('osp', 'lib', 'syn', 'arch', 'text', 'err')",
-        f"{bad}:20: id 'sg_reach_walk' does not match the file name"]
+        f"{bad}:20: id 'sg_reach_walk' does not match the file name",
+    ]
     assert report.rejected == 1 and report.warnings == []
     assert any(ln.startswith(f"{proj / 'drivers'}: 1 families") for ln in report.failures)
 
@@ -151,7 +178,8 @@ def test_format_edge_cases_parse(tmp_path):
     d = parse_driver(FOREIGN / "syn_run_length.jac")  # bare inner quotes, greedy to the last
     assert 'e.g. "aaab" -> "3a1b"; the empty string stays empty.' in d.instruction
     assert parse_driver(FOREIGN / "gb_sign.jac").instruction.startswith(
-        'Return \\"<name> @ <STAMP>: <message>\\" with')
+        'Return \\"<name> @ <STAMP>: <message>\\" with'
+    )
 
 
 def _tree_hash(path: Path) -> str:
@@ -167,8 +195,12 @@ def test_keep_going_writes_what_passes(tmp_path, capsys):
     drivers.mkdir()
     for f in ("lib_guest_count.jac", "syn_digit_sum.jac"):
         shutil.copy(FOREIGN / f, drivers)
-    crash = (FOREIGN / "syn_digit_sum.jac").read_text().replace(
-        'id="syn_digit_root"', 'id="syn_crash"').replace("while n >= 10", "while n / 0 >= 10")
+    crash = (
+        (FOREIGN / "syn_digit_sum.jac")
+        .read_text()
+        .replace('id="syn_digit_root"', 'id="syn_crash"')
+        .replace("while n >= 10", "while n / 0 >= 10")
+    )
     (drivers / "syn_crash.jac").write_text(crash)
     (drivers / "syn_nomark.jac").write_text(crash.replace(">>>HOLE", ">>HOLE"))
     out = tmp_path / "data"
@@ -180,8 +212,10 @@ def test_keep_going_writes_what_passes(tmp_path, capsys):
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert _tree_hash(out) == before
-    assert f"{drivers / 'syn_crash.jac'}:9: driver does not run clean (runtime_error): " \
+    assert (
+        f"{drivers / 'syn_crash.jac'}:9: driver does not run clean (runtime_error): "
         "Error: division by zero" in err
+    )
     assert f"{drivers / 'syn_nomark.jac'}:1: expected exactly one '>>>HOLE' marker, found 0" in err
     assert "build failed: 2 driver(s) rejected, 2 problem(s), nothing written" in err
     # --keep-going: the two good ones are written, the bad ones reported the same way
@@ -189,17 +223,25 @@ def test_keep_going_writes_what_passes(tmp_path, capsys):
     cap = capsys.readouterr()
     assert f"built 2 tasks -> {out}/tasks.jsonl" in cap.out
     assert "build failed: 2 driver(s) rejected, 2 problem(s), the 2 that passed written" in cap.err
-    assert [t["meta"]["id"] for t in read_tasks(out / "tasks.jsonl")] == \
-        ["lib_guest_count", "syn_digit_root"]
+    assert [t["meta"]["id"] for t in read_tasks(out / "tasks.jsonl")] == [
+        "lib_guest_count",
+        "syn_digit_root",
+    ]
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no stage left behind
-    assert sorted(p.name for p in (out / "templates").iterdir()) == \
-        ["lib_guest_count.jac", "syn_digit_root.jac"]
+    assert sorted(p.name for p in (out / "templates").iterdir()) == [
+        "lib_guest_count.jac",
+        "syn_digit_root.jac",
+    ]
 
 
 def test_foreign_splits_cover_its_families(foreign_data):
     tasks = read_tasks(foreign_data[0] / "tasks.jsonl")
-    mapped = [dict(t, meta=dict(t["meta"], family="osp"))
-              if t["meta"]["family"] in ("sg", "gb", "graph") else t for t in tasks]
+    mapped = [
+        dict(t, meta=dict(t["meta"], family="osp"))
+        if t["meta"]["family"] in ("sg", "gb", "graph")
+        else t
+        for t in tasks
+    ]
     for ts in (tasks, mapped):
         s = make_splits(ts, SplitConfig(holdout_min=3, valid_n=1))
         assert check_splits(s) == []
@@ -230,14 +272,52 @@ def test_pipeline_runs_in_another_folder(foreign_data, tmp_path, capsys, monkeyp
     assert main(["rung", "all", "--data", str(data)]) == 0
     assert len(capsys.readouterr().out.splitlines()) == len(load_split("trainpool", data))
     res = tmp_path / "eval.jsonl"
-    assert main(["eval", "--split", "holdout", "--data-dir", str(data), "--out", str(res),
-                 "--max-tokens", "16"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--split",
+                "holdout",
+                "--data-dir",
+                str(data),
+                "--out",
+                str(res),
+                "--max-tokens",
+                "16",
+            ]
+        )
+        == 0
+    )
     row = json.loads(res.read_text())
     assert row["tasks"] == len(hold)
     res = tmp_path / "results"
-    assert main(["ladder", "run", "--models", "jac-tiny", "--rungs", "1", "--conditions", "base",
-                 "-n", "2", "-k", "1,2", "--max-tokens", "16", "--data-dir", str(data),
-                 "--results", str(res), "--artifacts", str(tmp_path / "artifacts")]) == 0
+    assert (
+        main(
+            [
+                "ladder",
+                "run",
+                "--models",
+                "jac-tiny",
+                "--rungs",
+                "1",
+                "--conditions",
+                "base",
+                "-n",
+                "2",
+                "-k",
+                "1,2",
+                "--max-tokens",
+                "16",
+                "--data-dir",
+                str(data),
+                "--results",
+                str(res),
+                "--artifacts",
+                str(tmp_path / "artifacts"),
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(ln) for ln in (res / "rl_ladder.jsonl").read_text().splitlines()]
     assert sorted(r["kind"] for r in rows) == ["gen", "mem"]
     assert next(r for r in rows if r["kind"] == "gen")["tasks"] == len(hold)

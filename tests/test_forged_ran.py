@@ -13,7 +13,7 @@ import json
 from jacrl.reward import Hole, score, score_completions
 from jacrl.splits import load_split
 
-FORGER = r'''
+FORGER = r"""
 import os, re, stat, sys
 found, f = set(), sys._getframe()
 while f is not None:
@@ -31,15 +31,18 @@ for fd in range(3, 256):
             os.pwrite(fd, h.encode(), 0)
         break
 os._exit = lambda code, _exit=os._exit: _exit(0)
-'''
-BODY = (f'exec(__import__("base64").b64decode("{base64.b64encode(FORGER.encode()).decode()}")'
-        '.decode());\nraise RuntimeError("no answer");')
+"""
+BODY = (
+    f'exec(__import__("base64").b64decode("{base64.b64encode(FORGER.encode()).decode()}")'
+    '.decode());\nraise RuntimeError("no answer");'
+)
 
 
 def test_a_forged_ran_scores_what_the_same_body_scores_without_it(executor):
     tasks = load_split("holdout")
-    scored = score_completions([f"```jac\n{BODY}\n```"] * len(tasks), [t["answer"] for t in tasks],
-                               executor=executor)
+    scored = score_completions(
+        [f"```jac\n{BODY}\n```"] * len(tasks), [t["answer"] for t in tasks], executor=executor
+    )
     forged = [s for s in scored if s.verdict is not None and s.verdict.ran]
     print(f"\nforged 'ran' on {len(forged)}/{len(tasks)} holdout tasks")
     assert len(forged) >= len(tasks) // 2, [s.verdict.status for s in scored if s.verdict][:5]

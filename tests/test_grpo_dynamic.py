@@ -47,10 +47,22 @@ def _read(path):
 
 
 def _run(tiny, tasks, out_root, **over):
-    cfg = GRPOConfig(**{"iters": 3, "learning_rate": 1e-4, "beta": 0.04, "group_size": 4,
-                        "batch_size": 1, "max_completion_length": 32, "lora_layers": 2,
-                        "steps_per_report": 1, "temperature": 1.0, "dynamic_sampling": True,
-                        "max_draws": 4, **over})
+    cfg = GRPOConfig(
+        **{
+            "iters": 3,
+            "learning_rate": 1e-4,
+            "beta": 0.04,
+            "group_size": 4,
+            "batch_size": 1,
+            "max_completion_length": 32,
+            "lora_layers": 2,
+            "steps_per_report": 1,
+            "temperature": 1.0,
+            "dynamic_sampling": True,
+            "max_draws": 4,
+            **over,
+        }
+    )
     art = grpo(tiny, tasks, None, cfg, out_root, condition="dyn")
     steps = [r for r in _read(art.path / "metrics.jsonl") if r["event"] == "step"]
     return cfg, art, steps, _read(art.path / "rollouts.jsonl")
@@ -86,13 +98,15 @@ def test_dynamic_sampling_trains_on_groups_with_signal(tiny, harness_tasks, tmp_
         if s["draws"] < cfg.max_draws:  # filled with signal
             assert _span(used) >= cfg.min_group_span and s["groups_kept"] == 1
             assert any(r["advantage"] != 0 for r in used)
-        assert s["groups_skipped"] == pytest.approx(1 - s["groups_kept"] / s["groups_drawn"],
-                                                    abs=1e-4)
+        assert s["groups_skipped"] == pytest.approx(
+            1 - s["groups_kept"] / s["groups_drawn"], abs=1e-4
+        )
         assert all(r["advantage"] == 0.0 and r["group"] is None for r in dropped)
         for task in {r["task_id"] for r in dropped}:  # one group per task in a step here
             assert _span([r for r in dropped if r["task_id"] == task]) < cfg.min_group_span
-        assert s["reward_mean"] == pytest.approx(sum(r["reward"] for r in used) / len(used),
-                                                 abs=1e-5)
+        assert s["reward_mean"] == pytest.approx(
+            sum(r["reward"] for r in used) / len(used), abs=1e-5
+        )
     assert any(r["discarded"] for r in rollouts)  # both kinds happened, so both were checked
     assert any(s["groups_kept"] for s in steps)
     summary = art.manifest["summary"]
@@ -103,8 +117,15 @@ def test_dynamic_sampling_trains_on_groups_with_signal(tiny, harness_tasks, tmp_
 def test_dynamic_sampling_draw_cap_holds_when_every_group_agrees(tiny, harness_tasks, tmp_path):
     """One-token rollouts all score the same: no group ever has signal, so every step makes
     exactly max_draws draws, trains on its last one with advantage 0, and ends."""
-    cfg, art, steps, rollouts = _run(tiny, harness_tasks, tmp_path, iters=2, max_draws=3,
-                                     max_completion_length=1, min_group_span=0.1)
+    cfg, art, steps, rollouts = _run(
+        tiny,
+        harness_tasks,
+        tmp_path,
+        iters=2,
+        max_draws=3,
+        max_completion_length=1,
+        min_group_span=0.1,
+    )
     assert len({r["reward"] for r in rollouts}) == 1  # the premise: every rollout agrees
     assert [s["draws"] for s in steps] == [3, 3]
     assert all(s["groups_kept"] == 0 and s["groups_skipped"] == 1.0 for s in steps)
@@ -119,12 +140,34 @@ def test_reports_read_what_the_updates_trained_on(tmp_path):
     from jacrl import jsonl
     from jacrl.report import grpo as report
 
-    rows = [{"step": 1, "group": 0, "task_id": "t", "completion": "", "body": "", "tier": "exact",
-             "reward": 1.0, "advantage": 0.5, "truncated": False, "tokens": 3,
-             "discarded": False},
-            {"step": 1, "group": None, "task_id": "u", "completion": "", "body": "",
-             "tier": "none", "reward": 0.0, "advantage": 0.0, "truncated": True, "tokens": 9,
-             "discarded": True}]
+    rows = [
+        {
+            "step": 1,
+            "group": 0,
+            "task_id": "t",
+            "completion": "",
+            "body": "",
+            "tier": "exact",
+            "reward": 1.0,
+            "advantage": 0.5,
+            "truncated": False,
+            "tokens": 3,
+            "discarded": False,
+        },
+        {
+            "step": 1,
+            "group": None,
+            "task_id": "u",
+            "completion": "",
+            "body": "",
+            "tier": "none",
+            "reward": 0.0,
+            "advantage": 0.0,
+            "truncated": True,
+            "tokens": 9,
+            "discarded": True,
+        },
+    ]
     (tmp_path / "rollouts.jsonl").write_text("".join(jsonl.dumps(r) for r in rows))
     assert [r["task_id"] for r in report.rollouts(tmp_path)] == ["t"]
     assert len(report.rollouts(tmp_path, discarded=True)) == 2

@@ -8,25 +8,37 @@ from mlx.utils import tree_flatten, tree_map
 
 from jacrl.config import GRPOConfig
 from jacrl.models import resolve
-from jacrl.train.grpo_loss import shares_prompt, shared_prompt_loss
+from jacrl.train.grpo_loss import shared_prompt_loss, shares_prompt
 from jacrl.train.mlx_compat import lora_model
 from jacrl.train.reference import frozen_view
 
 
 @pytest.fixture(scope="module")
 def setup(tiny, tmp_path_factory):
-    policy, tok, _ = lora_model(resolve(tiny), GRPOConfig(lora_layers=-1, grad_checkpoint=False),
-                                tmp_path_factory.mktemp("loss"))
+    policy, tok, _ = lora_model(
+        resolve(tiny),
+        GRPOConfig(lora_layers=-1, grad_checkpoint=False),
+        tmp_path_factory.mktemp("loss"),
+    )
     assert shares_prompt(policy)  # the shared-prompt path, not the fallback, is what is compared
     ref = frozen_view(policy)
     mx.random.seed(1)
-    policy.update(tree_map(lambda a: a + 0.02 * mx.random.normal(a.shape),
-                           policy.trainable_parameters()))
+    policy.update(
+        tree_map(lambda a: a + 0.02 * mx.random.normal(a.shape), policy.trainable_parameters())
+    )
     # two prompts of different lengths, groups of 3 with unequal completions (one of 1 token)
-    prompts = [tok.encode("def add(a: int, b: int) -> int {\n    # TODO\n}"),
-               tok.encode("walker Count { has n: int = 0; can go with `root entry { # TODO } }")]
-    texts = ["return a + b;\n}", "x = 1;", "}", "visit [-->];", "self.n += 1;\n visit [-->];",
-             "report self.n;"]
+    prompts = [
+        tok.encode("def add(a: int, b: int) -> int {\n    # TODO\n}"),
+        tok.encode("walker Count { has n: int = 0; can go with `root entry { # TODO } }"),
+    ]
+    texts = [
+        "return a + b;\n}",
+        "x = 1;",
+        "}",
+        "visit [-->];",
+        "self.n += 1;\n visit [-->];",
+        "report self.n;",
+    ]
     completions = [mx.array(tok.encode(t)) for t in texts]
     completions[2] = completions[2][:1]
     batch = (prompts, [[1], [1]], ["p0", "p1"], ["a0", "a1"], None)
@@ -38,10 +50,17 @@ def test_shared_prompt_loss_equals_grpo_loss(setup, beta, loss_type):
     from mlx_lm_lora.trainer.grpo_trainer import grpo_loss
 
     policy, ref, batch, completions = setup
-    kw = dict(batch=batch, completions=completions, completion_texts=["t"] * 6,
-              batch_indices=[0, 0, 0, 1, 1, 1],
-              advantages=mx.array([0.6, -0.2, -0.4, 0.3, 0.3, -0.6]), beta=beta,
-              epsilon=0.2, max_tokens=16, grpo_loss_type=loss_type)
+    kw = dict(
+        batch=batch,
+        completions=completions,
+        completion_texts=["t"] * 6,
+        batch_indices=[0, 0, 0, 1, 1, 1],
+        advantages=mx.array([0.6, -0.2, -0.4, 0.3, 0.3, -0.6]),
+        beta=beta,
+        epsilon=0.2,
+        max_tokens=16,
+        grpo_loss_type=loss_type,
+    )
     results = {}
     for name, fn in (("theirs", grpo_loss), ("ours", shared_prompt_loss)):
         (loss, tokens, metrics), grads = nn.value_and_grad(policy, fn)(policy, ref, **kw)
@@ -63,9 +82,9 @@ def test_checkpointing_is_set_per_training_and_falls_back(tiny, tmp_path):
     """An SFT-style model with checkpointing on turns it on for the class; the next model built
     without it turns it off again (it used to stay on for the process), and a checkpointed model
     takes mlx-lm-lora's loss (the shared prompt's gradient cannot pass a checkpoint)."""
-    on, _, _ = lora_model(resolve(tiny), GRPOConfig(lora_layers=1, grad_checkpoint=True),
-                          tmp_path)
+    on, _, _ = lora_model(resolve(tiny), GRPOConfig(lora_layers=1, grad_checkpoint=True), tmp_path)
     assert not shares_prompt(on)
-    off, _, _ = lora_model(resolve(tiny), GRPOConfig(lora_layers=1, grad_checkpoint=False),
-                           tmp_path)
+    off, _, _ = lora_model(
+        resolve(tiny), GRPOConfig(lora_layers=1, grad_checkpoint=False), tmp_path
+    )
     assert shares_prompt(off) and shares_prompt(on)  # one class: off for both now

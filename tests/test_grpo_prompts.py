@@ -40,8 +40,11 @@ def test_grpo_prompt_tokens_are_evaluations(tokenizer, pool):
     assert list(first) == prompts.prompt_ids(tokenizer, pool[0]["prompt"])
     text = tokenizer.decode(first)
     assert prompts.SYSTEM_PROMPT in text and pool[0]["prompt"] in text
-    differ = [i for i, t in enumerate(pool)
-              if list(ds[i][0]) != prompts.prompt_ids(tokenizer, t["prompt"])]
+    differ = [
+        i
+        for i, t in enumerate(pool)
+        if list(ds[i][0]) != prompts.prompt_ids(tokenizer, t["prompt"])
+    ]
     assert differ == []
 
 

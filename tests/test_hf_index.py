@@ -26,8 +26,9 @@ print(json.dumps({"same": same, "files": sorted(os.listdir(hf_index.cache_dir())
 
 def _run(cache) -> dict:
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
-    out = subprocess.run([sys.executable, "-c", CHECK], env=env, capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", CHECK], env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.splitlines()[-1])
 

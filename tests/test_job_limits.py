@@ -16,7 +16,7 @@ CAP_MB = 768
 # Plain Python run by `exec` from a Jac program: fork up to 4 children, each (and then the parent)
 # holds as much touched memory as it can get; then fill the private tmpfs with 8 MiB files. Prints
 # the children it got and the MiB held in all.
-GRAB = r'''
+GRAB = r"""
 import os, time
 def grab():
     held, n = [], 0
@@ -55,7 +55,7 @@ for d in ("/tmp", "/var/tmp"):
         except OSError:
             break
 print(len(pipes), total + n + files, flush=True)
-'''
+"""
 
 
 def pyjob(code: str) -> str:
@@ -67,7 +67,7 @@ def test_a_job_with_forked_children_holds_no_more_than_its_cap():
     with Executor(Limits(mem_mb=CAP_MB)) as ex:
         if ex.isolation != "sandbox":
             pytest.skip(f"no sandbox here ({ex.isolation})")
-        v, = ex.run_many([pyjob(GRAB)], timeout=20)
+        (v,) = ex.run_many([pyjob(GRAB)], timeout=20)
     assert v.stdout, v
     kids, held = map(int, v.stdout.split())
     print(f"\n{kids} children, {held} MiB held in all (cap {CAP_MB} MiB)")
@@ -75,21 +75,21 @@ def test_a_job_with_forked_children_holds_no_more_than_its_cap():
     assert held <= CAP_MB, (kids, held)
 
 
-SPIN = r'''
+SPIN = r"""
 import os, signal
 signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # the job's own handlers change nothing
 os.fork()
 x = 0
 while True:
     x += 1
-'''
+"""
 
 
 @pytest.mark.parametrize("timeout", [0.2, 0.5])
 def test_a_sub_second_cpu_limit_is_enforced_from_outside(executor, timeout):
     """Two spinning processes that ignore SIGXCPU: killed at the limit (to the clock tick and the
     zygote's check), not at the next whole second."""
-    v, = executor.run_many([pyjob(SPIN)], timeout=timeout)
+    (v,) = executor.run_many([pyjob(SPIN)], timeout=timeout)
     assert v.status == "timeout" and v.timed_out, v
     assert timeout <= v.cpu_seconds < timeout + 0.1, v  # not the wall backstop, nor 1 s
 

@@ -40,15 +40,20 @@ def _args(*argv: str):
 
 
 def test_env_scopes_and_flags_win():
-    env = {"JACRL_LADDER_RUNGS": "1,all", "JACRL_LADDER_MODELS": "a,b",
-           "JACRL_LADDER_CONDITIONS": "base,sft_grpo_tuned", "JACRL_LADDER_ITERS": "sft=5,grpo=3"}
+    env = {
+        "JACRL_LADDER_RUNGS": "1,all",
+        "JACRL_LADDER_MODELS": "a,b",
+        "JACRL_LADDER_CONDITIONS": "base,sft_grpo_tuned",
+        "JACRL_LADDER_ITERS": "sft=5,grpo=3",
+    }
     cfg = ladder.from_env(ladder.LadderConfig(), env)
     assert cfg.rungs == ("1", "all") and cfg.models == ("a", "b")
     assert cfg.conditions == ("base", "sft_grpo_tuned")
     assert (cfg.sft_iters, cfg.grpo_iters) == (5, 3)
     assert ladder.parse_iters("7") == {"sft": 7, "grpo": 7}
-    cfg = config_from_args(_args("plan", "--rungs", "3", "--iters", "9",
-                                        "--set", "grpo.group_size=2", "-n", "4"), env)
+    cfg = config_from_args(
+        _args("plan", "--rungs", "3", "--iters", "9", "--set", "grpo.group_size=2", "-n", "4"), env
+    )
     assert cfg.rungs == ("3",) and cfg.models == ("a", "b") and cfg.sft_iters == 9
     assert cfg.sets == {"grpo": {"group_size": "2"}} and cfg.n == 4
     with pytest.raises(ValueError):
@@ -69,8 +74,9 @@ def test_condition_configs():
     assert got["sft"].iters == 10 and got["sft"].seed == 3
     grpo = got["grpo"]
     assert (grpo.iters, grpo.learning_rate, grpo.group_size) == (8, 1e-5, 2)  # 2 x 4, 10 x 1e-6
-    tuned = ladder.stage_configs("sft_grpo_tuned", 0, _it(1, 4), {"grpo": {"learning_rate": 3e-6}},
-                                 env={})["grpo"]
+    tuned = ladder.stage_configs(
+        "sft_grpo_tuned", 0, _it(1, 4), {"grpo": {"learning_rate": 3e-6}}, env={}
+    )["grpo"]
     assert tuned.learning_rate == 3e-5  # relative to what the default arm would run
     assert ladder.stage_configs("base", 0, _it(1, 1), env={}) == {}
     got = ladder.stage_configs("raw_grpo", 0, _it(1, 6), env={"JACRL_GRPO_BETA": "0.5"})
@@ -96,17 +102,26 @@ def test_conditions_are_data_in_one_place():
     assert report.COND_ORDER == C.ORDER == tuple(ladder.CONDITIONS)
     assert C.parent_stage(C.CONDITIONS["sft_rft"], "rft") == "sft"
     assert C.parent_stage(C.CONDITIONS["star"], "star") is None
-    assert [c for c, v in C.CONDITIONS.items() if v.shares_sft] == ["sft_rft", "sft_grpo",
-                                                                   "sft_grpo_tuned"]
-    for bad in ((("grpo", "sft"), {}), (("sft", "star"), {}), (("nope",), {}),
-                (("sft",), {"grpo": {"iters": 2.0}})):
+    assert [c for c, v in C.CONDITIONS.items() if v.shares_sft] == [
+        "sft_rft",
+        "sft_grpo",
+        "sft_grpo_tuned",
+    ]
+    for bad in (
+        (("grpo", "sft"), {}),
+        (("sft", "star"), {}),
+        (("nope",), {}),
+        (("sft",), {"grpo": {"iters": 2.0}}),
+    ):
         with pytest.raises(ValueError, match="condition 'x': stages"):
             C.Condition("x", bad[0], "", bad[1])
 
 
 def _fake_task(i: int, family: str, source: str) -> dict:
-    return {"prompt": f"p{i}", "answer": json.dumps({"id": f"{family}_{i}", "family": family,
-                                                       "source": source})}
+    return {
+        "prompt": f"p{i}",
+        "answer": json.dumps({"id": f"{family}_{i}", "family": family, "source": source}),
+    }
 
 
 def test_stratified_sample_covers_every_family():
@@ -116,9 +131,10 @@ def test_stratified_sample_covers_every_family():
 
     from jacrl.evaluate import family_of
 
-    tasks = ([_fake_task(i, "arch", f"s{i % 2}") for i in range(10)]  # unbalanced families
-             + [_fake_task(10, "err", "s0"), _fake_task(11, "lib", "s1"),
-                _fake_task(12, "lib", "s1")])
+    tasks = (
+        [_fake_task(i, "arch", f"s{i % 2}") for i in range(10)]  # unbalanced families
+        + [_fake_task(10, "err", "s0"), _fake_task(11, "lib", "s1"), _fake_task(12, "lib", "s1")]
+    )
     for n in (3, 4, 5):
         got = ladder.stratified(tasks, n)
         assert len(got) == n and {family_of(t) for t in got} == {"arch", "err", "lib"}
@@ -160,10 +176,12 @@ def test_demo_budgets_fit_the_memorized_answers(tiny, data_dir):
     _, tok = load(tiny)
     for rung in cfg.rungs:
         for t in ladder.cell_tasks(rung, data_dir)["mem"]:
-            full = tok.apply_chat_template(chat_messages(t["prompt"], tr.fenced(tr.gold_body(t))),
-                                           return_dict=False)
-            prompt = tok.apply_chat_template(chat_messages(t["prompt"]), return_dict=False,
-                                             add_generation_prompt=True)
+            full = tok.apply_chat_template(
+                chat_messages(t["prompt"], tr.fenced(tr.gold_body(t))), return_dict=False
+            )
+            prompt = tok.apply_chat_template(
+                chat_messages(t["prompt"]), return_dict=False, add_generation_prompt=True
+            )
             answer = len(full) - len(prompt) - 1  # the answer and <|im_end|>, not the final "\n"
             assert answer <= cfg.max_tokens, (rung, answer)
     assert cfg.sets["grpo"]["max_completion_length"] == cfg.max_tokens
@@ -176,8 +194,20 @@ def test_plan_runs_nothing_and_keys_are_stable(tiny, data_dir, tmp_path, capsys)
     res, arts = tmp_path / "results", tmp_path / "artifacts"
     other = tmp_path / "tiny-copy"  # a second model (an unknown one is an error at plan time)
     shutil.copytree(resolve(tiny), other)
-    argv = ["--models", f"{tiny},{other}", "--rungs", "1,3", "--iters", "sft=4,grpo=2",
-            "--data-dir", data_dir, "--results", str(res), "--artifacts", str(arts)]
+    argv = [
+        "--models",
+        f"{tiny},{other}",
+        "--rungs",
+        "1,3",
+        "--iters",
+        "sft=4,grpo=2",
+        "--data-dir",
+        data_dir,
+        "--results",
+        str(res),
+        "--artifacts",
+        str(arts),
+    ]
     assert main(["ladder", "plan", *argv]) == 0  # the compact table: a line per cell
     table = capsys.readouterr().out.splitlines()
     assert table[1].split() == ["cell", "stages", "key", "status"] and len(table) == 2 + 16
@@ -194,15 +224,22 @@ def test_plan_runs_nothing_and_keys_are_stable(tiny, data_dir, tmp_path, capsys)
     assert not res.exists() and not arts.exists()  # plan wrote nothing
     assert [c.key for c in ladder.plan(cfg)] == [c.key for c in cells]  # stable
     # everything that defines a cell changes its key
-    one = {"rung": "1", "model": "jac-tiny", "condition": "sft", "data_dir": data_dir,
-           "sft_iters": 4}
+    one = {
+        "rung": "1",
+        "model": "jac-tiny",
+        "condition": "sft",
+        "data_dir": data_dir,
+        "sft_iters": 4,
+    }
     k0 = ladder.notebook_cell(**one).key
     assert ladder.notebook_cell(**{**one, "sft_iters": 5}).key != k0
     assert ladder.notebook_cell(**{**one, "seed": 1}).key != k0
     assert ladder.notebook_cell(**{**one, "gen_limit": 3}).key != k0
     assert ladder.notebook_cell(**{**one, "sft_set": {"learning_rate": 1e-3}}).key != k0
-    assert ladder.notebook_cell(**{**one, "sets": '{"sft": {"learning_rate": 1e-3}}'}).key == \
-        ladder.notebook_cell(**{**one, "sft_set": '{"learning_rate": 1e-3}'}).key  # both spellings
+    assert (
+        ladder.notebook_cell(**{**one, "sets": '{"sft": {"learning_rate": 1e-3}}'}).key
+        == ladder.notebook_cell(**{**one, "sft_set": '{"learning_rate": 1e-3}'}).key
+    )  # both spellings
     assert ladder.notebook_cell(**{**one, "rung": "3"}).key != k0
     other = tmp_path / "data"
     shutil.copytree(Path(data_dir) / "splits", other / "splits")
@@ -227,10 +264,21 @@ def test_reward_formula_keys_grading_cells_only(data_dir, tmp_path, monkeypatch,
     """`JACRL_REWARD_FORMULA=additive jacrl ladder plan` re-keys the cells with a stage that
     grades samples (GRPO, RFT, STaR) and sft, whose mem temperature GRPO's calibration picks by
     that reward; never base."""
-    assert set(GRADING_CONDITIONS) == {"sft_grpo", "raw_grpo", "sft_grpo_tuned", "sft_rft",
-                                       "star"}
-    argv = ["ladder", "plan", "--rungs", "1", "--conditions", ",".join(ladder.CONDITIONS),
-            "--iters", "4", "--data-dir", data_dir, "--results", str(tmp_path / "r")]
+    assert set(GRADING_CONDITIONS) == {"sft_grpo", "raw_grpo", "sft_grpo_tuned", "sft_rft", "star"}
+    argv = [
+        "ladder",
+        "plan",
+        "--rungs",
+        "1",
+        "--conditions",
+        ",".join(ladder.CONDITIONS),
+        "--iters",
+        "4",
+        "--data-dir",
+        data_dir,
+        "--results",
+        str(tmp_path / "r"),
+    ]
 
     def plan_keys() -> dict[str, str]:
         assert main(argv) == 0
@@ -255,8 +303,14 @@ def test_reward_formula_keys_grading_cells_only(data_dir, tmp_path, monkeypatch,
     assert cmd[-3:] == ["-r", "cell_json", cell.to_json()]  # the one papermill parameter
     assert json.loads(cmd[-1])["cfg"]["reward_formula"] == "additive"
     assert ladder.notebook_cell(cmd[-1], env={}) == cell  # what notebook 30 resolves from it
-    one = {"rung": "1", "model": "jac-tiny", "data_dir": data_dir, "sft_iters": 4,
-           "grpo_iters": 4, "env": {}}
+    one = {
+        "rung": "1",
+        "model": "jac-tiny",
+        "data_dir": data_dir,
+        "sft_iters": 4,
+        "grpo_iters": 4,
+        "env": {},
+    }
     for c in ladder.CONDITIONS:
         cell = ladder.notebook_cell(condition=c, reward_formula="additive", **one)
         assert cell.key == additive[c]
@@ -273,9 +327,12 @@ def test_reward_formula_keys_grading_cells_only(data_dir, tmp_path, monkeypatch,
 
 def test_unknown_reward_formula_is_a_one_line_error(data_dir, monkeypatch, capsys):
     one = {"rung": "1", "model": "jac-tiny", "condition": "raw_grpo", "data_dir": data_dir}
-    for bad in ({"reward_formula": "v3"}, {"env": {"JACRL_REWARD_FORMULA": "v3"}},
-                {"grpo_set": {"reward_formula": "v3"}},
-                {"sets": {"grpo": {"reward_formula": "v3"}}}):
+    for bad in (
+        {"reward_formula": "v3"},
+        {"env": {"JACRL_REWARD_FORMULA": "v3"}},
+        {"grpo_set": {"reward_formula": "v3"}},
+        {"sets": {"grpo": {"reward_formula": "v3"}}},
+    ):
         with pytest.raises(ValueError, match="v3.*choose from dependent, tiered, additive") as e:
             ladder.notebook_cell(**one, **bad)
         assert "\n" not in str(e.value)
@@ -290,8 +347,11 @@ def test_unknown_reward_formula_is_a_one_line_error(data_dir, monkeypatch, capsy
 
 def test_an_unknown_cell_parameter_is_a_one_line_error(data_dir):
     one = {"rung": "1", "model": "jac-tiny", "condition": "base", "data_dir": data_dir}
-    with pytest.raises(TypeError, match=r"unknown cell parameter 'nn' \(did you mean 'n'\?\); "
-                                        r"known: artifacts_dir, batch_size, ") as e:
+    with pytest.raises(
+        TypeError,
+        match=r"unknown cell parameter 'nn' \(did you mean 'n'\?\); "
+        r"known: artifacts_dir, batch_size, ",
+    ) as e:
         ladder.notebook_cell(env={}, **one, nn=4)
     assert "\n" not in str(e.value) and "train_seed" in str(e.value)
     # what notebook 30 passes on: the public names bound before its first import
@@ -304,16 +364,31 @@ def test_a_misspelled_papermill_parameter_fails_notebook_30(data_dir, tmp_path):
     every parameter to the cell, which refuses an unknown one before any work."""
     out = tmp_path / "out.ipynb"
     with pytest.raises(papermill.PapermillExecutionError, match="unknown cell parameter 'nn'"):
-        papermill.execute_notebook(str(ROOT / "notebooks" / ladder.NOTEBOOK), str(out),
-                                   parameters={"nn": 4, "data_dir": data_dir},
-                                   kernel_name="python3", cwd=str(ROOT), progress_bar=False)
+        papermill.execute_notebook(
+            str(ROOT / "notebooks" / ladder.NOTEBOOK),
+            str(out),
+            parameters={"nn": 4, "data_dir": data_dir},
+            kernel_name="python3",
+            cwd=str(ROOT),
+            progress_bar=False,
+        )
 
 
 def test_rows_record_the_training_reward_formula(tiny, data_dir, tmp_path):
     """evaluate_cell's rows name the formula the cell trained with (None without GRPO)."""
-    kw = {"rung": "1", "model": tiny, "data_dir": data_dir, "gen_limit": 1, "mem_limit": 1,
-          "results_dir": str(tmp_path),
-          "n": 0, "k": "1", "max_tokens": 8, "reward_formula": "additive", "env": {}}
+    kw = {
+        "rung": "1",
+        "model": tiny,
+        "data_dir": data_dir,
+        "gen_limit": 1,
+        "mem_limit": 1,
+        "results_dir": str(tmp_path),
+        "n": 0,
+        "k": "1",
+        "max_tokens": 8,
+        "reward_formula": "additive",
+        "env": {},
+    }
     for cond, want in (("raw_grpo", "additive"), ("sft", None)):
         rows = ladder.evaluate_cell(ladder.notebook_cell(condition=cond, **kw), {}, progress=False)
         assert [r["kind"] for r in rows] == ["gen", "mem"]
@@ -333,11 +408,23 @@ def test_rft_and_star_cells_train_their_stages_on_jac_tiny(tiny, data_dir, tmp_p
     the stage's resolved config."""
     from jacrl.notebooks import QUICK_SETS
 
-    kw = {"rung": "1", "model": tiny, "data_dir": data_dir, "sft_iters": 3, "gen_limit": 1,
-          "mem_limit": 1, "n": 0, "k": "1", "max_tokens": 16, "env": {},
-          "sft_set": QUICK_SETS["sft"], "artifacts_dir": str(tmp_path / "a"),
-          "results_dir": str(tmp_path / "r"),
-          "rft_set": TINY_SAMPLING, "star_set": {**TINY_SAMPLING, "rounds": 1}}
+    kw = {
+        "rung": "1",
+        "model": tiny,
+        "data_dir": data_dir,
+        "sft_iters": 3,
+        "gen_limit": 1,
+        "mem_limit": 1,
+        "n": 0,
+        "k": "1",
+        "max_tokens": 16,
+        "env": {},
+        "sft_set": QUICK_SETS["sft"],
+        "artifacts_dir": str(tmp_path / "a"),
+        "results_dir": str(tmp_path / "r"),
+        "rft_set": TINY_SAMPLING,
+        "star_set": {**TINY_SAMPLING, "rounds": 1},
+    }
     rft_cell = ladder.notebook_cell(condition="sft_rft", **kw)
     arts = ladder.train_cell(rft_cell, log=lambda _: None)
     assert list(arts) == ["sft", "rft"] and not arts["sft"].reused
@@ -354,10 +441,13 @@ def test_rft_and_star_cells_train_their_stages_on_jac_tiny(tiny, data_dir, tmp_p
         rows = ladder.evaluate_cell(cell, a, progress=False)
         assert [r["kind"] for r in rows] == ["gen", "mem"]
         stage = ladder.CONDITIONS[cell.condition].last
-        assert all(r["ladder"][stage] == dataclasses.asdict(cell.stages[stage])
-                   and r["condition"] == cell.condition
-                   and r["reward_formula"] == cell.reward_formula and r["cell_key"] == cell.key
-                   for r in rows)
+        assert all(
+            r["ladder"][stage] == dataclasses.asdict(cell.stages[stage])
+            and r["condition"] == cell.condition
+            and r["reward_formula"] == cell.reward_formula
+            and r["cell_key"] == cell.key
+            for r in rows
+        )
         assert rows[0]["ladder"]["artifacts"][stage] == str(a[stage].path)
 
 
@@ -369,9 +459,19 @@ def test_rft_and_star_cells_train_their_stages_on_jac_tiny(tiny, data_dir, tmp_p
 def _row(key, model, rung, cond, kind, passed, n, k_pct=None):
     per_task = [{"id": f"t{i}", "greedy_exact": bool(p)} for i, p in enumerate(passed)]
     p1 = sum(passed)
-    return {"tag": f"r{rung}/{model}/{cond}/{kind}", "cell_key": key, "model_name": model,
-            "rung": rung, "condition": cond, "kind": kind, "tasks": n, "pass1": p1,
-            "pass1_pct": round(100 * p1 / n, 2), "pass_at_k": k_pct or {}, "per_task": per_task}
+    return {
+        "tag": f"r{rung}/{model}/{cond}/{kind}",
+        "cell_key": key,
+        "model_name": model,
+        "rung": rung,
+        "condition": cond,
+        "kind": kind,
+        "tasks": n,
+        "pass1": p1,
+        "pass1_pct": round(100 * p1 / n, 2),
+        "pass_at_k": k_pct or {},
+        "per_task": per_task,
+    }
 
 
 def test_append_cell_rows_never_duplicates(tmp_path):
@@ -406,8 +506,7 @@ def test_show_reproduces_the_statistics(tmp_path, capsys):
     ]
     res = tmp_path / "results"
     results.append_cell_rows(res / "rl_ladder.jsonl", [r for r in rows if "cell_key" in r])
-    assert main(["ladder", "show", "--results", str(res),
-                        "--figures", str(tmp_path / "fig")]) == 0
+    assert main(["ladder", "show", "--results", str(res), "--figures", str(tmp_path / "fig")]) == 0
     out = capsys.readouterr().out
     assert "38.9 [20-61] p@8 55.5 m0" in out and "61.1 [39-80] p@8 72.2 m100" in out
     assert "0.0 [0-49] m·" in out  # rung all: no samples, no mem row
@@ -443,14 +542,23 @@ def test_a_failing_cell_is_recorded_and_the_ladder_goes_on(data_dir, tmp_path):
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell('cell_json = ""')  # the one parameter the ladder hands
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(
-        'import json\nraise ValueError("boom " + json.loads(cell_json)["condition"])')]
+    nb.cells = [
+        params,
+        nbformat.v4.new_code_cell(
+            'import json\nraise ValueError("boom " + json.loads(cell_json)["condition"])'
+        ),
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "py3"}
     path = tmp_path / "fail.ipynb"
     nbformat.write(nb, path)
-    cfg = ladder.LadderConfig(rungs=("1",), models=("jac-tiny",), conditions=("base", "sft"),
-                              data_dir=data_dir, results_dir=str(tmp_path / "results"),
-                              notebook=str(path))
+    cfg = ladder.LadderConfig(
+        rungs=("1",),
+        models=("jac-tiny",),
+        conditions=("base", "sft"),
+        data_dir=data_dir,
+        results_dir=str(tmp_path / "results"),
+        notebook=str(path),
+    )
     lines: list[str] = []
     statuses = ladder.run(cfg, log=lines.append, progress=False)
     assert [s["status"] for s in statuses] == ["failed", "failed"]
@@ -485,15 +593,38 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
     a resumed run skips the finished cell, reruns the killed one, and the results file holds
     exactly one row per (cell, kind); show reproduces the numbers from those rows."""
     res = tmp_path / "results"
-    argv = ["--models", tiny, "--rungs", "1,3", "--conditions", "base", "--gen-limit", "2",
-            "-n", "2", "-k", "1,2", "--max-tokens", "16", "--data-dir", data_dir,
-            "--results", str(res), "--artifacts", str(tmp_path / "artifacts")]
+    argv = [
+        "--models",
+        tiny,
+        "--rungs",
+        "1,3",
+        "--conditions",
+        "base",
+        "--gen-limit",
+        "2",
+        "-n",
+        "2",
+        "-k",
+        "1,2",
+        "--max-tokens",
+        "16",
+        "--data-dir",
+        data_dir,
+        "--results",
+        str(res),
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+    ]
     cfg = config_from_args(_args("run", *argv))
     first, second = ladder.plan(cfg)
     status2 = ladder.cell_dir(cfg, second) / "status.json"
     with open(tmp_path / "ladder.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "jacrl.cli", "ladder", "run", *argv],
-                                stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jacrl.cli", "ladder", "run", *argv],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
         deadline = time.time() + 600
         while time.time() < deadline and proc.poll() is None:
             if ladder.read_status(status2).get("status") == "running":
@@ -503,8 +634,9 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
             if _procs_mentioning(second.key):
                 break
             time.sleep(0.2)
-        assert proc.poll() is None and _procs_mentioning(second.key), \
-            (tmp_path / "ladder.log").read_text()
+        assert proc.poll() is None and _procs_mentioning(second.key), (
+            tmp_path / "ladder.log"
+        ).read_text()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     present = results.rows_by_key(cfg.results_file)
@@ -534,8 +666,7 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
     assert "0 run, 2 skipped" in capsys.readouterr().out
     assert len(report.load_rows(cfg.results_file)) == 4
 
-    assert main(["ladder", "show", "--results", str(res),
-                        "--figures", str(tmp_path / "fig")]) == 0
+    assert main(["ladder", "show", "--results", str(res), "--figures", str(tmp_path / "fig")]) == 0
     out = capsys.readouterr().out
     for r in rows:
         assert r["tasks"] == (2 if r["kind"] == "gen" else int(r["rung"]))
@@ -564,13 +695,38 @@ def test_two_concurrent_runs_split_the_cells(tiny, data_dir, tmp_path):
     """Two `ladder run` processes started together on the same two-cell plan: each cell is run
     exactly once (the other process finds it held and moves on), one row per evaluation."""
     res = tmp_path / "results"
-    argv = ["--models", tiny, "--rungs", "1,3", "--conditions", "base", "--gen-limit", "2",
-            "-n", "0", "-k", "1", "--max-tokens", "16", "--data-dir", data_dir,
-            "--results", str(res), "--artifacts", str(tmp_path / "artifacts")]
+    argv = [
+        "--models",
+        tiny,
+        "--rungs",
+        "1,3",
+        "--conditions",
+        "base",
+        "--gen-limit",
+        "2",
+        "-n",
+        "0",
+        "-k",
+        "1",
+        "--max-tokens",
+        "16",
+        "--data-dir",
+        data_dir,
+        "--results",
+        str(res),
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+    ]
     logs = [tmp_path / f"run{i}.log" for i in (1, 2)]
-    procs = [subprocess.Popen([sys.executable, "-m", "jacrl.cli", "ladder", "run", *argv],
-                              stdout=open(log, "w"), stderr=subprocess.STDOUT, cwd=ROOT)
-             for log in logs]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "jacrl.cli", "ladder", "run", *argv],
+            stdout=open(log, "w"),
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+        for log in logs
+    ]
     for p in procs:
         assert p.wait(timeout=900) == 0, [log.read_text()[-2000:] for log in logs]
     out = "".join(log.read_text() for log in logs)
@@ -588,15 +744,32 @@ def test_two_concurrent_runs_split_the_cells(tiny, data_dir, tmp_path):
 def test_train_seeds_plan_replicates_of_every_trained_cell(data_dir):
     """--train-seeds 0,1,2 (or JACRL_LADDER_TRAIN_SEEDS): base once, every trained condition
     once per seed, each its own key, every stage seeded with it and the evaluation with --seed."""
-    argv = ["plan", "--rungs", "1", "--conditions", "base,sft,sft_grpo", "--iters", "4",
-            "--data-dir", data_dir, "--train-seeds", "0,1,2"]
+    argv = [
+        "plan",
+        "--rungs",
+        "1",
+        "--conditions",
+        "base,sft,sft_grpo",
+        "--iters",
+        "4",
+        "--data-dir",
+        data_dir,
+        "--train-seeds",
+        "0,1,2",
+    ]
     cfg = config_from_args(_args(*argv))
     assert cfg.train_seeds == (0, 1, 2)
     assert config_from_args(_args(*argv[:-2]), {"JACRL_LADDER_TRAIN_SEEDS": "0,1,2"}) == cfg
     cells = ladder.plan(cfg)
     assert [c.name for c in cells] == [
-        "r1/jac-tiny/base", "r1/jac-tiny/sft", "r1/jac-tiny/sft/s1", "r1/jac-tiny/sft/s2",
-        "r1/jac-tiny/sft_grpo", "r1/jac-tiny/sft_grpo/s1", "r1/jac-tiny/sft_grpo/s2"]
+        "r1/jac-tiny/base",
+        "r1/jac-tiny/sft",
+        "r1/jac-tiny/sft/s1",
+        "r1/jac-tiny/sft/s2",
+        "r1/jac-tiny/sft_grpo",
+        "r1/jac-tiny/sft_grpo/s1",
+        "r1/jac-tiny/sft_grpo/s2",
+    ]
     assert len({c.key for c in cells}) == len(cells)
     for c in cells[1:]:
         assert all(st.seed == c.train_seed for st in c.stages.values())

@@ -42,8 +42,9 @@ def test_formats_knob_env_flag_and_errors():
     assert cfg.formats == ("hole", "conversion") and ladder.paired_plan(cfg)
     assert ladder.LadderConfig().formats == ("hole",)
     assert not ladder.paired_plan(ladder.validate(ladder.LadderConfig()))
-    cfg = config_from_args(_args("plan", "--formats", "conversion"),
-                           {"JACRL_LADDER_FORMATS": "hole"})
+    cfg = config_from_args(
+        _args("plan", "--formats", "conversion"), {"JACRL_LADDER_FORMATS": "hole"}
+    )
     assert cfg.formats == ("conversion",)  # the flag wins over the env
     for bad in ("hole,nope", "hole,hole"):
         with pytest.raises(ValueError, match="each once, of hole, conversion"):
@@ -55,12 +56,29 @@ def test_formats_knob_env_flag_and_errors():
 def test_a_hole_cell_keys_and_names_as_before(data_dir):
     """Format enters a cell's key parts, key text and name only when it is not plain hole-fill:
     a hole cell's key is the sha256 of exactly the parts it had before formats existed."""
-    one = {"rung": "1", "model": "jac-tiny", "condition": "sft", "data_dir": data_dir,
-           "sft_iters": 4, "gen_limit": 3}
+    one = {
+        "rung": "1",
+        "model": "jac-tiny",
+        "condition": "sft",
+        "data_dir": data_dir,
+        "sft_iters": 4,
+        "gen_limit": 3,
+    }
     hole = ladder.notebook_cell(**one)
     assert ladder.notebook_cell(**one, format="hole", paired="False").key == hole.key
-    assert set(hole.key_parts) == {"rung", "model", "model_hash", "condition", "seed", "sft",
-                                   "reads", "eval", "data_hash", "code_version", "notebook"}
+    assert set(hole.key_parts) == {
+        "rung",
+        "model",
+        "model_hash",
+        "condition",
+        "seed",
+        "sft",
+        "reads",
+        "eval",
+        "data_hash",
+        "code_version",
+        "notebook",
+    }
     digest = hashlib.sha256(json.dumps(hole.key_parts, sort_keys=True).encode()).hexdigest()
     assert hole.key == f"r1-jac-tiny-sft-{digest[:12]}"
     assert hole.name == "r1/jac-tiny/sft" and hole.tag("gen") == "r1/jac-tiny/sft/gen"
@@ -83,13 +101,19 @@ def test_a_plan_with_both_formats_trains_and_evaluates_the_same_ids(data_dir, tm
     the first N train-pool ids that have a conversion task, gen = the hole-fill holdout's such ids
     (file-disjoint from the pool), mem = the rung's; conversion swaps in the conversion records
     (another prompt, the same answer). A hole-only plan is untouched by the formats axis."""
-    base = ladder.LadderConfig(rungs=("1", "3"), models=("jac-tiny",),
-                               conditions=("base", "sft"), gen_limit=5, data_dir=data_dir,
-                               results_dir=str(tmp_path / "r"))
+    base = ladder.LadderConfig(
+        rungs=("1", "3"),
+        models=("jac-tiny",),
+        conditions=("base", "sft"),
+        gen_limit=5,
+        data_dir=data_dir,
+        results_dir=str(tmp_path / "r"),
+    )
     hole_only = ladder.plan(base)
     both = ladder.plan(dataclasses.replace(base, formats=("hole", "conversion")))
-    assert [c.name for c in both] == [n for c in hole_only
-                                      for n in (c.name, f"{c.name}/conversion")]
+    assert [c.name for c in both] == [
+        n for c in hole_only for n in (c.name, f"{c.name}/conversion")
+    ]
     assert len({c.key for c in both}) == len(both)
     assert not {c.key for c in both} & {c.key for c in hole_only}  # paired hole cells re-keyed
     assert all(c.paired for c in both) and not any(c.paired for c in hole_only)
@@ -108,15 +132,16 @@ def test_a_plan_with_both_formats_trains_and_evaluates_the_same_ids(data_dir, tm
             for ht, ct in zip(h[split], c[split], strict=True):
                 assert ct["answer"] == ht["answer"] and ct["prompt"] != ht["prompt"]
                 assert "```python" in ct["prompt"] and "```python" not in ht["prompt"]
-        assert _ids(h["train"]) == pool[:int(hole.rung)]
+        assert _ids(h["train"]) == pool[: int(hole.rung)]
         assert len(h["gen"]) == 5 and set(_ids(h["gen"])) <= hold_ids
         assert not {meta(t)["source"] for t in h["gen"]} & pool_sources  # file-disjoint
     # the hole-only plan's cells are what they always were
     for cell in hole_only:
         plain = ladder.cell_tasks(cell.rung, data_dir, 5)
         assert _ids(plain["train"]) == _ids(splits.rung(cell.rung, data_dir))
-        assert _ids(plain["gen"]) == _ids(ladder.stratified(
-            splits.load_split("holdout", data_dir), 5))
+        assert _ids(plain["gen"]) == _ids(
+            ladder.stratified(splits.load_split("holdout", data_dir), 5)
+        )
 
 
 # -------------------------------------------------------------------------------------------
@@ -126,9 +151,18 @@ def test_a_plan_with_both_formats_trains_and_evaluates_the_same_ids(data_dir, tm
 
 def _row(key, cond, kind, fmt, passed, paired=True, model="m", rung="1"):
     per_task = [{"id": f"t{i}", "greedy_exact": bool(p)} for i, p in enumerate(passed)]
-    row = {"tag": f"r{rung}/{model}/{cond}/{kind}", "cell_key": key, "model_name": model,
-           "rung": rung, "condition": cond, "kind": kind, "tasks": len(passed),
-           "pass1": sum(passed), "pass_at_k": {}, "per_task": per_task}
+    row = {
+        "tag": f"r{rung}/{model}/{cond}/{kind}",
+        "cell_key": key,
+        "model_name": model,
+        "rung": rung,
+        "condition": cond,
+        "kind": kind,
+        "tasks": len(passed),
+        "pass1": sum(passed),
+        "pass_at_k": {},
+        "per_task": per_task,
+    }
     if fmt is not None:
         row.update(format=fmt, paired=paired)
     return row
@@ -148,7 +182,10 @@ def test_format_comparison_reproduces_the_statistics(tmp_path, capsys):
     ]
     fc = report.format_comparison(rows)
     assert [(r.condition, r.kind) for r in fc.itertuples()] == [
-        ("base", "gen"), ("sft", "gen"), ("sft", "mem")]
+        ("base", "gen"),
+        ("sft", "gen"),
+        ("sft", "mem"),
+    ]
     got = fc[(fc.condition == "sft") & (fc.kind == "gen")].iloc[0]
     m = mcnemar_exact([bool(x) for x in hole], [bool(x) for x in conv])
     assert (got.n, got.hole_pass, got.conv_pass, got.hole_only, got.conv_only) == (12, 5, 9, 1, 5)
@@ -162,9 +199,16 @@ def test_format_comparison_reproduces_the_statistics(tmp_path, capsys):
     assert report.format_of(rows[0]) == "hole" and report.variant_of(rows[0]) == ("hole", False)
     df = report.frame(rows)
     assert sorted(zip(df.condition, df.format, df.paired, df.kind, strict=True))[:2] == [
-        ("base", "conversion", True, "gen"), ("base", "hole", True, "gen")]
+        ("base", "conversion", True, "gen"),
+        ("base", "hole", True, "gen"),
+    ]
     assert list(report.ladder_table(rows).index.get_level_values("condition")) == [
-        "base/hole", "base/conversion", "sft", "sft/hole", "sft/conversion"]
+        "base/hole",
+        "base/conversion",
+        "sft",
+        "sft/hole",
+        "sft/conversion",
+    ]
     mc = report.mcnemar_vs_base(rows)  # each format against its own base
     assert list(mc.condition) == ["sft/hole", "sft/conversion"]
     assert list(mc.gained) == [5, 8] and list(mc.lost) == [0, 0]
@@ -178,15 +222,20 @@ def test_format_comparison_reproduces_the_statistics(tmp_path, capsys):
     assert (tmp_path / "f" / "formats.png").stat().st_size > 1000
     assert report.format_comparison(rows[:1]).empty  # nothing paired: no comparison, no figure
     assert [p.name for p in report.write_figures(rows[:1], tmp_path / "g")] == [
-        "ladder.png", "ladder_passk.png"]
+        "ladder.png",
+        "ladder_passk.png",
+    ]
 
 
 def test_a_conversion_row_is_checked_against_the_conversion_tasks(data_dir):
     """Staleness compares a conversion row's data hash with data/conversion.jsonl, not with the
     hole-fill tasks of the same ids."""
     recs = conversion.read(data_dir)[:3]
-    row = {"format": "conversion", "per_task": [{"id": meta(t)["id"]} for t in recs],
-           "provenance": {"data_hash": data_hash(recs)}}
+    row = {
+        "format": "conversion",
+        "per_task": [{"id": meta(t)["id"]} for t in recs],
+        "provenance": {"data_hash": data_hash(recs)},
+    }
     assert report.stale_reasons(row) == []
     assert report.stale_reasons({**row, "format": "hole"}) == ["tasks changed"]
 
@@ -198,20 +247,48 @@ def test_a_conversion_row_is_checked_against_the_conversion_tasks(data_dir):
 
 def test_a_ladder_run_with_both_formats_pairs_its_rows(tiny, data_dir, tmp_path, capsys):
     res, figs = tmp_path / "results", tmp_path / "figures"
-    argv = ["--models", tiny, "--rungs", "1", "--conditions", "base,sft", "--formats",
-            "hole,conversion", "--iters", "3", "--gen-limit", "3", "-n", "2", "-k", "1,2",
-            "--max-tokens", "16", "--data-dir", data_dir, "--results", str(res),
-            "--artifacts", str(tmp_path / "artifacts")]
+    argv = [
+        "--models",
+        tiny,
+        "--rungs",
+        "1",
+        "--conditions",
+        "base,sft",
+        "--formats",
+        "hole,conversion",
+        "--iters",
+        "3",
+        "--gen-limit",
+        "3",
+        "-n",
+        "2",
+        "-k",
+        "1,2",
+        "--max-tokens",
+        "16",
+        "--data-dir",
+        data_dir,
+        "--results",
+        str(res),
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+    ]
     # both quick sets: the grpo one sizes the sft cells' mem calibration (rollouts at 16 tokens)
-    argv += [f"--set={stage}.{k}={v}" for stage in ("sft", "grpo")
-             for k, v in QUICK_SETS[stage].items()]
+    argv += [
+        f"--set={stage}.{k}={v}" for stage in ("sft", "grpo") for k, v in QUICK_SETS[stage].items()
+    ]
     cells = ladder.plan(config_from_args(_args("run", *argv)))
-    assert [c.name for c in cells] == ["r1/jac-tiny/base", "r1/jac-tiny/base/conversion",
-                                       "r1/jac-tiny/sft", "r1/jac-tiny/sft/conversion"]
+    assert [c.name for c in cells] == [
+        "r1/jac-tiny/base",
+        "r1/jac-tiny/base/conversion",
+        "r1/jac-tiny/sft",
+        "r1/jac-tiny/sft/conversion",
+    ]
     assert main(["ladder", "run", *argv]) == 0
     rows = report.load_rows(res / ladder.RESULTS_FILE)
     assert sorted((r["cell_key"], r["kind"]) for r in rows) == sorted(
-        (c.key, k) for c in cells for k in ("gen", "mem"))
+        (c.key, k) for c in cells for k in ("gen", "mem")
+    )
     conv_by_id = {meta(t)["id"]: t for t in conversion.read(data_dir)}
     by = {(r["condition"], r["format"], r["kind"]): r for r in rows}
     for cond in ("base", "sft"):
@@ -236,8 +313,9 @@ def test_a_ladder_run_with_both_formats_pairs_its_rows(tiny, data_dir, tmp_path,
     assert len(fc) == 4 and fc.same_ids.all() and list(fc.n) == [3, 3, 1, 1]
     for r in fc.itertuples():
         h, c = by[(r.condition, "hole", r.kind)], by[(r.condition, "conversion", r.kind)]
-        m = mcnemar_exact([t["greedy_exact"] for t in h["per_task"]],
-                          [t["greedy_exact"] for t in c["per_task"]])
+        m = mcnemar_exact(
+            [t["greedy_exact"] for t in h["per_task"]], [t["greedy_exact"] for t in c["per_task"]]
+        )
         assert (r.hole_pass, r.conv_pass) == (h["pass1"], c["pass1"])
         assert (r.hole_only, r.conv_only, r.p) == (m["b"], m["c"], round(m["p"], 4))
     assert (figs / "formats.png").stat().st_size > 1000

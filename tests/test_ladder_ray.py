@@ -20,20 +20,28 @@ import time
 from pathlib import Path
 
 import pytest
+from ray_cluster import Cluster, cmdline, free_port, node_pids, node_project
 
 from jacrl import ladder
 from jacrl.ladder import ray_cell, ray_engine
 from jacrl.notebooks import QUICK_SETS
 from jacrl.results import read_rows, rows_by_key
-from ray_cluster import Cluster, cmdline, free_port, node_pids, node_project
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 # jac-tiny after 3 SFT iterations verifies no sample: threshold 0 keeps any with a body (plumbing)
 STAR = {"rounds": 1, "samples": 2, "threshold": 0.0, "max_tokens": 16}
-TINY = {"models": ("jac-tiny",), "sft_iters": 3, "grpo_iters": 2, "gen_limit": 2, "mem_limit": 2,
-        "n": 2, "k": (1, 2), "max_tokens": 16, "sets": {
-        "sft": dict(QUICK_SETS["sft"]), "grpo": dict(QUICK_SETS["grpo"]), "star": dict(STAR)}}
+TINY = {
+    "models": ("jac-tiny",),
+    "sft_iters": 3,
+    "grpo_iters": 2,
+    "gen_limit": 2,
+    "mem_limit": 2,
+    "n": 2,
+    "k": (1, 2),
+    "max_tokens": 16,
+    "sets": {"sft": dict(QUICK_SETS["sft"]), "grpo": dict(QUICK_SETS["grpo"]), "star": dict(STAR)},
+}
 
 
 @pytest.fixture(scope="session")
@@ -48,9 +56,11 @@ def cluster(tmp_path_factory):
         t0 = time.monotonic()
         c.start_node("head", node_project(base / "head"), head=True)
         c.start_node("worker", node_project(base / "worker"))
-        print(f"\nray cluster: up in {time.monotonic() - t0:.1f} s (head "
-              f"{c.nodes['head'].start_s} s, worker {c.nodes['worker'].start_s} s), "
-              f"{c.pss_kb() // 1024} MB PSS")
+        print(
+            f"\nray cluster: up in {time.monotonic() - t0:.1f} s (head "
+            f"{c.nodes['head'].start_s} s, worker {c.nodes['worker'].start_s} s), "
+            f"{c.pss_kb() // 1024} MB PSS"
+        )
         yield c
     finally:
         for k, v in saved.items():
@@ -62,9 +72,17 @@ def cluster(tmp_path_factory):
 
 
 def _cfg(d: Path, conditions: tuple[str, ...], rungs: tuple[str, ...] = ("1",), seed: int = 0):
-    return ladder.validate(ladder.LadderConfig(
-        rungs=rungs, conditions=conditions, seed=seed, data_dir=str(DATA),
-        results_dir=str(d / "results"), artifacts_dir=str(d / "artifacts"), **TINY))
+    return ladder.validate(
+        ladder.LadderConfig(
+            rungs=rungs,
+            conditions=conditions,
+            seed=seed,
+            data_dir=str(DATA),
+            results_dir=str(d / "results"),
+            artifacts_dir=str(d / "artifacts"),
+            **TINY,
+        )
+    )
 
 
 def _comparable(row: dict) -> dict:
@@ -81,8 +99,11 @@ def _comparable(row: dict) -> dict:
 
 def _cell_procs(text: str) -> list[int]:
     """Processes (not this one) whose command line mentions text."""
-    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()
-            and int(p.name) != os.getpid() and text in cmdline(int(p.name))]
+    return [
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and int(p.name) != os.getpid() and text in cmdline(int(p.name))
+    ]
 
 
 def _statuses(results: Path) -> list[dict]:
@@ -95,20 +116,58 @@ def _statuses(results: Path) -> list[dict]:
     return out
 
 
-def _driver(d: Path, rungs: str, seed: int, conditions: str = "base", engine: str = "ray",
-            address: str | None = None) -> subprocess.Popen:
+def _driver(
+    d: Path,
+    rungs: str,
+    seed: int,
+    conditions: str = "base",
+    engine: str = "ray",
+    address: str | None = None,
+) -> subprocess.Popen:
     """`jacrl ladder run` on jac-tiny with tiny settings, in its own process (the drivers' way;
     Ray reads its token settings at process start), output in d/driver.log."""
-    sets = [f"{stage}.{k}={str(v).lower()}" for stage in ("sft", "grpo")
-            for k, v in QUICK_SETS[stage].items()] + [f"star.{k}={v}"
-                                                               for k, v in STAR.items()]
-    argv = [sys.executable, "-m", "jacrl.cli", "ladder", "run", "--engine", engine,
-            "--models", "jac-tiny", "--rungs", rungs, "--conditions", conditions,
-            "--seed", str(seed), "--iters", "sft=3,grpo=2", "--gen-limit", "2", "--mem-limit",
-            "2", "-n", "2", "-k", "1,2", "--max-tokens", "16", "--data-dir", str(DATA),
-            "--results", str(d / "results"), "--artifacts", str(d / "artifacts"),
-            *(x for kv in sets for x in ("--set", kv)),
-            *(("--address", address) if address else ())]
+    sets = [
+        f"{stage}.{k}={str(v).lower()}"
+        for stage in ("sft", "grpo")
+        for k, v in QUICK_SETS[stage].items()
+    ] + [f"star.{k}={v}" for k, v in STAR.items()]
+    argv = [
+        sys.executable,
+        "-m",
+        "jacrl.cli",
+        "ladder",
+        "run",
+        "--engine",
+        engine,
+        "--models",
+        "jac-tiny",
+        "--rungs",
+        rungs,
+        "--conditions",
+        conditions,
+        "--seed",
+        str(seed),
+        "--iters",
+        "sft=3,grpo=2",
+        "--gen-limit",
+        "2",
+        "--mem-limit",
+        "2",
+        "-n",
+        "2",
+        "-k",
+        "1,2",
+        "--max-tokens",
+        "16",
+        "--data-dir",
+        str(DATA),
+        "--results",
+        str(d / "results"),
+        "--artifacts",
+        str(d / "artifacts"),
+        *(x for kv in sets for x in ("--set", kv)),
+        *(("--address", address) if address else ()),
+    ]
     d.mkdir(parents=True, exist_ok=True)
     with open(d / "driver.log", "w") as log:
         return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
@@ -130,8 +189,9 @@ def _wait_running(results: Path, n: int, proc: subprocess.Popen, timeout: float 
         if len(running) >= n:
             return running
         time.sleep(0.3)
-    raise AssertionError(f"{n} cells never ran together: "
-                         f"{(results.parent / 'driver.log').read_text()[-3000:]}")
+    raise AssertionError(
+        f"{n} cells never ran together: {(results.parent / 'driver.log').read_text()[-3000:]}"
+    )
 
 
 def _wait_cell_procs(running: list, proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -172,8 +232,9 @@ def test_an_artifact_ships_as_bytes_into_a_content_addressed_store(tmp_path):
     store = tmp_path / "store"
     got = ray_cell.install_artifact(blob, store)
     assert got == store / "sft-0123" and ray_cell.artifact_key(got) == "k1"
-    assert (got / "adapters.safetensors").read_bytes() == \
-        (src / "adapters.safetensors").read_bytes()
+    assert (got / "adapters.safetensors").read_bytes() == (
+        src / "adapters.safetensors"
+    ).read_bytes()
     before = (got / "adapters.safetensors").stat().st_mtime_ns
     ray_cell.install_artifact(blob, store)  # present and complete: left alone
     assert (got / "adapters.safetensors").stat().st_mtime_ns == before
@@ -210,12 +271,20 @@ def test_a_node_without_the_drivers_model_fails_the_cell_in_one_line(tmp_path, m
 def test_a_cell_depends_on_the_sft_cell_whose_artifact_its_next_stage_continues():
     """The DAG follows the conditions' stages: a cell whose first stage is gold SFT followed by
     another waits for the sft cell; star (its own rounds from the base) and raw_grpo do not."""
-    cells = ladder.plan(ladder.validate(ladder.LadderConfig(
-        rungs=("1", "3"), conditions=tuple(ladder.CONDITIONS), data_dir=str(DATA), **TINY)))
+    cells = ladder.plan(
+        ladder.validate(
+            ladder.LadderConfig(
+                rungs=("1", "3"), conditions=tuple(ladder.CONDITIONS), data_dir=str(DATA), **TINY
+            )
+        )
+    )
     parents = ray_engine.sft_parents(cells)
     by = {(c.rung, c.condition): c for c in cells}
-    assert parents == {by[r, c].key: by[r, "sft"] for r in ("1", "3")
-                       for c in ("sft_rft", "sft_grpo", "sft_grpo_tuned")}
+    assert parents == {
+        by[r, c].key: by[r, "sft"]
+        for r in ("1", "3")
+        for c in ("sft_rft", "sft_grpo", "sft_grpo_tuned")
+    }
 
 
 def test_engine_mistakes_are_one_line_errors(tmp_path, monkeypatch, capsys):
@@ -224,8 +293,18 @@ def test_engine_mistakes_are_one_line_errors(tmp_path, monkeypatch, capsys):
     written."""
     from jacrl.cli import main
 
-    argv = ["ladder", "run", "--rungs", "1", "--conditions", "base", "--data-dir", str(DATA),
-            "--results", str(tmp_path / "r")]
+    argv = [
+        "ladder",
+        "run",
+        "--rungs",
+        "1",
+        "--conditions",
+        "base",
+        "--data-dir",
+        str(DATA),
+        "--results",
+        str(tmp_path / "r"),
+    ]
     assert main([*argv, "--engine", "nope"]) == 2
     monkeypatch.setenv("JACRL_LADDER_ENGINE", "nope")
     assert main(argv) == 2
@@ -242,9 +321,28 @@ def test_engine_mistakes_are_one_line_errors(tmp_path, monkeypatch, capsys):
 def _ray_driver(env: dict, d: Path, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
     """`jacrl ladder run --engine ray` of one base cell in its own process with `env` (no
     RAY_* from ours), and how long it took."""
-    argv = [sys.executable, "-m", "jacrl.cli", "ladder", "run", "--engine", "ray", "--models",
-            "jac-tiny", "--rungs", "1", "--conditions", "base", "--data-dir", str(DATA),
-            "--results", str(d / "results"), "--artifacts", str(d / "artifacts"), *extra]
+    argv = [
+        sys.executable,
+        "-m",
+        "jacrl.cli",
+        "ladder",
+        "run",
+        "--engine",
+        "ray",
+        "--models",
+        "jac-tiny",
+        "--rungs",
+        "1",
+        "--conditions",
+        "base",
+        "--data-dir",
+        str(DATA),
+        "--results",
+        str(d / "results"),
+        "--artifacts",
+        str(d / "artifacts"),
+        *extra,
+    ]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_")}, **env}
     t0 = time.monotonic()
     run = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -257,13 +355,22 @@ def test_a_local_ray_that_cannot_start_is_tried_again_then_one_line(tmp_path):
     nothing written; in seconds."""
     long_tmp = tmp_path / ("x" * 110)
     long_tmp.mkdir()
-    run, took = _ray_driver({"RAY_TMPDIR": str(long_tmp), "RAY_AUTH_MODE": "token",
-                             "RAY_AUTH_TOKEN": secrets.token_hex(32)}, tmp_path)
+    run, took = _ray_driver(
+        {
+            "RAY_TMPDIR": str(long_tmp),
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": secrets.token_hex(32),
+        },
+        tmp_path,
+    )
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
     assert took < 90
     last = run.stderr.strip().splitlines()[-1]
-    assert re.match(r"jacrl: ladder run: Ray could not start a local instance \(2 tries\): "
-                    r".*AF_UNIX path length.* \(try `ray start --head --resources", last), last
+    assert re.match(
+        r"jacrl: ladder run: Ray could not start a local instance \(2 tries\): "
+        r".*AF_UNIX path length.* \(try `ray start --head --resources",
+        last,
+    ), last
     assert "ray: a local instance did not start (" in run.stdout + run.stderr
     assert not (tmp_path / "results" / "rl_ladder.jsonl").exists()
 
@@ -272,14 +379,45 @@ def test_without_an_address_a_local_ray_instance_runs_the_cells(tmp_path):
     """`JACRL_LADDER_ENGINE=ray jacrl ladder run` with no address works on one machine: it starts
     a local Ray instance, runs the cell there, files its rows, and leaves no Ray process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    env.update(JACRL_LADDER_ENGINE="ray", JACRL_TEST_MARK=str(tmp_path), RAY_AUTH_MODE="token",
-               RAY_AUTH_TOKEN=secrets.token_hex(32),  # Ray's default, minus ~/.ray/auth_token
-               JACRL_RAY_SCRATCH=str(tmp_path / "scratch"))
+    env.update(
+        JACRL_LADDER_ENGINE="ray",
+        JACRL_TEST_MARK=str(tmp_path),
+        RAY_AUTH_MODE="token",
+        RAY_AUTH_TOKEN=secrets.token_hex(32),  # Ray's default, minus ~/.ray/auth_token
+        JACRL_RAY_SCRATCH=str(tmp_path / "scratch"),
+    )
     d = tmp_path / "run"
-    argv = [sys.executable, "-m", "jacrl.cli", "ladder", "run", "--models", "jac-tiny",
-            "--rungs", "1", "--conditions", "base", "--seed", "13", "--gen-limit", "2",
-            "--mem-limit", "2", "-n", "2", "-k", "1,2", "--max-tokens", "16", "--data-dir",
-            str(DATA), "--results", str(d / "results"), "--artifacts", str(d / "artifacts")]
+    argv = [
+        sys.executable,
+        "-m",
+        "jacrl.cli",
+        "ladder",
+        "run",
+        "--models",
+        "jac-tiny",
+        "--rungs",
+        "1",
+        "--conditions",
+        "base",
+        "--seed",
+        "13",
+        "--gen-limit",
+        "2",
+        "--mem-limit",
+        "2",
+        "-n",
+        "2",
+        "-k",
+        "1,2",
+        "--max-tokens",
+        "16",
+        "--data-dir",
+        str(DATA),
+        "--results",
+        str(d / "results"),
+        "--artifacts",
+        str(d / "artifacts"),
+    ]
     run = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "ladder: 1 cells, 1 run, 0 skipped" in run.stdout + run.stderr
@@ -301,14 +439,22 @@ def test_without_an_address_a_local_ray_instance_runs_the_cells(tmp_path):
 def test_a_driver_without_the_clusters_token_fails_in_one_line(cluster, tmp_path):
     """Joining a cluster with another token is one line naming the cluster, Ray's reason and
     what to try; Ray's own retries cut to 2 s (RAY_gcs_server_port_wait_time_s) to stay fast."""
-    run, took = _ray_driver({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 64,
-                             "RAY_gcs_server_port_wait_time_s": "2"}, tmp_path,
-                            "--address", cluster.address)
+    run, took = _ray_driver(
+        {
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": "0" * 64,
+            "RAY_gcs_server_port_wait_time_s": "2",
+        },
+        tmp_path,
+        "--address",
+        cluster.address,
+    )
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
     assert took < 90
     last = run.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"jacrl: ladder run: Ray could not join the cluster at "
-                           f"{cluster.address}: "), last
+    assert last.startswith(
+        f"jacrl: ladder run: Ray could not join the cluster at {cluster.address}: "
+    ), last
     assert "InvalidAuthToken" in last and "the driver needs the cluster's token" in last
     assert not (tmp_path / "results" / "rl_ladder.jsonl").exists()
 
@@ -326,8 +472,10 @@ def test_rows_equal_the_local_engines(cluster, tmp_path):
     results = d / "results"
     rows = read_rows(results / "rl_ladder.jsonl")
     by_cond = {r["condition"]: r["cell_key"] for r in rows}
-    st = {c: json.loads((results / "cells" / k / "status.json").read_text())
-          for c, k in by_cond.items()}
+    st = {
+        c: json.loads((results / "cells" / k / "status.json").read_text())
+        for c, k in by_cond.items()
+    }
     assert [st[c]["status"] for c in conditions] == ["done"] * 3, out
     assert len({s["node"] for s in st.values()}) == 2  # side by side, on both nodes
     for s in st.values():  # the start line names the node and the log there

@@ -100,7 +100,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str]:
         path.append(m)
         for dep in sorted(graph[m]):
             if state.get(dep) == 1:
-                return path[path.index(dep):] + [dep]
+                return path[path.index(dep) :] + [dep]
             if dep not in state and (found := visit(dep)):
                 return found
         state[m] = 2
@@ -117,12 +117,15 @@ def test_no_import_cycle_between_files():
     """Between files, not only between the table's rows: a package's __init__ (which re-exports
     its modules) is left out, since importing it is how its modules are reached."""
     modules = {_module(p): p for p in _sources() if p.name != "__init__.py"}
-    graph = {m: {d for d in _file_imports(p) if d in modules and d != m}
-             for m, p in modules.items()}
+    graph = {
+        m: {d for d in _file_imports(p) if d in modules and d != m} for m, p in modules.items()
+    }
     assert _cycle(graph) == []
     # the check sees a circle: one made of two real files
-    assert _cycle({**graph, "jacrl.ladder.plan": graph["jacrl.ladder.plan"] | {
-        "jacrl.ladder.run"}}) != []
+    assert (
+        _cycle({**graph, "jacrl.ladder.plan": graph["jacrl.ladder.plan"] | {"jacrl.ladder.run"}})
+        != []
+    )
 
 
 def test_training_does_not_depend_on_evaluation():
@@ -131,8 +134,11 @@ def test_training_does_not_depend_on_evaluation():
 
 
 def test_modules_and_functions_stay_readable():
-    long_modules = [f"{p.relative_to(ROOT)}: {n}" for p in _sources()
-                    if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]
+    long_modules = [
+        f"{p.relative_to(ROOT)}: {n}"
+        for p in _sources()
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
     assert long_modules == []
     long_functions = []
     for path in _sources():
@@ -141,15 +147,19 @@ def test_modules_and_functions_stay_readable():
                 n = node.end_lineno - node.lineno + 1
                 doc = " ".join((ast.get_docstring(node) or "").lower().split())
                 if n > MAX_FUNCTION_LINES and "long" not in doc and "one template" not in doc:
-                    long_functions.append(f"{path.relative_to(ROOT)}:{node.lineno} "
-                                          f"{node.name} ({n} lines)")
+                    long_functions.append(
+                        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({n} lines)"
+                    )
     assert long_functions == []
 
 
 def test_no_references_to_documents_we_do_not_ship():
-    cites = [f"{p.relative_to(ROOT)}:{i}" for p in _sources()
-             for i, line in enumerate(p.read_text().splitlines(), 1)
-             if re.search(r"SPEC §|\bscar P?\d|\(P\d\d\)", line)]
+    cites = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in _sources()
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"SPEC §|\bscar P?\d|\(P\d\d\)", line)
+    ]
     assert cites == []
 
 

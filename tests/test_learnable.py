@@ -107,8 +107,10 @@ def test_holdout_is_file_disjoint_and_the_generated_one(programs, split):
     assert {meta(t)["family"] for t in split["holdout"]} == set(L.FAMILY.values())
 
 
-SKELETON = set("return if for in try except visit self here visitor f int float upper lower sum "
-               "len max ValueError KeyError".split())
+SKELETON = set(
+    "return if for in try except visit self here visitor f int float upper lower sum "
+    "len max ValueError KeyError".split()
+)
 
 
 def _names(body: str) -> set[str]:
@@ -140,11 +142,19 @@ def test_every_body_is_a_skeleton_plus_what_its_instruction_states(programs):
     extra: dict[str, set[str]] = {}
     for p in programs:
         instr = re.search(r'instruction="(.*)"', p.text).group(1)
-        extra.setdefault(p.shape, set()).update(set(words.findall(p.body))
-                                                - set(words.findall(instr)))
-    assert extra == {"arith": {"return"}, "method": {"return"}, "text": {"return"},
-                     "filter": {"return"}, "fold": {"return"}, "walk": {"if"}, "node": {"if"},
-                     "err": {"try", "except"}}
+        extra.setdefault(p.shape, set()).update(
+            set(words.findall(p.body)) - set(words.findall(instr))
+        )
+    assert extra == {
+        "arith": {"return"},
+        "method": {"return"},
+        "text": {"return"},
+        "filter": {"return"},
+        "fold": {"return"},
+        "walk": {"if"},
+        "node": {"if"},
+        "err": {"try", "except"},
+    }
 
 
 def test_every_name_is_one_jac_tiny_token_where_a_body_uses_it():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from jacrl.drivers import parse_driver
 from jacrl.mining import candidates, default_tree, inventory, write_drafts
 
-PROGRAM = '''node Stop { has name: str; }
+PROGRAM = """node Stop { has name: str; }
 walker Ride {
     has seen: list[str] = [];
     can start with Root entry { visit [-->]; }
@@ -26,14 +26,15 @@ with entry {
     root ++> Stop(name="a");
     print((root spawn Ride()).seen, shout("hi"));
 }
-'''
+"""
 
 
 def test_inventory_of_a_tree(tmp_path):
     (tmp_path / "app.jac").write_text(PROGRAM)
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "m.jac").write_text(
-        "obj Box { has n: int = 0; def get() -> int { return self.n; } }\n")
+        "obj Box { has n: int = 0; def get() -> int { return self.n; } }\n"
+    )
     df = inventory(tmp_path)
     assert set(df.kind) == {"node", "walker", "can", "def", "obj"}
     step = df[df.name == "step"].iloc[0]

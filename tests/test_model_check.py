@@ -20,28 +20,45 @@ from jacrl.tasks import read_tasks
 TINY_DIR = Path(__file__).resolve().parent.parent / "models" / "jac-tiny"
 
 # ChatML, as jac-tiny's; the variants below change one thing each
-CHATML = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + "
-          "'<|im_end|>' + '\\n' }}{% endfor %}"
-          "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
-NO_SYSTEM = ("{% if messages[0]['role'] == 'system' %}"
-             "{{ raise_exception('System role not supported') }}{% endif %}" + CHATML)
-DROPS_SYSTEM = ("{% for m in messages if m['role'] != 'system' %}{{ '<|im_start|>' + m['role'] "
-                "+ '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
-                "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
-OTHER_ROLE = CHATML.replace("'<|im_start|>' + m['role']",
-                            "'<|im_start|>' + ('model' if m['role'] == 'assistant' else m['role'])")
+CHATML = (
+    "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + "
+    "'<|im_end|>' + '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+NO_SYSTEM = (
+    "{% if messages[0]['role'] == 'system' %}"
+    "{{ raise_exception('System role not supported') }}{% endif %}" + CHATML
+)
+DROPS_SYSTEM = (
+    "{% for m in messages if m['role'] != 'system' %}{{ '<|im_start|>' + m['role'] "
+    "+ '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+OTHER_ROLE = CHATML.replace(
+    "'<|im_start|>' + m['role']",
+    "'<|im_start|>' + ('model' if m['role'] == 'assistant' else m['role'])",
+)
 # Qwen3's shape: the last assistant turn carries a think block; generation opens one unless
 # enable_thinking is false, which closes it empty
-THINKING = ("{% for m in messages %}{% if m['role'] == 'assistant' %}"
-            "{{ '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' + m['content'] + "
-            "'<|im_end|>\\n' }}{% else %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + "
-            "'<|im_end|>\\n' }}{% endif %}{% endfor %}{% if add_generation_prompt %}"
-            "{{ '<|im_start|>assistant\\n' }}{% if enable_thinking is defined and "
-            "enable_thinking is false %}{{ '<think>\\n\\n</think>\\n\\n' }}{% endif %}{% endif %}")
+THINKING = (
+    "{% for m in messages %}{% if m['role'] == 'assistant' %}"
+    "{{ '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' + m['content'] + "
+    "'<|im_end|>\\n' }}{% else %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + "
+    "'<|im_end|>\\n' }}{% endif %}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\\n' }}{% if enable_thinking is defined and "
+    "enable_thinking is false %}{{ '<think>\\n\\n</think>\\n\\n' }}{% endif %}{% endif %}"
+)
 
 
-def make_model(tmp_path: Path, name: str, template: str | None, *, eos=2,
-               eos_token: str | None = "<|im_end|>", think: bool = False) -> Path:
+def make_model(
+    tmp_path: Path,
+    name: str,
+    template: str | None,
+    *,
+    eos=2,
+    eos_token: str | None = "<|im_end|>",
+    think: bool = False,
+) -> Path:
     """A model dir: jac-tiny's config and tokenizer with a hand-written tokenizer_config.json
     and chat template (its weights linked, never loaded)."""
     d = tmp_path / name
@@ -52,9 +69,17 @@ def make_model(tmp_path: Path, name: str, template: str | None, *, eos=2,
     tokenizer = json.loads((TINY_DIR / "tokenizer.json").read_text())
     if think:  # Qwen3's think tokens, added after the vocabulary
         for i, t in enumerate(("<think>", "</think>")):
-            tokenizer["added_tokens"].append({"id": 4096 + i, "content": t, "single_word": False,
-                                              "lstrip": False, "rstrip": False,
-                                              "normalized": False, "special": False})
+            tokenizer["added_tokens"].append(
+                {
+                    "id": 4096 + i,
+                    "content": t,
+                    "single_word": False,
+                    "lstrip": False,
+                    "rstrip": False,
+                    "normalized": False,
+                    "special": False,
+                }
+            )
     (d / "tokenizer.json").write_text(json.dumps(tokenizer))
     tc = json.loads((TINY_DIR / "tokenizer_config.json").read_text())
     tc["eos_token"] = eos_token
@@ -85,8 +110,16 @@ def test_jac_tiny_passes_every_check(capsys):
     assert "no weights loaded" in out[0] and "hole-fill + " in out[1]
     checks = [ln.split()[0:2] for ln in out[2:]]
     assert [lv for lv, _ in checks] == ["ok"] * len(checks)
-    for name in ("architecture", "system", "same", "end", "prompt", "positions", "token",
-                 "thinking"):
+    for name in (
+        "architecture",
+        "system",
+        "same",
+        "end",
+        "prompt",
+        "positions",
+        "token",
+        "thinking",
+    ):
         assert name in [c for _, c in checks], name
 
 
@@ -100,7 +133,8 @@ def test_chatml_shapes(tmp_path, tasks):
     assert levels(several)["end tokens"] == "ok"
     assert text(several, "end tokens").startswith(
         "2 end tokens: <|endoftext|> (0), <|im_end|> (2); an assistant turn is closed by "
-        "<|im_end|> (2)")
+        "<|im_end|> (2)"
+    )
 
 
 def test_a_turn_closed_by_a_token_that_does_not_end_generation(tmp_path, tasks):
@@ -110,7 +144,8 @@ def test_a_turn_closed_by_a_token_that_does_not_end_generation(tmp_path, tasks):
     assert [f.check for f in r.errors] == ["end tokens"]
     assert text(r, "end tokens").startswith(
         "the chat template closes an assistant turn with <|im_end|> (2), not an end token "
-        "(<|endoftext|> (0))")
+        "(<|endoftext|> (0))"
+    )
     none = check_model(make_model(tmp_path, "none", CHATML, eos=None, eos_token=None), tasks)
     assert text(none, "end tokens").startswith("no end token")
 
@@ -119,9 +154,11 @@ def test_system_role_rejected_or_dropped(tmp_path, tasks, data_dir, capsys):
     d = make_model(tmp_path, "nosys", NO_SYSTEM)
     assert main(["models", "check", str(d), "--split", "valid", "--data", data_dir]) == 2
     cap = capsys.readouterr()
-    assert cap.err == ("jacrl: models check: system role: the chat template fails on [system, "
-                       "user]: System role not supported (every stage sends the system "
-                       "prompt)\n")
+    assert cap.err == (
+        "jacrl: models check: system role: the chat template fails on [system, "
+        "user]: System role not supported (every stage sends the system "
+        "prompt)\n"
+    )
     assert "error  system role" in cap.out
     r = check_model(make_model(tmp_path, "drop", DROPS_SYSTEM), tasks)
     assert [f.check for f in r.errors] == ["system role"]
@@ -154,15 +191,22 @@ def test_thinking_template(tmp_path, tasks):
 
 
 def test_limits_the_run_would_hit(tasks):
-    r = check_model("jac-tiny", tasks, grpo=GRPOConfig(max_seq_length=100),
-                    sft=SFTConfig(max_seq_length=200), ev=EvalConfig(max_tokens=20))
+    r = check_model(
+        "jac-tiny",
+        tasks,
+        grpo=GRPOConfig(max_seq_length=100),
+        sft=SFTConfig(max_seq_length=200),
+        ev=EvalConfig(max_tokens=20),
+    )
     assert [f.check for f in r.errors] == ["prompt length", "token budget"]
     pl, tb = text(r, "prompt length"), text(r, "token budget")
     assert "> GRPO max_seq_length 100" in pl and "> SFT max_seq_length 200" in pl
     assert "> eval max_tokens 20: a correct answer would be cut off" in tb
     assert "GRPO max_completion_length" not in tb  # 512 fits
-    assert levels(check_model("jac-tiny", tasks, ev=EvalConfig(max_tokens=1900)))[
-        "positions"] == "warn"
+    assert (
+        levels(check_model("jac-tiny", tasks, ev=EvalConfig(max_tokens=1900)))["positions"]
+        == "warn"
+    )
 
 
 def test_unusable_models_are_one_line_errors(tmp_path, tasks, capsys):

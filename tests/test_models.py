@@ -16,16 +16,26 @@ import pytest
 from jacrl import blas, models, tiny_model
 from jacrl.cli.models import run_tiny_model
 from jacrl.models import ModelError
-from jacrl.tiny_model import TinyModelConfig
 from jacrl.project import project
+from jacrl.tiny_model import TinyModelConfig
 
 JAC_TINY = project().models / models.TINY
 
 # A build small enough for a unit test: 20 files, 1 layer of width 32, 3 steps.
 TINY_KNOBS = dict(
-    steps=3, max_files=20, vocab_size=400, hidden_size=32, num_layers=1, num_heads=2,
-    num_kv_heads=1, intermediate_size=64, batch_size=2, seq_len=32, eval_every=3,
-    eval_windows=2, log_every=1,
+    steps=3,
+    max_files=20,
+    vocab_size=400,
+    hidden_size=32,
+    num_layers=1,
+    num_heads=2,
+    num_kv_heads=1,
+    intermediate_size=64,
+    batch_size=2,
+    seq_len=32,
+    eval_every=3,
+    eval_windows=2,
+    log_every=1,
 )
 
 
@@ -113,8 +123,13 @@ def test_load_chat_template_and_generate(jac_tiny):
     from mlx_lm.sample_utils import make_sampler
 
     mx.random.seed(0)
-    out = generate(model, tok, prompt=tok.encode("walker Visitor {", add_special_tokens=False),
-                   max_tokens=24, sampler=make_sampler(temp=0.8))
+    out = generate(
+        model,
+        tok,
+        prompt=tok.encode("walker Visitor {", add_special_tokens=False),
+        max_tokens=24,
+        sampler=make_sampler(temp=0.8),
+    )
     assert isinstance(out, str) and out.strip()
 
 
@@ -145,8 +160,9 @@ def test_tokenizer_roundtrip_on_jac_file(jac_tiny):
 def test_split_is_deterministic_and_disjoint():
     root, files = tiny_model.jaclang_jac_files()
     assert files and all(p.suffix == ".jac" for p in files)
-    assert not any(("drivers" in p.parts or "data" in p.parts) and project().root in p.parents
-                   for p in files)
+    assert not any(
+        ("drivers" in p.parts or "data" in p.parts) and project().root in p.parents for p in files
+    )
     train, val = tiny_model.split_files(root, files, 0.05)
     rtrain, rval = tiny_model.split_files(root, files[::-1], 0.05)
     assert (set(rtrain), set(rval)) == (set(train), set(val))
@@ -176,13 +192,16 @@ def test_ensure_fast_blas_reexecs_once(monkeypatch):
     monkeypatch.delenv("JACRL_NO_FAST_BLAS", raising=False)
     monkeypatch.delenv(blas.REEXEC_GUARD, raising=False)
     blas.ensure_fast_blas()
-    (exe, argv, env), = calls
+    ((exe, argv, env),) = calls
     assert env["LD_PRELOAD"] == "/lib/libopenblasp-r0.so" and env[blas.REEXEC_GUARD] == "1"
     assert argv[0] == exe
 
     # Already re-exec'd, already preloaded, or opted out: no-op.
-    for var, val in [(blas.REEXEC_GUARD, "1"), ("LD_PRELOAD", "/x.so"),
-                     ("JACRL_NO_FAST_BLAS", "1")]:
+    for var, val in [
+        (blas.REEXEC_GUARD, "1"),
+        ("LD_PRELOAD", "/x.so"),
+        ("JACRL_NO_FAST_BLAS", "1"),
+    ]:
         monkeypatch.setenv(var, val)
         blas.ensure_fast_blas()
         monkeypatch.delenv(var)
@@ -210,7 +229,8 @@ def test_tiny_build_is_deterministic_and_loadable(tmp_path):
     model, tok = models.load(tmp_path / "a")
     ids = tok.apply_chat_template(
         [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
-        add_generation_prompt=True)
+        add_generation_prompt=True,
+    )
     assert model(mx.array([ids])).shape == (1, len(ids), cfg["vocab_size"])
 
     c = tiny_model.build_tiny_model(tmp_path / "c", log=lambda m: None, **{**TINY_KNOBS, "seed": 1})

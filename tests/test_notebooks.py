@@ -31,10 +31,22 @@ from jacrl.results import append_cell_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 NB = ROOT / "notebooks"
-NOTEBOOKS = ["00_corpus_mining", "10_task_building", "20_reward_inspection", "30_training",
-             "40_ladder_analysis"]
-PATH_PARAMS = {"tree", "drafts_dir", "drivers_dir", "data_dir", "results", "artifacts",
-               "figures_dir"}
+NOTEBOOKS = [
+    "00_corpus_mining",
+    "10_task_building",
+    "20_reward_inspection",
+    "30_training",
+    "40_ladder_analysis",
+]
+PATH_PARAMS = {
+    "tree",
+    "drafts_dir",
+    "drivers_dir",
+    "data_dir",
+    "results",
+    "artifacts",
+    "figures_dir",
+}
 SUBSET = ("*_bank_*.jac", "*_crm_*.jac")  # 14 drivers: one app covers every family
 MINE = ("syn_harness_collatz_steps", "lib_harness_clamp_partial", "osp_harness_tally_walker")
 
@@ -46,15 +58,24 @@ def execute(root: Path, name: str, **params) -> tuple[dict, dict]:
     nb_dir = root / "notebooks"
     out = root / "executed" / f"{name}.ipynb"
     out.parent.mkdir(exist_ok=True)
-    papermill.execute_notebook(str(nb_dir / f"{name}.ipynb"), str(out), parameters=params,
-                               cwd=str(nb_dir), progress_bar=False)
+    papermill.execute_notebook(
+        str(nb_dir / f"{name}.ipynb"),
+        str(out),
+        parameters=params,
+        cwd=str(nb_dir),
+        progress_bar=False,
+    )
     nb = json.loads(out.read_text())
     assert nb["metadata"]["kernelspec"]["name"] == kernel.NAME
-    text = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", [])
-                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    text = "".join(
+        "".join(o.get("text", ""))
+        for c in nb["cells"]
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "stream" and o.get("name") == "stdout"
+    )
     lines = [ln for ln in text.splitlines() if ln.startswith("SUMMARY ")]
     assert lines, f"{name}: no SUMMARY line"
-    return nb, json.loads(lines[-1][len("SUMMARY "):])
+    return nb, json.loads(lines[-1][len("SUMMARY ") :])
 
 
 def images(nb: dict) -> int:
@@ -66,9 +87,13 @@ def snapshot(root: Path) -> dict[str, tuple[int, int]]:
     git-ignored ones other tools write (results/cells/, results/eval/, locks)."""
     ignored = ("results/cells/", "results/eval/")
     files = (p for d in ("data", "results", "figures") for p in (root / d).rglob("*"))
-    return {rel: (p.stat().st_size, p.stat().st_mtime_ns) for p in files
-            if p.is_file() and not (rel := p.relative_to(root).as_posix()).startswith(ignored)
-            and not rel.endswith(".lock")}
+    return {
+        rel: (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in files
+        if p.is_file()
+        and not (rel := p.relative_to(root).as_posix()).startswith(ignored)
+        and not rel.endswith(".lock")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +143,11 @@ def test_committed_notebooks_are_stripped_parameterized_and_thin(name):
     assert all(not c.get("outputs") and c.get("execution_count") is None for c in code)
     tagged = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(tagged) == 1
-    assigned = [ln for ln in "".join(tagged[0]["source"]).splitlines()
-                if ln.strip() and not ln.startswith("#")]
+    assigned = [
+        ln
+        for ln in "".join(tagged[0]["source"]).splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
     assert all(ln.count("=") == 1 for ln in assigned), assigned  # papermill: one '=' a line
     params = papermill.inspect_notebook(str(NB / f"{name}.ipynb"))
     assert len(params) == len(assigned)  # papermill parses every one
@@ -145,8 +173,9 @@ def test_00_corpus_mining_defaults(project):
 
 
 def test_00_mines_a_tree_given_relative_to_notebooks(project):
-    nb, s = execute(project, "00_corpus_mining", tree="../mine", max_files=3,
-                    drafts_dir="../drafts")
+    nb, s = execute(
+        project, "00_corpus_mining", tree="../mine", max_files=3, drafts_dir="../drafts"
+    )
     assert s["files"] == 3 and s["units"] >= 5 and s["kinds"].get("def", 0) >= 2
     assert s["candidates"] >= 3 and s["drafts_written"] == s["candidates"]
     written = sorted((project / "drafts").glob("*.jac"))
@@ -176,23 +205,44 @@ def test_10_shows_the_format_comparison_from_rows(project):
     rows = []
     for fmt, passed in (("hole", [1, 0, 0]), ("conversion", [1, 1, 0])):
         for cond in ("base", "sft"):
-            rows.append({"tag": f"r1/m/{cond}/gen", "cell_key": f"{cond}-{fmt}", "model_name": "m",
-                         "rung": "1", "condition": cond, "kind": "gen", "format": fmt,
-                         "paired": True, "tasks": 3, "pass1": sum(passed),
-                         "per_task": [{"id": f"t{i}", "greedy_exact": bool(x)}
-                                      for i, x in enumerate(passed)]})
+            rows.append(
+                {
+                    "tag": f"r1/m/{cond}/gen",
+                    "cell_key": f"{cond}-{fmt}",
+                    "model_name": "m",
+                    "rung": "1",
+                    "condition": cond,
+                    "kind": "gen",
+                    "format": fmt,
+                    "paired": True,
+                    "tasks": 3,
+                    "pass1": sum(passed),
+                    "per_task": [
+                        {"id": f"t{i}", "greedy_exact": bool(x)} for i, x in enumerate(passed)
+                    ],
+                }
+            )
     append_cell_rows(project / "results10" / ladder.RESULTS_FILE, rows)
     nb, s = execute(project, "10_task_building", results="../results10")
     assert s["format_comparisons"] == 2 and images(nb) >= 2
-    text = "".join(str(o.get("data", {}).get("text/plain", "")) for c in nb["cells"]
-                   for o in c.get("outputs", []))
+    text = "".join(
+        str(o.get("data", {}).get("text/plain", ""))
+        for c in nb["cells"]
+        for o in c.get("outputs", [])
+    )
     assert "33.3 [6-79]" in text and "66.7 [21-94]" in text  # hole-fill, conversion (Wilson)
     assert not (project / "notebooks" / "results10").exists()
 
 
 def test_10_builds_a_driver_subset_from_the_project_drivers(project):
-    nb, s = execute(project, "10_task_building", drivers_glob=",".join(SUBSET),
-                    data_dir="../data10", holdout_min=1, valid_n=2)
+    nb, s = execute(
+        project,
+        "10_task_building",
+        drivers_glob=",".join(SUBSET),
+        data_dir="../data10",
+        holdout_min=1,
+        valid_n=2,
+    )
     data = project / "data10"
     assert s["tasks_file"] == str(data / "tasks.jsonl")
     assert s["tasks"] == 14 and set(s["families"]) == {"arch", "err", "lib", "osp", "syn", "text"}
@@ -248,7 +298,8 @@ def test_30_training_defaults(project, trained):
     assert gen["artifact"] == json.loads((art / "manifest.json").read_text())["key"]
     assert gen["reward_formula"] is None  # no GRPO stage: trained without the reward
     assert s["grpo_steps"] == 0 and "no GRPO stage" in "".join(  # its GRPO views say so
-        "".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
+        "".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", [])
+    )
     assert images(nb) >= 1  # the training curves
 
 
@@ -259,8 +310,13 @@ def test_40_ladder_analysis_defaults(project, trained):
     base = []
     for r in trained_rows:  # a base cell beside the trained one: McNemar has pairs
         b = json.loads(json.dumps(r))
-        b.update(condition="base", cell_key="base-" + r["cell_key"], pass1=r["tasks"],
-                 tag=r["tag"].replace("/sft/", "/base/"), pass1_pct=100.0)
+        b.update(
+            condition="base",
+            cell_key="base-" + r["cell_key"],
+            pass1=r["tasks"],
+            tag=r["tag"].replace("/sft/", "/base/"),
+            pass1_pct=100.0,
+        )
         for t in b["per_task"]:
             t["greedy_exact"] = True
         base.append(b)
@@ -272,12 +328,14 @@ def test_40_ladder_analysis_defaults(project, trained):
     nb, s = execute(project, "40_ladder_analysis")
     assert s["recipe_records"] == [rec["plan_key"]]
     assert f"recipe smart (plan {rec['plan_key']}" in "".join(
-        "".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
+        "".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", [])
+    )
     figs = project / "results" / "figures"  # beside the rows, never the tracked figures/
     assert s["project"] == str(project) and s["results"] == str(results)
     assert s["rows"] == 4 and s["evaluations"] == 4 and s["mcnemar"] == 2
-    assert s["figures"] == [str(figs / n) for n in ("ladder.png", "ladder_passk.png",
-                                                     "ladder_families.png")]
+    assert s["figures"] == [
+        str(figs / n) for n in ("ladder.png", "ladder_passk.png", "ladder_families.png")
+    ]
     assert (figs / "ladder.png").stat().st_size > 1000 and (figs / "ladder_passk.png").is_file()
     assert s["stale_figures"] == {}  # each records the rows file it was drawn from
     source = report.read_stamp(figs / "ladder.png")["sources"][0]
@@ -318,19 +376,33 @@ def test_quick_mode_caps_only_when_set():
     params = {"max_files": 40, "timeout": 10.0}
     assert notebooks.scaled("00_corpus_mining", params, env={}) == params
     logged = []
-    got = notebooks.scaled("00_corpus_mining", params, env={notebooks.QUICK_ENV: "1"},
-                           log=logged.append)
+    got = notebooks.scaled(
+        "00_corpus_mining", params, env={notebooks.QUICK_ENV: "1"}, log=logged.append
+    )
     assert got == {"max_files": 6, "timeout": 5.0} and "max_files 40 -> 6" in logged[0]
-    small = notebooks.scaled("00_corpus_mining", {"max_files": 3, "timeout": 1.0},
-                             env={notebooks.QUICK_ENV: "1"}, log=logged.append)
+    small = notebooks.scaled(
+        "00_corpus_mining",
+        {"max_files": 3, "timeout": 1.0},
+        env={notebooks.QUICK_ENV: "1"},
+        log=logged.append,
+    )
     assert small == {"max_files": 3, "timeout": 1.0}  # below the caps: as given
 
 
 def test_notebook_cell_reports_a_key_mismatch_and_keeps_the_planned_key():
     data = str(ROOT / "data")
     quick = {notebooks.QUICK_ENV: "1"}
-    args = dict(rung="1", model="jac-tiny", condition="sft", sft_iters=200, gen_limit=0, n=8,
-                k="1,2,4,8", max_tokens=512, data_dir=data)
+    args = dict(
+        rung="1",
+        model="jac-tiny",
+        condition="sft",
+        sft_iters=200,
+        gen_limit=0,
+        n=8,
+        k="1,2,4,8",
+        max_tokens=512,
+        data_dir=data,
+    )
     logged = []
     by_hand = ladder.notebook_cell(env=quick, log=logged.append, **args)
     assert by_hand.sft.iters == 3 and by_hand.eval["n"] == 2 and by_hand.eval["k"] == [1, 2]
@@ -363,17 +435,33 @@ def test_setup_installs_the_jacrl_kernelspec(jacrl_kernel, tmp_path):
 
 
 def test_the_ladder_runs_cells_on_the_jacrl_kernel(jacrl_kernel, tmp_path, monkeypatch):
-    cfg = ladder.LadderConfig(rungs=("1",), conditions=("base",), data_dir=str(ROOT / "data"),
-                              results_dir=str(tmp_path / "results"))
+    cfg = ladder.LadderConfig(
+        rungs=("1",),
+        conditions=("base",),
+        data_dir=str(ROOT / "data"),
+        results_dir=str(tmp_path / "results"),
+    )
     cell = ladder.plan(cfg)[0]
     cmd = ladder.command(cfg, cell)
     assert cmd[cmd.index("-k") + 1] == kernel.NAME
     # a `jacrl` spec of another interpreter shadows ours (JUPYTER_PATH comes first): python3
     other = tmp_path / "jupyter" / "kernels" / kernel.NAME
     other.mkdir(parents=True)
-    (other / "kernel.json").write_text(json.dumps({
-        "argv": ["/elsewhere/bin/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "elsewhere", "language": "python"}))
+    (other / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [
+                    "/elsewhere/bin/python",
+                    "-m",
+                    "ipykernel_launcher",
+                    "-f",
+                    "{connection_file}",
+                ],
+                "display_name": "elsewhere",
+                "language": "python",
+            }
+        )
+    )
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     cmd = ladder.command(cfg, cell)
     assert cmd[cmd.index("-k") + 1] == "python3"
@@ -391,12 +479,15 @@ def _kernel_maps(name: str, env: dict, cwd: Path) -> str:
         kc = km.client()
         kc.start_channels()
         kc.wait_for_ready(timeout=60)
-        kc.execute_interactive("from jacrl.blas import blas_record\n"
-                               "print(open('/proc/self/maps').read())\n"
-                               "b = blas_record()\n"
-                               "print('threads', b['threads'] if 'openblas' in b['library'] "
-                               "else 0)", timeout=60,
-                               output_hook=lambda m: out.append(m["content"].get("text", "")))
+        kc.execute_interactive(
+            "from jacrl.blas import blas_record\n"
+            "print(open('/proc/self/maps').read())\n"
+            "b = blas_record()\n"
+            "print('threads', b['threads'] if 'openblas' in b['library'] "
+            "else 0)",
+            timeout=60,
+            output_hook=lambda m: out.append(m["content"].get("text", "")),
+        )
         kc.stop_channels()
     finally:
         km.shutdown_kernel(now=True)
@@ -428,13 +519,22 @@ def _get(url: str) -> dict:
 
 def test_jupyterlab_serves_the_notebooks_and_the_kernel(jacrl_kernel, tmp_path):
     port, token = _free_port(), "jacrl-test-token"
-    cmd = [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser",
-           "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-           "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={ROOT}"] + (["--allow-root"] if os.getuid() == 0 else [])
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces")}
+    cmd = [
+        str(Path(sys.executable).parent / "jupyter"),
+        "lab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={ROOT}",
+    ] + (["--allow-root"] if os.getuid() == 0 else [])
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+    }
     base = f"http://127.0.0.1:{port}"
     with open(tmp_path / "lab.log", "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)

@@ -13,9 +13,18 @@ from jacrl import train as tr
 from jacrl.cli import main
 from jacrl.config import EvalConfig, GRPOConfig, RFTConfig, SFTConfig
 
-QUICK = SFTConfig(iters=3, learning_rate=1e-3, warmup=0, batch_size=1, lora_layers=2,
-                  lora_rank=4, grad_checkpoint=False, steps_per_report=1, steps_per_eval=1000,
-                  val_batches=1)
+QUICK = SFTConfig(
+    iters=3,
+    learning_rate=1e-3,
+    warmup=0,
+    batch_size=1,
+    lora_layers=2,
+    lora_rank=4,
+    grad_checkpoint=False,
+    steps_per_report=1,
+    steps_per_eval=1000,
+    val_batches=1,
+)
 
 
 def _lora_only(adapter_dir):
@@ -47,15 +56,23 @@ def test_sft_grpo_rft_and_eval_on_a_4bit_base(tiny_q4, harness_tasks, tmp_path):
     w = _lora_only(sft.adapter_path)
     assert any(mx.abs(v).max().item() > 0 for k, v in w.items() if k.endswith("lora_b"))
 
-    row = ev.evaluate(tiny_q4, sft.adapter_path, [task], EvalConfig(n=2, k=(1, 2),
-                                                                    max_tokens=32))
+    row = ev.evaluate(tiny_q4, sft.adapter_path, [task], EvalConfig(n=2, k=(1, 2), max_tokens=32))
     assert row["tasks"] == 1 and row["n"] == 2 and row["isolation"] == "sandbox"
     assert set(row["pass_at_k"]) == {"1", "2"} and row["adapter"]
     assert row["provenance"]["model_hash"]  # the quantized weights, hashed like any model
 
-    cfg = GRPOConfig(iters=2, learning_rate=1e-3, beta=0.04, group_size=2, batch_size=1,
-                     max_completion_length=32, grad_checkpoint=False, steps_per_report=1,
-                     temperature=1.0, min_group_span=0.0)
+    cfg = GRPOConfig(
+        iters=2,
+        learning_rate=1e-3,
+        beta=0.04,
+        group_size=2,
+        batch_size=1,
+        max_completion_length=32,
+        grad_checkpoint=False,
+        steps_per_report=1,
+        temperature=1.0,
+        min_group_span=0.0,
+    )
     g = tr.grpo(tiny_q4, [task], None, cfg, tmp_path, parent=sft, condition="sft_grpo")
     s = g.manifest["summary"]
     assert s["reference_weights"] == "shared" and s["reference_model"] == "base + parent adapter"
@@ -65,7 +82,13 @@ def test_sft_grpo_rft_and_eval_on_a_4bit_base(tiny_q4, harness_tasks, tmp_path):
     after = _lora_only(g.path)
     assert any((after[k] != w[k]).any().item() for k in w)  # the parent's adapter trained on
 
-    r = tr.rft(tiny_q4, [task], None, RFTConfig(samples=2, temperature=1.0, max_tokens=32,
-                                                threshold=0.0, sft=QUICK), tmp_path, parent=sft)
+    r = tr.rft(
+        tiny_q4,
+        [task],
+        None,
+        RFTConfig(samples=2, temperature=1.0, max_tokens=32, threshold=0.0, sft=QUICK),
+        tmp_path,
+        parent=sft,
+    )
     assert r.manifest["rft"]["total"] == 2 and r.manifest["rft"]["kept"] >= 1
     _lora_only(r.adapter_path)

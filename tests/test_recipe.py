@@ -35,9 +35,16 @@ class Cfg:
 
 
 def row(model, rung, cond, kind, k, n, key=None):
-    return {"tag": f"r{rung}/{model}/{cond}/{kind}", "model_name": model, "rung": rung,
-            "condition": cond, "kind": kind, "pass1": k, "tasks": n,
-            "cell_key": key or f"r{rung}-{model}-{cond}"}
+    return {
+        "tag": f"r{rung}/{model}/{cond}/{kind}",
+        "model_name": model,
+        "rung": rung,
+        "condition": cond,
+        "kind": kind,
+        "pass1": k,
+        "tasks": n,
+        "cell_key": key or f"r{rung}-{model}-{cond}",
+    }
 
 
 def cell_rows(model, rung, cond, gen=(0, 6), mem=(1, 1)):
@@ -54,8 +61,11 @@ def separated(a, b):
 
 
 def sft_curve_rows(model, counts, n, rungs=LADDER):
-    return [r for rung, k in zip(rungs, counts, strict=False)  # the first len(counts) rungs
-            for r in cell_rows(model, rung, "sft", (k, n))]
+    return [
+        r
+        for rung, k in zip(rungs, counts, strict=False)  # the first len(counts) rungs
+        for r in cell_rows(model, rung, "sft", (k, n))
+    ]
 
 
 # -------------------------------------------------------------------------------------------
@@ -90,8 +100,7 @@ def test_peaked_curve_picks_the_peak_and_a_plateau_its_start():
 def test_noisy_overlapping_curve_picks_the_first_rung():
     pts = curve_of([7, 11, 8, 10, 9], 18)
     rs = list(pts)
-    assert not any(separated(pts[a], pts[b]) or separated(pts[b], pts[a])
-                   for a, b in pairwise(rs))
+    assert not any(separated(pts[a], pts[b]) or separated(pts[b], pts[a]) for a, b in pairwise(rs))
     assert R.elbow(pts).rung == "1"
 
 
@@ -151,9 +160,11 @@ def test_parse_elbow():
 
 def test_elbows_from_rows_per_model_and_last_row_wins():
     cfg = Cfg(rungs=("1", "3", "5"))
-    rows = sft_curve_rows("a", [0, 0, 6], 6, ("1", "3", "5")) \
-        + sft_curve_rows("b", [3, 3, 3], 6, ("1", "3", "5")) \
-        + [row("a", "5", "sft", "gen", 0, 6)]  # a later run of a/r5: flat again
+    rows = (
+        sft_curve_rows("a", [0, 0, 6], 6, ("1", "3", "5"))
+        + sft_curve_rows("b", [3, 3, 3], 6, ("1", "3", "5"))
+        + [row("a", "5", "sft", "gen", 0, 6)]
+    )  # a later run of a/r5: flat again
     assert {m: e.rung for m, e in R.elbows(cfg, rows).items()} == {"a": "1", "b": "1"}
     assert R.elbows(cfg, rows[:-1])["a"].rung == "5"
     assert R.elbows(cfg, rows, R.RecipeConfig(elbow="b=3"))["b"].rung == "3"
@@ -200,8 +211,15 @@ def test_gate_reads_the_last_row_and_the_first_rung_in_size_order():
 
 def test_the_demo_threshold_against_the_demos_own_rows():
     """The documented demo threshold is met by what the demo's SFT reaches on rung 1."""
-    rows = [json.loads(x) for x in (ROOT / "results" / "rl_ladder.jsonl").read_text().splitlines()
-            if x.strip()] if (ROOT / "results" / "rl_ladder.jsonl").is_file() else []
+    rows = (
+        [
+            json.loads(x)
+            for x in (ROOT / "results" / "rl_ladder.jsonl").read_text().splitlines()
+            if x.strip()
+        ]
+        if (ROOT / "results" / "rl_ladder.jsonl").is_file()
+        else []
+    )
     if not any(r.get("rung") == "1" and r.get("condition") == "sft" for r in rows):
         pytest.skip("no demo rows in results/rl_ladder.jsonl")
     assert R.DEMO_GATE_THRESHOLD == 1.0 and R.DEMO_RECIPE.gate_threshold == 1.0
@@ -224,8 +242,18 @@ def test_stage_0_and_1_cells():
     assert R.stage_cells(1, cfg, []) == []  # the gate has no rows yet
     passed = cell_rows("a", "1", "sft") + cell_rows("b", "1", "sft")
     s1 = names(R.stage_cells(1, cfg, passed))
-    assert s1 == ["r1/a/base", "r1/b/base", "r3/a/base", "r3/a/sft", "r3/b/base", "r3/b/sft",
-                  "r5/a/base", "r5/a/sft", "r5/b/base", "r5/b/sft"]
+    assert s1 == [
+        "r1/a/base",
+        "r1/b/base",
+        "r3/a/base",
+        "r3/a/sft",
+        "r3/b/base",
+        "r3/b/sft",
+        "r5/a/base",
+        "r5/a/sft",
+        "r5/b/base",
+        "r5/b/sft",
+    ]
     assert R.stage_cells(2, cfg, passed) == []
     assert R.stop_reason(cfg, passed) is None
 
@@ -241,15 +269,25 @@ def test_a_failed_gate_stops_every_later_stage():
 
 def test_stage_3_runs_grpo_only_at_each_models_elbow():
     cfg = Cfg(rungs=("1", "3", "5"), models=("a", "b", "c"))
-    rows = sft_curve_rows("a", [0, 1, 6], 6, ("1", "3", "5")) \
-        + sft_curve_rows("b", [2, 2, 2], 6, ("1", "3", "5")) \
-        + cell_rows("c", "1", "sft")  # c: only the gate's cell has rows
+    rows = (
+        sft_curve_rows("a", [0, 1, 6], 6, ("1", "3", "5"))
+        + sft_curve_rows("b", [2, 2, 2], 6, ("1", "3", "5"))
+        + cell_rows("c", "1", "sft")
+    )  # c: only the gate's cell has rows
     e = R.elbows(cfg, rows)
     assert (e["a"].rung, e["b"].rung, e["c"].rung) == ("5", "1", "1")
     s3 = R.stage_cells(3, cfg, rows)
-    assert names(s3) == ["r5/a/sft_grpo", "r5/a/sft_grpo_tuned", "r1/a/raw_grpo",
-                         "r1/b/sft_grpo", "r1/b/sft_grpo_tuned", "r1/b/raw_grpo",
-                         "r1/c/sft_grpo", "r1/c/sft_grpo_tuned", "r1/c/raw_grpo"]
+    assert names(s3) == [
+        "r5/a/sft_grpo",
+        "r5/a/sft_grpo_tuned",
+        "r1/a/raw_grpo",
+        "r1/b/sft_grpo",
+        "r1/b/sft_grpo_tuned",
+        "r1/b/raw_grpo",
+        "r1/c/sft_grpo",
+        "r1/c/sft_grpo_tuned",
+        "r1/c/raw_grpo",
+    ]
     assert {s.stage for s in s3} == {3}
     manual = R.stage_cells(3, cfg, rows, R.RecipeConfig(elbow="a=3"))
     assert [s.rung for s in manual if s.label == "a"] == ["3", "3", "1"]
@@ -270,12 +308,18 @@ def test_the_tuned_arm_is_one_condition_not_overrides():
     from jacrl.conditions import CONDITIONS, TUNED
 
     cfg = Cfg(grpo_iters=4, sets={"grpo": {"learning_rate": "2e-5", "group_size": 2}})
-    spec = next(s for s in R.planned_cells(3, cfg, elbow_rungs={"a": "3"}, env={})
-                if s.condition == "sft_grpo_tuned")
+    spec = next(
+        s
+        for s in R.planned_cells(3, cfg, elbow_rungs={"a": "3"}, env={})
+        if s.condition == "sft_grpo_tuned"
+    )
     assert spec.rung == "3" and spec.overrides == {"sft": {}, "grpo": {}}
     assert spec.sets(cfg) == {"sets": {"sft": {}, **cfg.sets}}  # the ladder's, as is
-    assert CONDITIONS["sft_grpo_tuned"].scale == TUNED == {
-        "grpo": {"learning_rate": 10.0, "iters": 2.0}}
+    assert (
+        CONDITIONS["sft_grpo_tuned"].scale
+        == TUNED
+        == {"grpo": {"learning_rate": 10.0, "iters": 2.0}}
+    )
     assert CONDITIONS["sft_grpo_tuned"].stages == CONDITIONS["sft_grpo"].stages
     assert not [f for f in dataclasses.fields(R.RecipeConfig) if "tuned" in f.name]
     custom = dataclasses.replace(spec, overrides={"grpo": {"beta": 0.0}})  # a caller's spec
@@ -306,8 +350,11 @@ def test_plan_key_is_identity_not_decisions(monkeypatch):
     for changed in (Cfg(grpo_iters=4), Cfg(models=("a",)), Cfg(sets={"grpo": {"beta": 0.0}})):
         assert R.plan_key(changed, rc) != k
     tuned = CONDITIONS["sft_grpo_tuned"]  # its scales are part of the recipe's identity
-    monkeypatch.setitem(CONDITIONS, "sft_grpo_tuned", dataclasses.replace(
-        tuned, scale={"grpo": {"learning_rate": 5.0, "iters": 2.0}}))
+    monkeypatch.setitem(
+        CONDITIONS,
+        "sft_grpo_tuned",
+        dataclasses.replace(tuned, scale={"grpo": {"learning_rate": 5.0, "iters": 2.0}}),
+    )
     assert R.plan_key(cfg, rc) != k
     monkeypatch.setitem(CONDITIONS, "sft_grpo_tuned", tuned)
     assert R.plan_key(Cfg(results_dir="/elsewhere", batch_size=4), rc) == k
@@ -321,23 +368,34 @@ def test_record_holds_gate_curve_elbow_and_arms(tmp_path):
     rec = R.build_record(cfg, rows, keys=keys, env={})
     assert rec["plan_key"] == R.plan_key(cfg) and rec["stopped"] is None
     assert rec["gate"]["status"] == "pass" and rec["gate"]["mem"][0]["k"] == 1
-    assert [(f["rung"], f["k"], f["n"]) for f in rec["curve"]["a"]] == \
-        [("1", 0, 6), ("3", 1, 6), ("5", 6, 6)]
+    assert [(f["rung"], f["k"], f["n"]) for f in rec["curve"]["a"]] == [
+        ("1", 0, 6),
+        ("3", 1, 6),
+        ("5", 6, 6),
+    ]
     assert rec["curve"]["a"][2]["lo"] == pytest.approx(wilson(6, 6)[0])
     assert rec["elbow"]["a"]["rung"] == "5" and rec["elbow"]["a"]["rule"] == R.RULE
     assert rec["elbow"]["a"]["text"] == R.RULE_TEXT
-    assert [a["cell"] for a in rec["arms"]] == ["r5/a/sft_grpo", "r5/a/sft_grpo_tuned",
-                                                "r1/a/raw_grpo"]
+    assert [a["cell"] for a in rec["arms"]] == [
+        "r5/a/sft_grpo",
+        "r5/a/sft_grpo_tuned",
+        "r1/a/raw_grpo",
+    ]
     assert rec["arms"][0]["key"] == "K1" and "key" not in rec["arms"][1]
     assert rec["arms"][1]["overrides"] == {"sft": {}, "grpo": {}}  # the condition scales
-    assert [s["status"] for s in rec["stages"]] == ["pass", "done", "decided",
-                                                   "0 of 3 cells have rows"]
+    assert [s["status"] for s in rec["stages"]] == [
+        "pass",
+        "done",
+        "decided",
+        "0 of 3 cells have rows",
+    ]
     assert rec["stages"][0]["cells"][0]["key"] == "K0"
     path = R.write_record(tmp_path, rec)
     assert path == tmp_path / "recipe" / f"{rec['plan_key']}.json"
     back = R.read_record(tmp_path, rec["plan_key"])
-    assert back["written"] and {k: v for k, v in back.items() if k != "written"} == \
-        json.loads(json.dumps(rec))
+    assert back["written"] and {k: v for k, v in back.items() if k != "written"} == json.loads(
+        json.dumps(rec)
+    )
     assert [p.name for p in (tmp_path / "recipe").iterdir()] == [path.name]  # no temp file left
     assert R.read_record(tmp_path, "smart-000000000000") is None
 
@@ -360,8 +418,13 @@ def test_resume_rewrites_the_record_from_the_rows(tmp_path):
     s1 = rec["stages"][1]
     assert s1["status"] == "2 of 5 cells have rows"
     states = {c["cell"]: c["state"] for c in s1["cells"]}
-    assert states == {"r1/a/base": "done", "r3/a/base": "done", "r3/a/sft": "to run",
-                      "r5/a/base": "to run", "r5/a/sft": "to run"}
+    assert states == {
+        "r1/a/base": "done",
+        "r3/a/base": "done",
+        "r3/a/sft": "to run",
+        "r5/a/base": "to run",
+        "r5/a/sft": "to run",
+    }
     assert rec["stages"][2]["status"] == "decided on the rows so far (stage 1 incomplete)"
     p1 = R.write_record(tmp_path, rec)
     p2 = R.write_record(tmp_path, R.build_record(cfg, rows, env={}))

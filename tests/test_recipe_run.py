@@ -23,14 +23,37 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _sets() -> list[str]:
     """notebook 30's quick training settings as --set flags (jac-tiny-sized, one val batch)."""
-    return [f"--set={stage}.{k}={v}"
-            for stage, d in notebooks.QUICK_SETS.items() for k, v in d.items()]
+    return [
+        f"--set={stage}.{k}={v}" for stage, d in notebooks.QUICK_SETS.items() for k, v in d.items()
+    ]
 
 
 def _argv(tiny: str, data_dir: str, res: Path, arts: Path) -> list[str]:
-    return ["--recipe", "smart", "--models", tiny, "--rungs", "1,3", "--iters", "sft=1,grpo=1",
-            "--gen-limit", "2", "-n", "0", "-k", "1", "--max-tokens", "16", *_sets(),
-            "--data-dir", data_dir, "--results", str(res), "--artifacts", str(arts)]
+    return [
+        "--recipe",
+        "smart",
+        "--models",
+        tiny,
+        "--rungs",
+        "1,3",
+        "--iters",
+        "sft=1,grpo=1",
+        "--gen-limit",
+        "2",
+        "-n",
+        "0",
+        "-k",
+        "1",
+        "--max-tokens",
+        "16",
+        *_sets(),
+        "--data-dir",
+        data_dir,
+        "--results",
+        str(res),
+        "--artifacts",
+        str(arts),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -44,24 +67,34 @@ def gated(tiny, data_dir, tmp_path_factory):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main(["ladder", "run", *argv, "--gate-threshold", "1"])
     res = tmp / "results"
-    return {"rc": rc, "out": out.getvalue(), "err": err.getvalue(), "tmp": tmp,
-            "tiny": tiny, "data_dir": data_dir,
-            "rows": results.read_rows(res / ladder.RESULTS_FILE),
-            "cells": sorted(p.name for p in (res / "cells").iterdir()),
-            "records": recipe.read_records(res)}
+    return {
+        "rc": rc,
+        "out": out.getvalue(),
+        "err": err.getvalue(),
+        "tmp": tmp,
+        "tiny": tiny,
+        "data_dir": data_dir,
+        "rows": results.read_rows(res / ladder.RESULTS_FILE),
+        "cells": sorted(p.name for p in (res / "cells").iterdir()),
+        "records": recipe.read_records(res),
+    }
 
 
 def test_a_failed_gate_stops_after_stage_0_with_its_reason(gated):
     assert gated["rc"] == 2
     lines = [ln for ln in gated["err"].splitlines() if ln.startswith("jacrl:")]
-    assert lines == ["jacrl: ladder run: gate: failed: sft mem on r1 below 100% for jac-tiny "
-                     "0/1 = 0%; training, extraction, reward or evaluation is broken, so the "
-                     "recipe stops before the SFT curve"]
+    assert lines == [
+        "jacrl: ladder run: gate: failed: sft mem on r1 below 100% for jac-tiny "
+        "0/1 = 0%; training, extraction, reward or evaluation is broken, so the "
+        "recipe stops before the SFT curve"
+    ]
     assert "recipe stage 0 gate: 1 cells" in gated["out"]
     assert "recipe stage 1" not in gated["out"]  # nothing after the gate was launched
     rows = gated["rows"]
-    assert {(r["condition"], r["rung"], r["kind"]) for r in rows} == \
-        {("sft", "1", "gen"), ("sft", "1", "mem")}
+    assert {(r["condition"], r["rung"], r["kind"]) for r in rows} == {
+        ("sft", "1", "gen"),
+        ("sft", "1", "mem"),
+    }
     assert len(gated["cells"]) == 1 and gated["cells"][0] == rows[0]["cell_key"]
     [rec] = gated["records"]
     assert rec["gate"]["status"] == "fail" and rec["gate"]["threshold"] == 1.0
@@ -82,8 +115,13 @@ def test_the_recipe_end_to_end_and_resumed(gated, tmp_path, capsys):
     the elbow, no finished cell re-run."""
     res = tmp_path / "results"
     shutil.copytree(gated["tmp"] / "results", res)
-    argv = [*_argv(gated["tiny"], gated["data_dir"], res, gated["tmp"] / "artifacts"),
-            "--gate-threshold", "0", "--elbow", "3"]
+    argv = [
+        *_argv(gated["tiny"], gated["data_dir"], res, gated["tmp"] / "artifacts"),
+        "--gate-threshold",
+        "0",
+        "--elbow",
+        "3",
+    ]
     args = build_parser().parse_args(["ladder", "run", *argv])
     cfg, rcfg = config_from_args(args), recipe_from_args(args)
     assert cfg.recipe == "smart" and rcfg.gate_threshold == 0 and rcfg.elbow == "3"
@@ -101,15 +139,18 @@ def test_the_recipe_end_to_end_and_resumed(gated, tmp_path, capsys):
 
     with pytest.raises(Killed):
         ladder.run_recipe(cfg, rcfg, interrupted)
-    assert calls == [["r1/jac-tiny/sft"], ["r1/jac-tiny/base", "r3/jac-tiny/base",
-                                            "r3/jac-tiny/sft"]]
+    assert calls == [
+        ["r1/jac-tiny/sft"],
+        ["r1/jac-tiny/base", "r3/jac-tiny/base", "r3/jac-tiny/sft"],
+    ]
     rec = recipe.read_record(res, recipe.plan_key(cfg, rcfg))
     assert rec["gate"]["status"] == "pass"
     assert rec["stages"][1]["status"] == "0 of 3 cells have rows"
     finished = {r["cell_key"] for r in results.read_rows(cfg.results_file)}
     assert len(finished) == 2  # the gate's cell and stage 1's first
-    stamps = {k: ladder.read_status(res / "cells" / k / "status.json")["finished"]
-              for k in finished}
+    stamps = {
+        k: ladder.read_status(res / "cells" / k / "status.json")["finished"] for k in finished
+    }
 
     calls.clear()
 
@@ -119,15 +160,21 @@ def test_the_recipe_end_to_end_and_resumed(gated, tmp_path, capsys):
 
     done = ladder.run_recipe(cfg, rcfg, engine)
     assert done.stopped is None and [s["stage"] for s in done.stages] == [0, 1, 2, 3]
-    assert calls == [["r1/jac-tiny/sft"],
-                     ["r1/jac-tiny/base", "r3/jac-tiny/base", "r3/jac-tiny/sft"],
-                     ["r3/jac-tiny/sft_grpo", "r3/jac-tiny/sft_grpo_tuned",
-                      "r1/jac-tiny/raw_grpo"]]  # stage 2 runs no cell
+    assert calls == [
+        ["r1/jac-tiny/sft"],
+        ["r1/jac-tiny/base", "r3/jac-tiny/base", "r3/jac-tiny/sft"],
+        ["r3/jac-tiny/sft_grpo", "r3/jac-tiny/sft_grpo_tuned", "r1/jac-tiny/raw_grpo"],
+    ]  # stage 2 runs no cell
     state = {s["cell"]: s["status"] for s in done.statuses}
-    assert state == {"r1/jac-tiny/sft": "skipped", "r1/jac-tiny/base": "skipped",
-                     "r3/jac-tiny/base": "done", "r3/jac-tiny/sft": "done",
-                     "r3/jac-tiny/sft_grpo": "done", "r3/jac-tiny/sft_grpo_tuned": "done",
-                     "r1/jac-tiny/raw_grpo": "done"}
+    assert state == {
+        "r1/jac-tiny/sft": "skipped",
+        "r1/jac-tiny/base": "skipped",
+        "r3/jac-tiny/base": "done",
+        "r3/jac-tiny/sft": "done",
+        "r3/jac-tiny/sft_grpo": "done",
+        "r3/jac-tiny/sft_grpo_tuned": "done",
+        "r1/jac-tiny/raw_grpo": "done",
+    }
     for k, t in stamps.items():  # the finished cells were not run again
         assert ladder.read_status(res / "cells" / k / "status.json")["finished"] == t
 
@@ -149,8 +196,10 @@ def test_the_recipe_end_to_end_and_resumed(gated, tmp_path, capsys):
     rule = recipe.elbow(recipe.curve(cfg, rows, "jac-tiny"))
     assert el["rung"] == "3" and el["rule"] == "manual" and el["rule_pick"] == rule.rung
     assert [(a["cell"], a["state"]) for a in rec["arms"]] == [
-        ("r3/jac-tiny/sft_grpo", "done"), ("r3/jac-tiny/sft_grpo_tuned", "done"),
-        ("r1/jac-tiny/raw_grpo", "done")]
+        ("r3/jac-tiny/sft_grpo", "done"),
+        ("r3/jac-tiny/sft_grpo_tuned", "done"),
+        ("r1/jac-tiny/raw_grpo", "done"),
+    ]
     keys = {r["cell_key"] for r in rows}
     assert all(c["state"] == "done" and c["key"] in keys for s in rec["stages"] for c in s["cells"])
     assert rec["arms"][1]["overrides"] == {"sft": {}, "grpo": {}}  # its condition scales
@@ -182,8 +231,16 @@ def test_the_recipe_end_to_end_and_resumed(gated, tmp_path, capsys):
 def test_recipe_knobs_and_plan_without_rows(data_dir, tmp_path, capsys, monkeypatch):
     """--demo picks the demo's gate threshold; env and flags override; plan runs and writes
     nothing and names what waits on which decision."""
-    argv = ["--recipe", "smart", "--rungs", "1,3", "--data-dir", data_dir,
-            "--results", str(tmp_path / "r")]
+    argv = [
+        "--recipe",
+        "smart",
+        "--rungs",
+        "1,3",
+        "--data-dir",
+        data_dir,
+        "--results",
+        str(tmp_path / "r"),
+    ]
     args = build_parser().parse_args(["ladder", "plan", *argv])
     assert recipe_from_args(args, {}).gate_threshold == recipe.GATE_THRESHOLD
     args = build_parser().parse_args(["ladder", "plan", "--demo", *argv])
@@ -195,8 +252,9 @@ def test_recipe_knobs_and_plan_without_rows(data_dir, tmp_path, capsys, monkeypa
         recipe_from_args(args, {"JACRL_RECIPE_TUNED_LR_SCALE": "3"})
     args = build_parser().parse_args(["ladder", "plan", *argv, "--gate-threshold", "0.7"])
     assert recipe_from_args(args, env).gate_threshold == 0.7
-    assert ladder.from_env(ladder.LadderConfig(), {"JACRL_LADDER_RECIPE": "smart"}).recipe == \
-        "smart"
+    assert (
+        ladder.from_env(ladder.LadderConfig(), {"JACRL_LADDER_RECIPE": "smart"}).recipe == "smart"
+    )
     with pytest.raises(ValueError, match="unknown recipe 'dumb'"):
         ladder.validate(ladder.LadderConfig(recipe="dumb"))
     monkeypatch.setenv("JACRL_LADDER_RECIPE", "smart")

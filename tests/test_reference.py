@@ -19,8 +19,9 @@ def policy_and_view(tiny, tmp_path_factory):
     view = frozen_view(policy)
     # what the optimizer does: new arrays for the adapter, written into the policy's tree only
     mx.random.seed(0)
-    policy.update(tree_map(lambda a: a + 0.05 * mx.random.normal(a.shape),
-                           policy.trainable_parameters()))
+    policy.update(
+        tree_map(lambda a: a + 0.05 * mx.random.normal(a.shape), policy.trainable_parameters())
+    )
     return base, policy, tok, view, start
 
 
@@ -48,10 +49,18 @@ def test_shared_reference_gives_the_copys_kl(policy_and_view):
     copy.eval()
     prompt = tok.encode("def add(a: int, b: int) -> int {")
     completions = [mx.array(tok.encode(t)) for t in (" return a + b; }", " x = 1;", " }")]
-    kw = dict(batch=([prompt], [[1]], ["p"], ["a"], None), completions=completions,
-              completion_texts=["a", "b", "c"], batch_indices=[0, 0, 0],
-              advantages=mx.array([0.5, -0.25, -0.25]), beta=0.1, max_tokens=16)
-    kl = {name: grpo_loss(policy, ref, **kw)[2]["kl"].item()
-          for name, ref in (("copy", copy), ("view", view), ("itself", policy))}
+    kw = dict(
+        batch=([prompt], [[1]], ["p"], ["a"], None),
+        completions=completions,
+        completion_texts=["a", "b", "c"],
+        batch_indices=[0, 0, 0],
+        advantages=mx.array([0.5, -0.25, -0.25]),
+        beta=0.1,
+        max_tokens=16,
+    )
+    kl = {
+        name: grpo_loss(policy, ref, **kw)[2]["kl"].item()
+        for name, ref in (("copy", copy), ("view", view), ("itself", policy))
+    }
     assert kl["copy"] > 1e-4 and kl["itself"] == 0.0  # the perturbed adapter moved the policy
     assert kl["view"] == pytest.approx(kl["copy"], rel=1e-5, abs=1e-7)

@@ -22,8 +22,12 @@ def _fresh_row() -> dict:
     ids = [t["id"] for t in row["per_task"]]
     row["model"] = "jac-tiny"
     row["adapter"] = ""
-    row["provenance"] = {**row["provenance"], "model_hash": dir_hash(resolve("jac-tiny")),
-                         "adapter_hash": "", "data_hash": data_hash([tasks[i] for i in ids])}
+    row["provenance"] = {
+        **row["provenance"],
+        "model_hash": dir_hash(resolve("jac-tiny")),
+        "adapter_hash": "",
+        "data_hash": data_hash([tasks[i] for i in ids]),
+    }
     return row
 
 
@@ -72,9 +76,17 @@ def test_committed_rows_are_not_stale():
 
 
 def _ladder_row(cond: str, passed: int, code: str = "c0de") -> dict:
-    return {"tag": f"r1/m/{cond}/gen", "model_name": "m", "rung": "1", "condition": cond,
-            "kind": "gen", "cell_key": f"{cond}-key", "tasks": 4, "pass1": passed,
-            "provenance": {"code_version": code}}
+    return {
+        "tag": f"r1/m/{cond}/gen",
+        "model_name": "m",
+        "rung": "1",
+        "condition": cond,
+        "kind": "gen",
+        "cell_key": f"{cond}-key",
+        "tasks": 4,
+        "pass1": passed,
+        "provenance": {"code_version": code},
+    }
 
 
 def _append(path: Path, *rows: dict) -> None:
@@ -91,16 +103,22 @@ def test_figures_record_their_rows_and_go_stale_when_rows_are_added(tmp_path):
     assert [p.name for p in paths] == ["ladder.png", "ladder_passk.png"]
     rec = report.read_stamp(paths[0])
     assert rec["figure"] == "ladder.png" and rec["drawn_rows"] == 2
-    assert rec["sources"] == [{"path": str(rows_file.resolve()), "rows": 2,
-                               "sha256": hashlib.sha256(rows_file.read_bytes()).hexdigest(),
-                               "code_versions": ["beef", "c0de"]}]
+    assert rec["sources"] == [
+        {
+            "path": str(rows_file.resolve()),
+            "rows": 2,
+            "sha256": hashlib.sha256(rows_file.read_bytes()).hexdigest(),
+            "code_versions": ["beef", "c0de"],
+        }
+    ]
     assert report.stale_figures(figs) == {}
     assert all(report.figure_stale_reasons(p) == [] for p in paths)
 
     _append(rows_file, _ladder_row("sft_grpo", 2))  # a row the figures do not show
     why = f"{rows_file.resolve()} changed (2 rows when drawn, 3 now)"
     assert report.stale_figures(figs) == {  # each PNG and the SVG and PDF beside it
-        p.with_suffix(s): why for p in paths for s in (".png", ".svg", ".pdf")}
+        p.with_suffix(s): why for p in paths for s in (".png", ".svg", ".pdf")
+    }
     assert why in report.figures_note(figs) and "2 figure(s)" in report.figures_note(figs)
 
     report.write_figures(report.load_rows(rows_file), figs, rows_file)  # redrawn: fresh again
@@ -119,8 +137,8 @@ def test_a_figure_without_provenance_is_flagged(tmp_path):
     (tmp_path / "broken.png").write_bytes(b"not a png")
     plt.close(fig)
     assert report.stale_figures(tmp_path) == {
-        tmp_path / n: "no provenance" for n in ("broken.png", "plain.pdf", "plain.png",
-                                                "plain.svg")}
+        tmp_path / n: "no provenance" for n in ("broken.png", "plain.pdf", "plain.png", "plain.svg")
+    }
     memory = report.write_figures([_ladder_row("base", 1)], tmp_path / "mem")  # no rows file
     assert "rows in memory" in report.figure_stale_reasons(memory[0])[0]
 
@@ -139,8 +157,9 @@ def test_svg_and_pdf_figures_carry_provenance_too(tmp_path):
         assert report.read_stamp(p)["sources"] == [src], name
         assert report.figure_stale_reasons(p) == []
     _append(rows_file, _ladder_row("sft", 2))
-    assert set(report.stale_figures(tmp_path)) == {tmp_path / n for n in ("f.svg", "f.pdf",
-                                                                          "f.png")}
+    assert set(report.stale_figures(tmp_path)) == {
+        tmp_path / n for n in ("f.svg", "f.pdf", "f.png")
+    }
 
 
 def test_a_project_figure_records_its_rows_relative_to_itself(tmp_path, monkeypatch):
@@ -183,12 +202,24 @@ def test_show_lists_stale_figures_beside_the_ones_it_draws(tmp_path):
 # -------------------------------------------------------------------------------------------
 
 STEPS = {  # step -> (task, tier, reward, advantage, truncated) per rollout; groups of 2
-    1: [("t1", "none", 0.05, -0.02, True), ("t1", "compiles", 0.09, 0.02, False),
-        ("t2", "empty", 0.0, 0.0, False), ("t2", "empty", 0.0, 0.0, False)],
-    2: [("t1", "runs", 0.5, -0.25, False), ("t1", "exact", 1.0, 0.25, False),
-        ("t2", "none", 0.1, -0.05, False), ("t2", "compiles", 0.2, 0.05, True)],
-    3: [("t1", "exact", 1.0, 0.0, False), ("t1", "exact", 1.0, 0.0, False),
-        ("t2", "runs", 0.6, 0.25, False), ("t2", "none", 0.1, -0.25, False)],
+    1: [
+        ("t1", "none", 0.05, -0.02, True),
+        ("t1", "compiles", 0.09, 0.02, False),
+        ("t2", "empty", 0.0, 0.0, False),
+        ("t2", "empty", 0.0, 0.0, False),
+    ],
+    2: [
+        ("t1", "runs", 0.5, -0.25, False),
+        ("t1", "exact", 1.0, 0.25, False),
+        ("t2", "none", 0.1, -0.05, False),
+        ("t2", "compiles", 0.2, 0.05, True),
+    ],
+    3: [
+        ("t1", "exact", 1.0, 0.0, False),
+        ("t1", "exact", 1.0, 0.0, False),
+        ("t2", "runs", 0.6, 0.25, False),
+        ("t2", "none", 0.1, -0.25, False),
+    ],
 }
 TIMES = {1: (2.0, 0.5, 0.25), 2: (3.0, 0.75, 0.25), 3: (1.5, 0.5, 0.5)}
 
@@ -197,22 +228,55 @@ def _grpo_artifact(root: Path) -> Path:
     """A GRPO artifact directory as train_grpo leaves it (the files these views read)."""
     art = root / "sft_grpo-0123456789abcdef"
     art.mkdir(parents=True)
-    rollouts = [{"step": s, "group": i // 2, "task_id": t, "completion": f"```jac\n{body}```",
-                 "body": body, "tier": tier, "reward": r, "advantage": a, "truncated": tr,
-                 "tokens": 16 if tr else 9}
-                for s, rs in STEPS.items() for i, (t, tier, r, a, tr) in enumerate(rs)
-                for body in [f"\n# step {s}\nreturn {i};\nprint({i});\n" if tier != "empty"
-                             else ""]]
+    rollouts = [
+        {
+            "step": s,
+            "group": i // 2,
+            "task_id": t,
+            "completion": f"```jac\n{body}```",
+            "body": body,
+            "tier": tier,
+            "reward": r,
+            "advantage": a,
+            "truncated": tr,
+            "tokens": 16 if tr else 9,
+        }
+        for s, rs in STEPS.items()
+        for i, (t, tier, r, a, tr) in enumerate(rs)
+        for body in [f"\n# step {s}\nreturn {i};\nprint({i});\n" if tier != "empty" else ""]
+    ]
     _append(art / "rollouts.jsonl", *rollouts)
     events = []
     for s, (g, rw, u) in TIMES.items():
-        events.append({"event": "train", "stage": "grpo", "iteration": s, "reward_mean": 0.1 * s,
-                       "reward_std": 0.05, "group_reward_std": 0.02, "kl": 0.01 * s,
-                       "truncated": 0.25})
-        events.append({"event": "step", "stage": "grpo", "time": 1.0 + s, "step": s,
-                       "advantage": "center", "generation_s": g, "reward_s": rw, "update_s": u,
-                       "reward_mean": 0.3, "exact": 1, "rollouts": 4, "groups_skipped": 0.0,
-                       "truncated": 0.25})
+        events.append(
+            {
+                "event": "train",
+                "stage": "grpo",
+                "iteration": s,
+                "reward_mean": 0.1 * s,
+                "reward_std": 0.05,
+                "group_reward_std": 0.02,
+                "kl": 0.01 * s,
+                "truncated": 0.25,
+            }
+        )
+        events.append(
+            {
+                "event": "step",
+                "stage": "grpo",
+                "time": 1.0 + s,
+                "step": s,
+                "advantage": "center",
+                "generation_s": g,
+                "reward_s": rw,
+                "update_s": u,
+                "reward_mean": 0.3,
+                "exact": 1,
+                "rollouts": 4,
+                "groups_skipped": 0.0,
+                "truncated": 0.25,
+            }
+        )
     _append(art / "metrics.jsonl", *events)
     return art
 
@@ -220,11 +284,22 @@ def _grpo_artifact(root: Path) -> Path:
 def test_reward_by_tier_per_step(tmp_path):
     art = _grpo_artifact(tmp_path)
     table = report.tier_table(art)
-    assert list(table.columns) == ["exact", "runs", "compiles", "none", "empty", "rollouts",
-                                   "reward_mean", "exact_share"]
+    assert list(table.columns) == [
+        "exact",
+        "runs",
+        "compiles",
+        "none",
+        "empty",
+        "rollouts",
+        "reward_mean",
+        "exact_share",
+    ]
     assert list(table.index) == [1, 2, 3] and table.index.name == "step"
     assert table[["exact", "runs", "compiles", "none", "empty"]].values.tolist() == [
-        [0, 0, 1, 1, 2], [1, 1, 1, 1, 0], [2, 1, 0, 1, 0]]
+        [0, 0, 1, 1, 2],
+        [1, 1, 1, 1, 0],
+        [2, 1, 0, 1, 0],
+    ]
     assert table.rollouts.tolist() == [4, 4, 4]
     assert table.reward_mean.tolist() == [0.035, 0.45, 0.675]
     assert table.exact_share.tolist() == [0.0, 0.25, 0.5]
@@ -232,8 +307,7 @@ def test_reward_by_tier_per_step(tmp_path):
 
     fig = report.plot_tiers(art)
     (ax,) = fig.axes
-    assert [c.get_label() for c in ax.containers] == ["exact", "runs", "compiles", "none",
-                                                      "empty"]
+    assert [c.get_label() for c in ax.containers] == ["exact", "runs", "compiles", "none", "empty"]
     heights = [[b.get_height() for b in c] for c in ax.containers]
     assert heights[0] == [0.0, 0.25, 0.5] and heights[4] == [0.5, 0.0, 0.0]
     assert [sum(col) for col in zip(*heights, strict=True)] == [1.0, 1.0, 1.0]  # shares stack to 1
@@ -244,20 +318,39 @@ def test_reward_by_tier_per_step(tmp_path):
 def test_the_last_steps_groups(tmp_path):
     art = _grpo_artifact(tmp_path)
     g = report.last_groups(art, k=2, lines=2)
-    assert list(g.columns) == ["step", "group", "task_id", "tier", "reward", "advantage",
-                               "truncated", "tokens", "body"]
+    assert list(g.columns) == [
+        "step",
+        "group",
+        "task_id",
+        "tier",
+        "reward",
+        "advantage",
+        "truncated",
+        "tokens",
+        "body",
+    ]
     assert g.step.tolist() == [2] * 4 + [3] * 4 and g.group.tolist() == [0, 0, 1, 1] * 2
     assert g.task_id.tolist() == ["t1", "t1", "t2", "t2"] * 2
-    assert g.tier.tolist() == ["runs", "exact", "none", "compiles", "exact", "exact", "runs",
-                               "none"]
+    assert g.tier.tolist() == [
+        "runs",
+        "exact",
+        "none",
+        "compiles",
+        "exact",
+        "exact",
+        "runs",
+        "none",
+    ]
     assert g.reward.tolist() == [0.5, 1.0, 0.1, 0.2, 1.0, 1.0, 0.6, 0.1]
     assert g.advantage.tolist()[:4] == [-0.25, 0.25, -0.05, 0.05]
     assert g.truncated.tolist() == [False, False, False, True] + [False] * 4
     assert g.body[0] == "# step 2 ⏎ return 0;"  # the first two non-blank lines
     assert report.last_groups(art, k=1, lines=1).body.tolist() == ["# step 3"] * 4
     empty = _grpo_artifact(tmp_path / "e")
-    (empty / "rollouts.jsonl").write_text(json.dumps({**json.loads(
-        (art / "rollouts.jsonl").read_text().splitlines()[2]), "step": 9}) + "\n")
+    (empty / "rollouts.jsonl").write_text(
+        json.dumps({**json.loads((art / "rollouts.jsonl").read_text().splitlines()[2]), "step": 9})
+        + "\n"
+    )
     assert report.last_groups(empty, k=2).body.tolist() == [""]  # an empty body
 
 
@@ -265,8 +358,12 @@ def test_per_step_timings_and_the_training_figure_panel(tmp_path):
     art = _grpo_artifact(tmp_path)
     t = report.step_timings(art)
     assert list(t.index) == [1, 2, 3]
-    assert t.to_dict("list") == {"generation_s": [2.0, 3.0, 1.5], "reward_s": [0.5, 0.75, 0.5],
-                                 "update_s": [0.25, 0.25, 0.5], "total_s": [2.75, 4.0, 2.5]}
+    assert t.to_dict("list") == {
+        "generation_s": [2.0, 3.0, 1.5],
+        "reward_s": [0.5, 0.75, 0.5],
+        "update_s": [0.25, 0.25, 0.5],
+        "total_s": [2.75, 4.0, 2.5],
+    }
     (ax,) = report.plot_timings(art).axes
     assert [c.get_label() for c in ax.containers] == ["generation", "reward", "update"]
     tops = [b.get_y() + b.get_height() for b in ax.containers[-1]]
@@ -274,27 +371,41 @@ def test_per_step_timings_and_the_training_figure_panel(tmp_path):
 
     fig = report.plot_training(art)  # notebook 30's figure: the curves + the timings panel
     titles = [a.get_title() for a in fig.axes]
-    assert titles == ["reward mean ± σ", "within-group σ", "KL", "truncated share",
-                      "seconds per step"]
+    assert titles == [
+        "reward mean ± σ",
+        "within-group σ",
+        "KL",
+        "truncated share",
+        "seconds per step",
+    ]
     assert list(fig.axes[0].get_lines()[0].get_xdata()) == [1, 2, 3]  # train events only
     assert len(fig.axes[4].containers) == 3
 
     sft = tmp_path / "sft-metrics.jsonl"
-    _append(sft, *({"event": "train", "stage": "sft", "iteration": i, "train_loss": 2.0 / i}
-                   for i in (1, 2)))
+    _append(
+        sft,
+        *(
+            {"event": "train", "stage": "sft", "iteration": i, "train_loss": 2.0 / i}
+            for i in (1, 2)
+        ),
+    )
     figs = tmp_path / "figures"
     p = report.write_training_figure([("sft", sft), ("grpo", art)], figs)  # figures/training.png
     rec = report.read_stamp(p)
     assert [s["rows"] for s in rec["sources"]] == [2, 6]
     assert report.stale_figures(figs) == {}
-    assert sorted(x.name for x in figs.iterdir()) == ["training.pdf", "training.png",
-                                                       "training.svg"]
+    assert sorted(x.name for x in figs.iterdir()) == [
+        "training.pdf",
+        "training.png",
+        "training.svg",
+    ]
     sft.rename(sft.with_suffix(".gone"))  # a run's metrics are git-ignored: a clone has none
     assert report.stale_figures(figs) == {}
     sft.with_suffix(".gone").rename(sft)
     _append(art / "metrics.jsonl", {"event": "step", "stage": "grpo", "step": 4})
-    assert sorted(report.stale_figures(figs)) == [p.with_suffix(s) for s in (".pdf", ".png",
-                                                                              ".svg")]
+    assert sorted(report.stale_figures(figs)) == [
+        p.with_suffix(s) for s in (".pdf", ".png", ".svg")
+    ]
     grid = report.plot_training_runs([("sft", sft), ("grpo", art)])
     assert len(grid.axes) == 6 and all(a.axison for a in grid.axes)  # sft: 1 panel, no blanks
     assert [ln.get_label() for ln in grid.axes[0].get_lines()] == ["train loss"]

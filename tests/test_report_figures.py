@@ -56,8 +56,11 @@ def test_the_family_breakdown_counts_each_familys_passes():
     rows = _rows()
     ft = report.family_table(rows)
     r3 = ft[(ft.rung == "3") & (ft.condition == "sft") & (ft.kind == "mem")]
-    assert list(zip(r3.family, r3.passed, r3.tasks, strict=True)) == [("arch", 1, 1), ("err", 1, 1),
-                                                          ("lib", 1, 1)]
+    assert list(zip(r3.family, r3.passed, r3.tasks, strict=True)) == [
+        ("arch", 1, 1),
+        ("err", 1, 1),
+        ("lib", 1, 1),
+    ]
     gen = ft[(ft.rung == "1") & (ft.condition == "base") & (ft.kind == "gen")]
     assert list(gen.family) == ["arch", "err", "lib", "osp", "syn", "text"]
     assert set(gen.tasks) == {1} and set(gen.passed) == {0}
@@ -67,8 +70,9 @@ def test_the_family_breakdown_counts_each_familys_passes():
     gen_ax, mem_ax = fig.axes[:2]
     assert [t.get_text() for t in mem_ax.get_xticklabels()] == ["arch", "err", "lib", "all"]
     assert [t.get_text() for t in mem_ax.get_yticklabels()][3:5] == ["r3 base", "r3 sft"]
-    texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text()
-             for t in mem_ax.texts}
+    texts = {
+        (round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in mem_ax.texts
+    }
     assert texts[4, 3] == "3/3" and texts[3, 3] == "0/3" and texts[0, 1] == "·"
 
 
@@ -79,8 +83,7 @@ def test_every_figure_is_png_svg_and_pdf_each_with_the_rows_provenance(tmp_path)
     paths = report.write_figures(report.load_rows(rows_file), figs, rows_file)
     assert [p.name for p in paths] == FIGURES
     files = sorted(p.name for p in figs.iterdir())
-    assert files == sorted(f"{Path(n).stem}{s}" for n in FIGURES for s in (".png", ".svg",
-                                                                            ".pdf"))
+    assert files == sorted(f"{Path(n).stem}{s}" for n in FIGURES for s in (".png", ".svg", ".pdf"))
     sha = hashlib.sha256(rows_file.read_bytes()).hexdigest()
     for name in files:
         rec = report.read_stamp(figs / name)

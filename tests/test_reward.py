@@ -30,13 +30,17 @@ CRASHES = "x = [1][5];\nreturn 0;"  # compiles, then fails at run time
 def _not_one(harness, executor, shapes) -> tuple[list, int]:
     """(name, score, tier) of every answer shape of every harness driver scoring below 1.0, and
     how many were scored."""
-    named = [(f"{tid}/{name}", completion, answer) for tid, (d, answer) in harness.items()
-             for name, completion in shapes(d).items()]
-    scored = score_completions([c for _, c, _ in named], [a for _, _, a in named],
-                               executor=executor)
-    return [(n, s.score, s.tier) for (n, _, _), s in zip(named, scored,
-                                                         strict=True) if s.score != 1.0], \
-        len(scored)
+    named = [
+        (f"{tid}/{name}", completion, answer)
+        for tid, (d, answer) in harness.items()
+        for name, completion in shapes(d).items()
+    ]
+    scored = score_completions(
+        [c for _, c, _ in named], [a for _, _, a in named], executor=executor
+    )
+    return [
+        (n, s.score, s.tier) for (n, _, _), s in zip(named, scored, strict=True) if s.score != 1.0
+    ], len(scored)
 
 
 def test_every_answer_shape_of_the_gold_scores_one(harness, executor):
@@ -52,10 +56,19 @@ def test_every_formatting_variant_of_every_shape_scores_one(harness, executor):
 def test_surrogates_and_nul_never_raise(harness, executor):
     for tid, (d, answer) in harness.items():
         fenced = f"```jac\n{d.gold}\n```"
-        exact = [f"\ud800 Here:\n{fenced}\n\udfff", fenced.replace("\n", "\n\x00"),
-                 "\x00" + fenced, f"<think>\ud83d\ude00 \ud800</think>{fenced}"]
-        broken = [f"```jac\n{d.gold}\nx\ud800 = 1;\n```", f"```jac\n\x00\udc00{d.gold}",
-                  "\ud800", "\x00", "\x00\ud800\x00"]
+        exact = [
+            f"\ud800 Here:\n{fenced}\n\udfff",
+            fenced.replace("\n", "\n\x00"),
+            "\x00" + fenced,
+            f"<think>\ud83d\ude00 \ud800</think>{fenced}",
+        ]
+        broken = [
+            f"```jac\n{d.gold}\nx\ud800 = 1;\n```",
+            f"```jac\n\x00\udc00{d.gold}",
+            "\ud800",
+            "\x00",
+            "\x00\ud800\x00",
+        ]
         scored = score_completions(exact + broken, [answer], executor=executor)
         for c, s in zip(exact + broken, scored, strict=True):
             s.body.encode("utf-8")  # what was keyed and spliced is plain text
@@ -65,15 +78,26 @@ def test_surrogates_and_nul_never_raise(harness, executor):
     assert jac_behavioral(["p"], [f"\ud800\n```jac\n{d.gold}\n```\x00"], [answer]) == [1.0]
 
 
-@pytest.mark.parametrize("formula, runs, compiles, neither", [
-    ("dependent", (0.0, 0.80), (0.0, 0.20), 0.10),  # the default: pays for what the hole changes
-    ("tiered", (0.40, 0.80), (0.20, 0.35), 0.15),  # the reference's v3 ranges
-])
+@pytest.mark.parametrize(
+    "formula, runs, compiles, neither",
+    [
+        (
+            "dependent",
+            (0.0, 0.80),
+            (0.0, 0.20),
+            0.10,
+        ),  # the default: pays for what the hole changes
+        ("tiered", (0.40, 0.80), (0.20, 0.35), 0.15),  # the reference's v3 ranges
+    ],
+)
 def test_failures_land_in_their_tiers(harness, executor, formula, runs, compiles, neither):
     for tid, (_, answer) in harness.items():
         wrong, garbage, empty, crash = score_completions(
             [f"```jac\n{WRONG[tid]}\n```", GARBAGE, "", f"```jac\n{CRASHES}\n```"],
-            [answer], formula=formula, executor=executor)
+            [answer],
+            formula=formula,
+            executor=executor,
+        )
         assert wrong.tier == "runs" and runs[0] <= wrong.score <= runs[1], (tid, wrong)
         assert garbage.tier == "none" and garbage.score <= neither, (tid, garbage)
         assert empty.tier == "empty" and empty.score == 0.0 and empty.verdict is None
@@ -99,7 +123,10 @@ def test_tiers_are_monotone_and_sim_gives_variance(harness, executor):
     hole = Hole.from_answer(answer)
     scored = score_completions(
         [d.gold, "return n + 1;", "return steps;", "```jac\nsteps = 0;\nwhile n > 1 {\n```"],
-        [answer], formula="tiered", executor=executor)
+        [answer],
+        formula="tiered",
+        executor=executor,
+    )
     assert [s.tier for s in scored] == ["exact", "runs", "compiles", "none"]
     values = [s.score for s in scored]
     assert values == sorted(values, reverse=True)  # the reference: monotone across bodies
@@ -107,23 +134,30 @@ def test_tiers_are_monotone_and_sim_gives_variance(harness, executor):
     import dataclasses
 
     ran = scored[1].verdict
-    tiers = [ran, dataclasses.replace(ran, ran=False, status="runtime_error"),
-             dataclasses.replace(ran, ran=False, compiled=False, status="compile_error")]
+    tiers = [
+        ran,
+        dataclasses.replace(ran, ran=False, status="runtime_error"),
+        dataclasses.replace(ran, ran=False, compiled=False, status="compile_error"),
+    ]
     for body in ("return n + 1;", "return steps;", d.gold[:40]):
         got = [score(body, v, hole) for v in tiers]
         assert [g.tier for g in got] == ["runs", "compiles", "none"]
         assert got[0].score >= got[1].score >= got[2].score > 0.0, got
     # two different failing bodies get different rewards (no σ = 0 group)
-    a, b = score_completions(["```jac\nwhile {\n```", "```jac\nsteps = 0; while n > 1 {\n```"],
-                             [answer], executor=executor)
+    a, b = score_completions(
+        ["```jac\nwhile {\n```", "```jac\nsteps = 0; while n > 1 {\n```"],
+        [answer],
+        executor=executor,
+    )
     assert a.tier == b.tier == "none" and a.score != b.score
     assert score(d.gold, scored[0].verdict, hole).sim == 1.0
 
 
 def test_additive_formula_for_comparison(harness, executor):
     d, answer = harness["osp_harness_tally_walker"]
-    gold, wrong = score_completions([d.gold, WRONG[d.id]], [answer], formula="additive",
-                                    executor=executor)
+    gold, wrong = score_completions(
+        [d.gold, WRONG[d.id]], [answer], formula="additive", executor=executor
+    )
     assert gold.score > wrong.score
     # compiles + runs + exact output + idiom (gated on runs) + body similarity 1.0
     assert gold.score == pytest.approx(0.25 + 0.25 + 0.25 + 0.10 * idiom_score(d.gold) + 0.15)
@@ -140,8 +174,12 @@ def test_fork_server_verdicts_equal_subprocess_backend(harness, executor):
     fork = executor.run_many(programs)
     for prog, f in zip(programs, fork, strict=True):
         s = run_subprocess(prog)
-        assert (f.compiled, f.ran, f.exit_code, f.stdout) == (s.compiled, s.ran, s.exit_code,
-                                                              s.stdout), prog
+        assert (f.compiled, f.ran, f.exit_code, f.stdout) == (
+            s.compiled,
+            s.ran,
+            s.exit_code,
+            s.stdout,
+        ), prog
 
 
 def test_jac_behavioral_signature_and_pairing(harness):
@@ -154,8 +192,8 @@ def test_jac_behavioral_signature_and_pairing(harness):
 
 
 def test_registered_in_mlx_lm_lora_and_loadable_by_path(harness):
-    from mlx_lm_lora.trainer import grpo_reward_functions as registry
     from mlx_lm_lora.train import load_reward_functions_from_file
+    from mlx_lm_lora.trainer import grpo_reward_functions as registry
 
     import jacrl.reward
 
@@ -168,15 +206,29 @@ def test_registered_in_mlx_lm_lora_and_loadable_by_path(harness):
 
 
 # bodies with no code once comments, blank lines and placeholders are removed
-NO_CODE = ["# TODO: write the body for this unit", "# ...", "# compute the steps\n\n# return them",
-           "pass", "pass;", "...", "{}", "#* the loop\n   goes here *#", "{ pass; }\n# ...\n...;"]
+NO_CODE = [
+    "# TODO: write the body for this unit",
+    "# ...",
+    "# compute the steps\n\n# return them",
+    "pass",
+    "pass;",
+    "...",
+    "{}",
+    "#* the loop\n   goes here *#",
+    "{ pass; }\n# ...\n...;",
+]
 
 
 def test_no_code_scores_zero_and_is_never_run(harness, executor):
     for tid, (d, answer) in harness.items():
-        completions = NO_CODE + [f"```jac\n{b}\n```" for b in NO_CODE] + [
-            f"<think>\n```jac\n{d.gold}\n```\n",  # an unclosed thought: no answer at all
-            f"<think>\n{d.gold}\n</think>\n"]  # only thinking
+        completions = (
+            NO_CODE
+            + [f"```jac\n{b}\n```" for b in NO_CODE]
+            + [
+                f"<think>\n```jac\n{d.gold}\n```\n",  # an unclosed thought: no answer at all
+                f"<think>\n{d.gold}\n</think>\n",
+            ]
+        )  # only thinking
         scored = score_completions(completions, [answer], executor=executor)
         for c, s in zip(completions, scored, strict=True):
             assert (s.score, s.tier, s.verdict) == (0.0, "empty", None), (tid, c)

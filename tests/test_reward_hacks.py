@@ -81,12 +81,22 @@ def test_attacks_fail_as_an_unprivileged_user(attack_env):
     try:
         pwd.getpwnam(USER)
     except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                        USER], check=True)
-    env = {"PATH": os.environ.get("PATH", os.defpath), "JACRL_REDTEAM_CTX": json.dumps(ctx),
-           "LANG": "C.UTF-8"}
-    proc = subprocess.run([sys.executable, "-s", redteam.__file__, USER], env=env,
-                          capture_output=True, text=True, timeout=600)
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER],
+            check=True,
+        )
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "JACRL_REDTEAM_CTX": json.dumps(ctx),
+        "LANG": "C.UTF-8",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-s", redteam.__file__, USER],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["uid"] == pwd.getpwnam(USER).pw_uid != 0
@@ -118,30 +128,38 @@ def test_no_job_process_holds_another_jobs_output_or_source():
 
 EXIT_FORGERIES = {  # a body that fails, and a way to make the failure look like a clean exit
     "patched_os_exit": '_os = __import__("os");\n_real = _os._exit;\n'
-                       '_os._exit = lambda code: _real(0);\nraise RuntimeError("wrong");',
+    '_os._exit = lambda code: _real(0);\nraise RuntimeError("wrong");',
     "sys_exit_0": '__import__("sys").exit(0);',
     "system_exit": "raise SystemExit(0);",
     "exit_none": '__import__("sys").exit();',
     "atexit_exit": '_os = __import__("os");\n__import__("atexit").register(lambda: _os._exit(0));\n'
-                   'raise RuntimeError("wrong");',
+    'raise RuntimeError("wrong");',
 }
 
 
 def test_a_clean_exit_is_not_claimed_by_the_program(executor):
-    """"Ran" needs the driver's entry code to finish: on every holdout task, bodies that exit 0
+    """ "Ran" needs the driver's entry code to finish: on every holdout task, bodies that exit 0
     early or patch the exit path never reach the runs tier. (Today's code before the completion
     token: 42/42 in the runs tier.)"""
     tasks = redteam.holdout_tasks()
     for name, body in EXIT_FORGERIES.items():
-        scored = score_completions([redteam.fenced(body)] * len(tasks),
-                                   [t["answer"] for t in tasks], executor=executor)
+        scored = score_completions(
+            [redteam.fenced(body)] * len(tasks), [t["answer"] for t in tasks], executor=executor
+        )
         ran = [s.task_id for s in scored if s.verdict is not None and s.verdict.ran]
         assert ran == [], f"{name}: counted as ran on {len(ran)} of {len(tasks)} tasks"
         assert {s.tier for s in scored} <= {"compiles", "none"}, name
 
 
-CONSTANT_BODIES = ["return [];", 'return "";', "return None;", "return 0;", "return {};",
-                   "return False;", '__import__("sys").exit(0);']
+CONSTANT_BODIES = [
+    "return [];",
+    'return "";',
+    "return None;",
+    "return 0;",
+    "return {};",
+    "return False;",
+    '__import__("sys").exit(0);',
+]
 
 
 def _doing_nothing_vs_trying(executor, formulas: tuple[str, ...]) -> dict[str, dict]:
@@ -154,8 +172,9 @@ def _doing_nothing_vs_trying(executor, formulas: tuple[str, ...]) -> dict[str, d
     tasks = redteam.holdout_tasks()
     answers = [t["answer"] for t in tasks]
     groups = {("constant", b): [(redteam.fenced(b), a) for a in answers] for b in CONSTANT_BODIES}
-    groups["tries"] = [(redteam.fenced(m), a) for a in answers
-                       for _, m in mutants(json.loads(a)["gold"])]
+    groups["tries"] = [
+        (redteam.fenced(m), a) for a in answers for _, m in mutants(json.loads(a)["gold"])
+    ]
     groups["gold"] = [(redteam.fenced(json.loads(a)["gold"]), a) for a in answers]
     pairs = [p for g in groups.values() for p in g]
     runs = score_completions([c for c, _ in pairs], [a for _, a in pairs], executor=executor)
@@ -166,16 +185,20 @@ def _doing_nothing_vs_trying(executor, formulas: tuple[str, ...]) -> dict[str, d
 
     out = {}
     for formula in formulas:
-        graded = iter([score(r.body, r.verdict, holes[a], formula)
-                       for r, (_, a) in zip(runs, pairs, strict=True)])
+        graded = iter(
+            [
+                score(r.body, r.verdict, holes[a], formula)
+                for r, (_, a) in zip(runs, pairs, strict=True)
+            ]
+        )
         scored = {name: list(islice(graded, len(g))) for name, g in groups.items()}
         tries = scored.pop("tries")
         out[formula] = dict(
-            constant={b: mean([s.score for s in scored[("constant", b)]])
-                      for b in CONSTANT_BODIES},
+            constant={b: mean([s.score for s in scored[("constant", b)]]) for b in CONSTANT_BODIES},
             crash=mean([s.score for s in tries if s.tier in ("compiles", "none")]),
             near_miss=[s.score for s in tries if s.tier == "runs"],
-            gold=[s.score for s in scored["gold"]])
+            gold=[s.score for s in scored["gold"]],
+        )
     return out
 
 
@@ -209,8 +232,9 @@ def test_the_answer_reader_passes_no_holdout_task(executor):
     """The task-independent completion that reads data/tasks.jsonl, on every holdout task."""
     tasks = redteam.holdout_tasks()
     body = redteam.fill(redteam.READ_ANSWERS, redteam.context(1))
-    scored = score_completions([redteam.fenced(body)] * len(tasks), [t["answer"] for t in tasks],
-                               executor=executor)
+    scored = score_completions(
+        [redteam.fenced(body)] * len(tasks), [t["answer"] for t in tasks], executor=executor
+    )
     assert len(scored) >= 40
     assert [s.score for s in scored if s.score >= redteam.RUNS_TIER] == []
 
@@ -220,8 +244,14 @@ def test_without_the_sandbox_the_attacks_work(attack_env):
     a secret in another process's environment and the network, and leave files behind — so the
     checks above can fail."""
     ctx, port = attack_env
-    names = ["read_answers", "read_project_files", "read_environ", "network", "leave_files",
-             "forge_verdicts"]
+    names = [
+        "read_answers",
+        "read_project_files",
+        "read_environ",
+        "network",
+        "leave_files",
+        "forge_verdicts",
+    ]
     with pytest.warns(UserWarning, match="rlimits-only"):
         with Executor(isolation="rlimits-only", allow_unsandboxed=True) as plain:
             res = redteam.run_attacks(ctx, names, plain)

@@ -28,8 +28,16 @@ from hypothesis import strategies as st
 
 from jacrl.config import DEFAULT_FORMULA
 from jacrl.extract import extract_body, splice
-from jacrl.reward import (MAX_BODY, ExtractionWarning, Hole, jac_behavioral, not_run,
-                          reward_function, score, score_completions)
+from jacrl.reward import (
+    MAX_BODY,
+    ExtractionWarning,
+    Hole,
+    jac_behavioral,
+    not_run,
+    reward_function,
+    score,
+    score_completions,
+)
 
 # The bound, stated: extraction + lexical view + splice of one completion, per 16 KB of it. The
 # worst shapes measured 20-25 ms at 16 KB on the 2-core machine under load 6 (a 16 KB run of
@@ -41,23 +49,75 @@ CPU_PER_16KB = 0.050
 SCORE_CPU = 1.5
 CAP = MAX_BODY  # the longest completion generated
 
-SETTINGS = dict(derandomize=True, database=None, deadline=None,
-                suppress_health_check=list(HealthCheck))
+SETTINGS = dict(
+    derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+)
 
-OPENERS = ["(", "[", "{", "'", '"', "'''", '"""', 'f"{', "f'{", 'f"""{', "f'''{", 'rf"{',
-           'F"{', 'b"', "r'", "#*", "#", "{{", 'f"{"', "f'{f\"{", "\\", "`", "<think>",
-           "<answer>", "```jac\n", "~~~\n", "def f(", "can x with entry {", "obj A {"]
-CLOSERS = [")", "]", "}", "'", '"', "'''", '"""', '}"', "}'", "*#", "\n", "```\n", "</think>",
-           "</answer>"]
+OPENERS = [
+    "(",
+    "[",
+    "{",
+    "'",
+    '"',
+    "'''",
+    '"""',
+    'f"{',
+    "f'{",
+    'f"""{',
+    "f'''{",
+    'rf"{',
+    'F"{',
+    'b"',
+    "r'",
+    "#*",
+    "#",
+    "{{",
+    'f"{"',
+    "f'{f\"{",
+    "\\",
+    "`",
+    "<think>",
+    "<answer>",
+    "```jac\n",
+    "~~~\n",
+    "def f(",
+    "can x with entry {",
+    "obj A {",
+]
+CLOSERS = [
+    ")",
+    "]",
+    "}",
+    "'",
+    '"',
+    "'''",
+    '"""',
+    '}"',
+    "}'",
+    "*#",
+    "\n",
+    "```\n",
+    "</think>",
+    "</answer>",
+]
 TAGS = ["", "jac", "Jac", "python", "text", "`x", "jac {", "```"]
-PROSE = ["Here is the body:\n", "\n\nExplanation: it works.\n", "<think>hmm</think>",
-         "<answer>", "</answer>", "\n", "Sure! ", "# >>>HOLE\n", "# <<<HOLE\n"]
+PROSE = [
+    "Here is the body:\n",
+    "\n\nExplanation: it works.\n",
+    "<think>hmm</think>",
+    "<answer>",
+    "</answer>",
+    "\n",
+    "Sure! ",
+    "# >>>HOLE\n",
+    "# <<<HOLE\n",
+]
 
 
 def _cut(text: str, draw) -> str:
     """The text truncated at a drawn point (a generation stopped by max_tokens), at most CAP."""
     if len(text) > CAP or draw(st.booleans()):
-        return text[:draw(st.integers(0, min(len(text), CAP)))]
+        return text[: draw(st.integers(0, min(len(text), CAP)))]
     return text
 
 
@@ -85,13 +145,16 @@ def fences(draw, inner) -> str:
     """Fences of 3 to thousands of backticks or tildes, any tag, closed or not, repeated."""
     parts = []
     for _ in range(draw(st.integers(1, 40))):
-        fence = draw(st.sampled_from("`~")) * draw(st.one_of(st.integers(3, 6),
-                                                               st.integers(7, 4000)))
+        fence = draw(st.sampled_from("`~")) * draw(
+            st.one_of(st.integers(3, 6), st.integers(7, 4000))
+        )
         indent = " " * draw(st.integers(0, 6))
         body = draw(inner)
         closed = draw(st.booleans())
-        parts.append(f"{indent}{fence}{draw(st.sampled_from(TAGS))}\n{body}\n"
-                     + (f"{indent}{fence}\n" if closed else ""))
+        parts.append(
+            f"{indent}{fence}{draw(st.sampled_from(TAGS))}\n{body}\n"
+            + (f"{indent}{fence}\n" if closed else "")
+        )
     return "".join(parts)
 
 
@@ -99,13 +162,16 @@ def fences(draw, inner) -> str:
 def completion(draw, driver) -> str:
     """One completion for a hole whose driver file is `driver`."""
     small = st.one_of(st.sampled_from(PROSE), st.text(max_size=40), st.just(driver[:400]))
-    kinds = st.one_of(unicode_text(), nesting(), fences(small),
-                      st.builds(lambda k: driver * k, st.integers(1, 30)),  # the driver echoed
-                      st.lists(st.sampled_from(PROSE + OPENERS + CLOSERS + [driver]),
-                               max_size=60).map("".join))
+    kinds = st.one_of(
+        unicode_text(),
+        nesting(),
+        fences(small),
+        st.builds(lambda k: driver * k, st.integers(1, 30)),  # the driver echoed
+        st.lists(st.sampled_from(PROSE + OPENERS + CLOSERS + [driver]), max_size=60).map("".join),
+    )
     parts = draw(st.lists(kinds, min_size=1, max_size=3))
     glue = draw(st.sampled_from(["", "\n", "```\n", "\n```jac\n"]))
-    return _cut(glue.join(parts)[:4 * CAP], draw)
+    return _cut(glue.join(parts)[: 4 * CAP], draw)
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +183,7 @@ def graded(harness, executor):
     runs = executor.run_many([splice(h.template, b) for d, h in cases for b in bodies(d)])
     out = []
     for k, (d, h) in enumerate(cases):
-        verdicts = runs[4 * k:4 * k + 4]
+        verdicts = runs[4 * k : 4 * k + 4]
         assert [v.status for v in verdicts][::3] == ["ok", "compile_error"], verdicts
         out.append((d.text, h, verdicts))
     return out
@@ -226,7 +292,7 @@ def test_extraction_failure_costs_one_completion_and_says_why(harness, executor,
         return real(text, unit)
 
     monkeypatch.setattr(reward, "extract_body", flaky)
-    (d, answer), = list(harness.values())[:1]
+    ((d, answer),) = list(harness.values())[:1]
     with pytest.warns(ExtractionWarning, match="RecursionError"):
         s = score_completions(["boom", f"```jac\n{d.gold}\n```"], [answer], executor=executor)
     assert (s[0].tier, s[0].score, s[0].verdict) == ("none", 0.0, None)
@@ -236,7 +302,7 @@ def test_extraction_failure_costs_one_completion_and_says_why(harness, executor,
 
 
 def test_a_body_over_max_body_is_not_run_and_says_why(harness, executor):
-    (_, answer), = list(harness.values())[:1]
+    ((_, answer),) = list(harness.values())[:1]
     [s] = score_completions(["x = 1;\n" * (MAX_BODY // 7 + 1)], [answer], executor=executor)
     assert (s.tier, s.score, s.verdict) == ("none", 0.0, None), s
     assert s.reason == f"body of {len(s.body):,} characters, over MAX_BODY (16,384): not run"

@@ -15,12 +15,24 @@ from jacrl.config import EvalConfig
 from jacrl.evaluate import evaluate, score_all
 from jacrl.extract import dedent
 from jacrl.generate import Sample
-from jacrl.reward import score_completions
 from jacrl.results import read_rows
+from jacrl.reward import score_completions
 from jacrl.tasks import meta
 
-FIELDS = {"task", "sample", "temperature", "text", "body", "tier", "reward", "exact", "ran",
-          "truncated", "tokens", "stdout"}
+FIELDS = {
+    "task",
+    "sample",
+    "temperature",
+    "text",
+    "body",
+    "tier",
+    "reward",
+    "exact",
+    "ran",
+    "truncated",
+    "tokens",
+    "stdout",
+}
 
 
 def fenced(task) -> str:
@@ -58,10 +70,12 @@ def test_evaluation_keeps_every_completion_beside_its_row(kept, harness_tasks):
         assert sum(r["ran"] for r in mine[1:]) == p["samples_ran"]
     assert all(r["tokens"] <= 24 and r["truncated"] == (r["tokens"] == 24) for r in recs)
     # and they are what the reward says of the kept text, re-graded here
-    again = score_completions([r["text"] for r in recs],
-                              [harness_tasks[i // 3]["answer"] for i in range(len(recs))])
-    assert [(s.body, s.tier, round(s.score, 4)) for s in again] == \
-        [(r["body"], r["tier"], r["reward"]) for r in recs]
+    again = score_completions(
+        [r["text"] for r in recs], [harness_tasks[i // 3]["answer"] for i in range(len(recs))]
+    )
+    assert [(s.body, s.tier, round(s.score, 4)) for s in again] == [
+        (r["body"], r["tier"], r["reward"]) for r in recs
+    ]
 
 
 def test_same_samples_same_bytes(kept, tmp_path):
@@ -76,17 +90,23 @@ def test_browse_shows_the_gold_beside_the_samples(harness_tasks, tmp_path):
     tasks = harness_tasks[:2]
     wrong = "```jac\nprint('nope');\n```"
     greedy = [Sample(fenced(tasks[0]), 30, False), Sample("no code here", 5, False)]
-    drawn = [[Sample(wrong, 8, False), Sample(fenced(tasks[0]), 30, False)],
-             [Sample(fenced(tasks[1]), 40, False), Sample("```jac\nx = (\n", 512, True)]]
+    drawn = [
+        [Sample(wrong, 8, False), Sample(fenced(tasks[0]), 30, False)],
+        [Sample(fenced(tasks[1]), 40, False), Sample("```jac\nx = (\n", 512, True)],
+    ]
     scored = score_all(tasks, greedy, drawn)
     head = smp.header({"model": "m", "n": 2, "temperature": 0.7, "split": "harness"}, tasks)
-    path = smp.write_samples(tmp_path / "k.jsonl.gz",
-                             head, smp.records(tasks, greedy, drawn, *scored, 0.7))
+    path = smp.write_samples(
+        tmp_path / "k.jsonl.gz", head, smp.records(tasks, greedy, drawn, *scored, 0.7)
+    )
     head, recs = smp.read_samples(path)
     a, b = (meta(t)["id"] for t in tasks)
     summary = smp.browse(head, recs)
-    assert summary.splitlines()[2].split()[:3] == [a, meta(tasks[0]).get("family") or
-                                                  a.split("_")[0], "exact"]
+    assert summary.splitlines()[2].split()[:3] == [
+        a,
+        meta(tasks[0]).get("family") or a.split("_")[0],
+        "exact",
+    ]
     assert summary.splitlines()[3].split()[2:] == ["none", "exact", "1", "none", "1"]
     one = smp.browse(head, recs, task=a)
     gold_line = dedent(meta(tasks[0])["gold"]).strip("\n").split("\n")[0]
@@ -109,8 +129,25 @@ def test_eval_cli_log_samples_and_samples_cli(tiny, harness_tasks, tmp_path, cap
     tasks_file = tmp_path / "tasks.jsonl"
     tasks_file.write_text("".join(json.dumps(t) + "\n" for t in harness_tasks[:1]))
     rows = tmp_path / "out" / "rows.jsonl"
-    assert main(["eval", "--model", tiny, "--tasks", str(tasks_file), "-n", "1",
-                 "--max-tokens", "16", "--out", str(rows), "--log-samples"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                tiny,
+                "--tasks",
+                str(tasks_file),
+                "-n",
+                "1",
+                "--max-tokens",
+                "16",
+                "--out",
+                str(rows),
+                "--log-samples",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     row = read_rows(rows)[0]
     kept = [p for p in (rows.parent / "samples").iterdir()]
@@ -123,8 +160,22 @@ def test_eval_cli_log_samples_and_samples_cli(tiny, harness_tasks, tmp_path, cap
     out = capsys.readouterr().out
     assert "  prompt:" in out and "  gold:" in out and "-- sample 1 (T=" in out
     # a bad name is refused before any work
-    assert main(["eval", "--model", tiny, "--tasks", str(tasks_file), "--out", "",
-                 "--log-samples", str(tmp_path / "x.jsonl")]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                tiny,
+                "--tasks",
+                str(tasks_file),
+                "--out",
+                "",
+                "--log-samples",
+                str(tmp_path / "x.jsonl"),
+            ]
+        )
+        == 2
+    )
     assert capsys.readouterr().err.startswith("jacrl: eval: --log-samples ")
 
 
@@ -140,10 +191,13 @@ def test_damaged_samples_files_are_one_line_errors(kept, tmp_path, capsys):
     headless = tmp_path / "headless.jsonl.gz"
     with gzip.open(headless, "wt") as f:
         f.write('{"task": "a"}\n')
-    for p, msg in ((cut, f"{cut}: not a whole gzip file"), (plain, f"{plain}: not a whole gzip"),
-                   (bad, f"{bad}:2: not a JSON line"), (headless, f"{headless}:1: no samples "
-                                                                  "header"),
-                   (tmp_path / "none.jsonl.gz", f"{tmp_path / 'none.jsonl.gz'}: no such")):
+    for p, msg in (
+        (cut, f"{cut}: not a whole gzip file"),
+        (plain, f"{plain}: not a whole gzip"),
+        (bad, f"{bad}:2: not a JSON line"),
+        (headless, f"{headless}:1: no samples header"),
+        (tmp_path / "none.jsonl.gz", f"{tmp_path / 'none.jsonl.gz'}: no such"),
+    ):
         assert main(["samples", str(p)]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"jacrl: samples: {msg}") and err.count("\n") == 1, err

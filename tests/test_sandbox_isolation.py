@@ -19,7 +19,7 @@ PRIVATE = ("/tmp", "/var/tmp")  # the job's own tmpfs (its cwd is under /tmp)
 # Plain Python, run by `exec` from a Jac program. mode "write": leave markers everywhere, hold them
 # for `hold` seconds; mode "look": report every marker, socket and port it can reach. Both report
 # the mount points (device changes along the walk) and the writable directories they saw.
-PROBE = r'''
+PROBE = r"""
 import json, os, socket, time
 MARK = "jacrl-marker-" + TOKEN
 def walk():
@@ -77,12 +77,14 @@ for fam, addr in addrs:
 print(json.dumps(dict(mounts=mounts, writable=writable, found=found, reached=reached,
                       listening=listening, dirs=len(dirs))), flush=True)
 time.sleep(HOLD)
-'''
+"""
 
 
 def program(mode: str, token: str, hold: float = 0.0, wait: float = 0.0) -> str:
-    code = (f"MODE, TOKEN, HOLD, PORTS = {mode!r}, {token!r}, {hold!r}, {PORTS!r}\n"
-            f"import time; time.sleep({wait!r})\n" + PROBE)
+    code = (
+        f"MODE, TOKEN, HOLD, PORTS = {mode!r}, {token!r}, {hold!r}, {PORTS!r}\n"
+        f"import time; time.sleep({wait!r})\n" + PROBE
+    )
     b64 = base64.b64encode(code.encode()).decode()
     return f'with entry {{ exec(__import__("base64").b64decode("{b64}").decode()); }}'
 
@@ -115,8 +117,8 @@ def test_a_job_can_write_only_its_own_tmpfs(ex):
 
 
 def test_a_second_job_finds_nothing_of_the_first_after_it(ex):
-    first, = ex.run_many([program("write", "seq")], timeout=20)
-    look, = ex.run_many([program("look", "seq")], timeout=20)
+    (first,) = ex.run_many([program("write", "seq")], timeout=20)
+    (look,) = ex.run_many([program("look", "seq")], timeout=20)
     w, r = report(first), report(look)
     assert w["writable"], w
     assert r["found"] == [] and r["reached"] == [], r
@@ -126,7 +128,8 @@ def test_a_second_job_finds_nothing_of_the_first_while_it_runs(ex):
     """Concurrent: the first job holds its markers and listening sockets for 4 s; the second looks
     after 1.5 s, while the first still runs."""
     first, look = ex.run_many(
-        [program("write", "conc", hold=4.0), program("look", "conc", wait=1.5)], timeout=20)
+        [program("write", "conc", hold=4.0), program("look", "conc", wait=1.5)], timeout=20
+    )
     w, r = report(first), report(look)
     assert w["writable"] and w["listening"], w
     assert look.seconds < first.seconds, (look.seconds, first.seconds)  # it looked meanwhile

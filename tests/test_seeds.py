@@ -21,8 +21,11 @@ from jacrl.report import seeds as S
 from jacrl.stats import wilson
 
 ROOT = Path(__file__).resolve().parent.parent
-ROWS = [json.loads(x) for x in (ROOT / "results" / "rl_ladder.jsonl").read_text().splitlines()
-        if x.strip()]
+ROWS = [
+    json.loads(x)
+    for x in (ROOT / "results" / "rl_ladder.jsonl").read_text().splitlines()
+    if x.strip()
+]
 
 
 def real(tag: str) -> dict:
@@ -30,21 +33,31 @@ def real(tag: str) -> dict:
     return copy.deepcopy(next(r for r in ROWS if r["tag"] == tag))
 
 
-def seeded(row: dict, seed: int, passes: int | list[bool], n: int | None = None,
-           **fields) -> dict:
+def seeded(row: dict, seed: int, passes: int | list[bool], n: int | None = None, **fields) -> dict:
     """`row` as trained under train seed `seed`: its per-task greedy outcomes set (the first
     `passes` tasks right, or one bool per task), over `n` tasks (the row's own ids, extended with
     suffixed copies when n is larger), pass1/pass1_pct recounted; `fields` override."""
     x = copy.deepcopy(row)
     base = x["per_task"]
     n = n or (len(passes) if isinstance(passes, list) else len(base))
-    tasks = [dict(base[i % len(base)], id=base[i % len(base)]["id"]
-                  + (f"~{i // len(base)}" if i >= len(base) else "")) for i in range(n)]
+    tasks = [
+        dict(
+            base[i % len(base)],
+            id=base[i % len(base)]["id"] + (f"~{i // len(base)}" if i >= len(base) else ""),
+        )
+        for i in range(n)
+    ]
     ok = passes if isinstance(passes, list) else [i < passes for i in range(n)]
     for t, good in zip(tasks, ok, strict=True):
         t["greedy_exact"] = bool(good)
-    x.update(per_task=tasks, tasks=n, pass1=sum(ok), pass1_pct=round(100 * sum(ok) / n, 2),
-             train_seed=seed, cell_key=f"{row['cell_key']}-s{seed}")
+    x.update(
+        per_task=tasks,
+        tasks=n,
+        pass1=sum(ok),
+        pass1_pct=round(100 * sum(ok) / n, 2),
+        train_seed=seed,
+        cell_key=f"{row['cell_key']}-s{seed}",
+    )
     x.update(fields)
     return x
 
@@ -67,8 +80,9 @@ def test_the_bootstrap_is_deterministic_and_its_resamples_a_parameter():
     rows = group(real("r1/jac-tiny/sft/gen"), [1, 3, 5])
     first, again = S.seed_summary(rows), S.seed_summary(copy.deepcopy(rows))
     assert first.equals(again)
-    assert report.show_text(rows, include_stale=True) == \
-        report.show_text(copy.deepcopy(rows), include_stale=True)
+    assert report.show_text(rows, include_stale=True) == report.show_text(
+        copy.deepcopy(rows), include_stale=True
+    )
     with pytest.raises(ValueError):
         S.bootstrap_means(np.zeros((0, 3)))
 
@@ -126,8 +140,10 @@ def test_reruns_of_a_seed_keep_the_last_row_and_ids_are_paired():
 
 
 def test_several_seeds_without_per_task_outcomes_have_no_interval():
-    rows = [{"tag": "r1/m/sft/gen", "pass1": k, "tasks": 10, "train_seed": s}
-            for s, k in enumerate([2, 5])]
+    rows = [
+        {"tag": "r1/m/sft/gen", "pass1": k, "tasks": 10, "train_seed": s}
+        for s, k in enumerate([2, 5])
+    ]
     st = S.seed_stat(S.seed_groups(rows)[("m", "1", "sft", "gen", "hole", False)])
     assert st.method == S.NO_OUTCOMES and math.isnan(st.lo) and st.rate == pytest.approx(0.35)
     assert "35.0 [no interval]" in S.seed_table(S.seed_summary(rows)).to_string()
@@ -153,8 +169,9 @@ def test_pairing_by_seed_sees_a_gain_the_seeds_spread_hides():
     though the two groups' own across-seed intervals overlap."""
     n = 30
     sft = [seeded(real("r3/jac-tiny/sft/gen"), s, k, n) for s, k in enumerate([3, 13, 23])]
-    grpo = [seeded(real("r3/jac-tiny/sft_grpo/gen"), s, k + 3, n)
-            for s, k in enumerate([3, 13, 23])]
+    grpo = [
+        seeded(real("r3/jac-tiny/sft_grpo/gen"), s, k + 3, n) for s, k in enumerate([3, 13, 23])
+    ]
     base = [seeded(real("r3/jac-tiny/base/gen"), 0, 0, n)]  # no training: one seed
     rows = base + sft + grpo
     summary = S.seed_summary(rows).set_index("condition")
@@ -189,14 +206,18 @@ def test_format_comparison_over_seeds_pairs_hole_and_conversion_of_one_condition
 def test_show_says_how_many_seeds_and_each_seeds_value():
     """Committed rows with the sft cells retrained under three seeds (only their outcomes vary,
     so the rows stay fresh)."""
-    rows = [r for r in copy.deepcopy(ROWS) if r["tag"] not in ("r1/jac-tiny/sft/gen",
-                                                                "r1/jac-tiny/sft/mem")]
+    rows = [
+        r
+        for r in copy.deepcopy(ROWS)
+        if r["tag"] not in ("r1/jac-tiny/sft/gen", "r1/jac-tiny/sft/mem")
+    ]
     sft = real("r1/jac-tiny/sft/gen")
     rows += group(sft, [1, 3, 5]) + group(real("r1/jac-tiny/sft/mem"), [1, 1, 1])
     text = report.show_text(rows)
     assert "stale" not in text
-    line = next(ln for ln in text.splitlines() if "jac-tiny" not in ln and " sft " in ln
-                and "p@" in ln)
+    line = next(
+        ln for ln in text.splitlines() if "jac-tiny" not in ln and " sft " in ln and "p@" in ln
+    )
     st = S.seed_stat({s: r for s, r in enumerate(group(sft, [1, 3, 5]))})
     r1, r3 = line.split("(3 seeds)")  # the r1 cell says it; r3's, one seed, does not
     assert f"50.0 [{100 * st.lo:.0f}-{100 * st.hi:.0f}] p@4 0.0 m100/50@T0.5" in r1

@@ -55,7 +55,12 @@ def test_a_rows_settings_are_its_evaluations_and_its_stages():
     sft = next(r for r in rows if r["condition"] == "sft" and r["rung"] == "1")
     s = report.settings_of(sft)
     assert {k: s[k] for k in ("n", "k", "temperature", "max_tokens", "gen_limit")} == {
-        "n": 4, "k": [1, 2, 4], "temperature": 1.0, "max_tokens": 256, "gen_limit": 6}
+        "n": 4,
+        "k": [1, 2, 4],
+        "temperature": 1.0,
+        "max_tokens": 256,
+        "gen_limit": 6,
+    }
     assert s["sft.iters"] == 90 and not any(k.startswith("grpo.") for k in s)
     base = report.settings_of(next(r for r in rows if r["condition"] == "base"))
     assert not any("." in k for k in base)
@@ -70,8 +75,10 @@ def test_a_cell_whose_rows_differ_in_settings_is_flagged():
     lines = text.splitlines()
     assert any(ln.startswith("rows made with other settings") for ln in lines), text
     for kind in ("gen", "mem"):
-        assert (f"  r1 jac-tiny sft {kind}: 2 rows, n 4 | 8; sft.iters 90 | 100 — shown: n=8, "
-                "sft.iters=100") in lines
+        assert (
+            f"  r1 jac-tiny sft {kind}: 2 rows, n 4 | 8; sft.iters 90 | 100 — shown: n=8, "
+            "sft.iters=100"
+        ) in lines
     assert "  the table's cells were evaluated with other settings: n 4 | 8" in lines
     assert "rows made with other settings" not in report.show_text(rows, include_stale=True)
 
@@ -110,8 +117,9 @@ def test_where_picks_the_rows_of_the_table_and_the_figures(tmp_path, capsys):
     assert f"rows where sft.iters=90: {len(rows) - 4} of {len(rows) + 2} shown" in out
     assert "rows made with other settings" not in out
     # a key twice: either value; numbers as numbers; eval.n is n
-    picked = report.where_rows(rows, ["sft.iters=90", "sft.iters=270", "temperature=1",
-                                      "eval.n=4.0", "k=1,2,4"])
+    picked = report.where_rows(
+        rows, ["sft.iters=90", "sft.iters=270", "temperature=1", "eval.n=4.0", "k=1,2,4"]
+    )
     assert picked == rows
 
 
@@ -119,18 +127,23 @@ def test_where_mistakes_are_one_line_errors(tmp_path, capsys):
     res = _results(tmp_path, _rows())
     show = ["ladder", "show", "--results", str(res), "--no-figures", "--include-stale"]
     err = _one_line_error(capsys, *show, "--where", "samples=8")
-    assert err.startswith("jacrl: ladder show: --where samples: no row has that setting (rows "
-                          "have n, k, temperature, max_tokens, gen_limit, mem_limit, seed")
+    assert err.startswith(
+        "jacrl: ladder show: --where samples: no row has that setting (rows "
+        "have n, k, temperature, max_tokens, gen_limit, mem_limit, seed"
+    )
     assert "e.g. sft.iters" in err
     assert _one_line_error(capsys, *show, "--where", "n=3", "--where", "sft.iters=5") == (
-        "jacrl: ladder show: no row where n=3, sft.iters=5 (rows have n = 4; sft.iters = 90, "
-        "270)")
+        "jacrl: ladder show: no row where n=3, sft.iters=5 (rows have n = 4; sft.iters = 90, 270)"
+    )
     assert _one_line_error(capsys, *show, "--where", "n") == (
-        "jacrl: ladder show: --where expects KEY=VALUE (e.g. n=8, sft.iters=100), got 'n'")
+        "jacrl: ladder show: --where expects KEY=VALUE (e.g. n=8, sft.iters=100), got 'n'"
+    )
 
 
-WANT = ("expected the results folder that holds rl_ladder.jsonl (as `jacrl ladder run --results "
-        "DIR` writes it), or a rows file")
+WANT = (
+    "expected the results folder that holds rl_ladder.jsonl (as `jacrl ladder run --results "
+    "DIR` writes it), or a rows file"
+)
 
 
 @pytest.mark.parametrize("content", ["hello\n", "a,b\n1,2\n", "\x89PNG\x00\x01\x02", "[1, 2]\n"])
@@ -139,26 +152,31 @@ def test_results_that_is_not_rows_is_one_line(tmp_path, capsys, content):
     bad.write_text(content)
     assert _one_line_error(capsys, "ladder", "show", "--results", str(bad)) == (
         f"jacrl: ladder show: --results {bad}: table.csv is not a rows file (no line of it is a "
-        f"JSON object); {WANT}")
+        f"JSON object); {WANT}"
+    )
     folder = tmp_path / "res"
     folder.mkdir()
     (folder / ladder.RESULTS_FILE).write_text(content)  # the folder is right, its file is not
     assert _one_line_error(capsys, "ladder", "show", "--results", str(folder)) == (
         f"jacrl: ladder show: --results {folder}: rl_ladder.jsonl is not a rows file (no line "
-        f"of it is a JSON object); {WANT}")
+        f"of it is a JSON object); {WANT}"
+    )
 
 
 def test_results_that_is_missing_is_one_line_and_a_rows_file_is_read(tmp_path, capsys):
     gone = tmp_path / "no-such"
     assert _one_line_error(capsys, "ladder", "show", "--results", str(gone)) == (
-        f"jacrl: ladder show: --results {gone}: no such file or folder; {WANT}")
+        f"jacrl: ladder show: --results {gone}: no such file or folder; {WANT}"
+    )
     res = _results(tmp_path, _rows())
     named = tmp_path / "copy.jsonl"  # a rows file of any name, given itself
     named.write_text((res / ladder.RESULTS_FILE).read_text())
     for given in (res, res / ladder.RESULTS_FILE, named):
         capsys.readouterr()
-        assert main(["ladder", "show", "--results", str(given), "--no-figures",
-                     "--include-stale"]) == 0
+        assert (
+            main(["ladder", "show", "--results", str(given), "--no-figures", "--include-stale"])
+            == 0
+        )
         assert "jac-tiny" in capsys.readouterr().out
 
 

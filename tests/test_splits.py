@@ -6,8 +6,16 @@ import json
 
 from conftest import ROOT
 
-from jacrl.splits import (RUNGS, SplitConfig, check_splits, load_split, make_splits, report,
-                          rung, rung_tasks)
+from jacrl.splits import (
+    RUNGS,
+    SplitConfig,
+    check_splits,
+    load_split,
+    make_splits,
+    report,
+    rung,
+    rung_tasks,
+)
 from jacrl.tasks import read_tasks
 
 
@@ -32,7 +40,7 @@ def test_rungs_are_nested_and_balanced():
     prev = []
     for r in RUNGS:
         cur = _ids(rung_tasks(pool, r))
-        assert cur[:len(prev)] == prev
+        assert cur[: len(prev)] == prev
         prev = cur
     assert len({json.loads(t["answer"])["family"] for t in rung(5, ROOT / "data")}) >= 2
     assert _ids(rung(3, ROOT / "data")) == _ids(pool[:3])

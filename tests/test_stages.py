@@ -17,8 +17,10 @@ from jacrl.stages import STAGES
 
 
 def test_reading_the_table_loads_no_mlx():
-    code = ("import sys, jacrl.stages, jacrl.conditions; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mlx', 'mlx_lm')))")
+    code = (
+        "import sys, jacrl.stages, jacrl.conditions; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mlx', 'mlx_lm')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -30,8 +32,9 @@ def test_every_entry_names_a_trainer_and_its_parent_use():
         assert ("parent" in params) == (st.parent != "none"), name
         assert st.env_prefix == f"JACRL_{name.upper()}_" and stages.CONFIGS[name] is st.config
     assert {c.name for c in CONDITIONS.values() if c.grades} == {
-        c.name for c in CONDITIONS.values() if any(STAGES[s].grades for s in c.stages)}
-    assert [s for s, st in STAGES.items() if st.grades] == ["rft", "star", "grpo"]
+        c.name for c in CONDITIONS.values() if any(STAGES[s].grades for s in c.stages)
+    }
+    assert [s for s, st in STAGES.items() if st.grades] == ["rft", "star", "grpo", "dpo"]
 
 
 def test_a_cell_resolves_grpo_as_jacrl_train_does(data_dir, monkeypatch, capsys):
@@ -45,7 +48,7 @@ def test_a_cell_resolves_grpo_as_jacrl_train_does(data_dir, monkeypatch, capsys)
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "additive")
     assert main(["train", "grpo", "--show-config", "--set", "iters=3", "--set", "seed=0"]) == 0
     out = capsys.readouterr().out  # the knobs' help, then the resolved config as JSON
-    cli = json.loads(out[out.index("\n{") + 1:])
+    cli = json.loads(out[out.index("\n{") + 1 :])
     cfg = from_env(LadderConfig(rungs=("1",), data_dir=data_dir, grpo_iters=3))
     cell = make_cell(cfg, "1", condition="raw_grpo", log=lambda _: None)
     assert json.loads(json.dumps(dataclasses.asdict(cell.stages["grpo"]))) == cli
@@ -65,12 +68,13 @@ def test_a_key_holds_only_the_code_its_stage_imports(tmp_path):
     # each trainer module its own code (rft and star share one)
     assert len(set(before.values())) == len({st.module for st in STAGES.values()})
     # a new trainer, re-exported by the package: no existing stage's code changes
-    (pkg / "train" / "dpo.py").write_text(
-        "from jacrl.train.sft import sft\n\ndef dpo(*a, **k):\n    return sft(*a, **k)\n")
+    (pkg / "train" / "kto.py").write_text(
+        "from jacrl.train.sft import sft\n\ndef kto(*a, **k):\n    return sft(*a, **k)\n"
+    )
     init = pkg / "train" / "__init__.py"
-    init.write_text(init.read_text() + "from jacrl.train.dpo import dpo\n")
+    init.write_text(init.read_text() + "from jacrl.train.kto import kto\n")
     assert _hashes(pkg) == before
-    assert provenance.code_of(["jacrl.train.dpo"], pkg) != before["sft"]  # it imports sft's
+    assert provenance.code_of(["jacrl.train.kto"], pkg) != before["sft"]  # it imports sft's
     # a module only grpo imports: grpo's changes, sft's does not
     loss = pkg / "train" / "grpo_loss.py"
     loss.write_text(loss.read_text() + "\nEXTRA = 1\n")
@@ -95,7 +99,11 @@ def test_a_cells_code_is_its_stages_and_its_evaluations():
     assert cell_modules("sft") == ("jacrl.train.sft", "jacrl.train.grpo", "jacrl.evaluate")
     assert cell_modules("sft_grpo") == ("jacrl.train.sft", "jacrl.train.grpo", "jacrl.evaluate")
     assert "jacrl.train.rft" not in cell_modules("raw_grpo")
-    files = {p.name for p in provenance.imported_sources(cell_modules("base"), provenance.PACKAGE,
-                                                         provenance.KEYED_CODE)}
+    files = {
+        p.name
+        for p in provenance.imported_sources(
+            cell_modules("base"), provenance.PACKAGE, provenance.KEYED_CODE
+        )
+    }
     assert {"evaluate.py", "reward.py", "stats.py", "generate.py", "client.py"} <= files
     assert not {"sft.py", "grpo.py", "config.py", "project.py"} & files

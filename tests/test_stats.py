@@ -63,8 +63,12 @@ def test_wilson_matches_scipy_on_a_grid():
 
 def test_wilson_reference_values():
     """SPEC §7.3's printed examples (x100, rounded to 0 dp)."""
-    for (k, n), (lo, hi) in {(7, 18): (20, 61), (11, 18): (39, 80), (4, 15): (11, 52),
-                             (0, 18): (0, 18)}.items():
+    for (k, n), (lo, hi) in {
+        (7, 18): (20, 61),
+        (11, 18): (39, 80),
+        (4, 15): (11, 52),
+        (0, 18): (0, 18),
+    }.items():
         a, b = wilson(k, n)
         assert (round(100 * a), round(100 * b)) == (lo, hi)
     assert wilson(0, 0) == (0.0, 1.0)

@@ -62,22 +62,35 @@ def _hole_in_entry_block(text: str) -> str:
     marker = next(ln for ln in lines if ">>>HOLE" in ln).strip()
     lines = [ln for ln in lines if "HOLE" not in ln]
     i = next(k for k, ln in enumerate(lines) if "print(" in ln)
-    return "\n".join(lines[:i] + ["        " + marker] + [lines[i]] + ["        # <<<HOLE"]
-                     + lines[i + 1:])
+    return "\n".join(
+        lines[:i] + ["        " + marker] + [lines[i]] + ["        # <<<HOLE"] + lines[i + 1 :]
+    )
 
 
 BAD = {
-    "no_hole": ("syn_bad_nohole", lambda t: t.replace("# >>>HOLE", "# >>>HOPE"),
-                ":1: expected exactly one '>>>HOLE'"),
-    "random": ("syn_bad_random", lambda t: t.replace(
-        '"""Harness', 'import random;\n"""Harness').replace(
-        'print(f"{n} -> {collatz_steps(n)}");',
-        'print(f"{n} -> {collatz_steps(n)} {random.random()}");'),
-        "nondeterministic stdout"),
-    "hole_unused": ("syn_bad_unused", lambda t: t.replace("collatz_steps(n)}", "n}"),
-                    "empty body gives the same output"),
-    "gold_crashes": ("syn_bad_crash", lambda t: t.replace("steps = 0;", "steps = 0 / 0;"),
-                     "does not run clean"),
+    "no_hole": (
+        "syn_bad_nohole",
+        lambda t: t.replace("# >>>HOLE", "# >>>HOPE"),
+        ":1: expected exactly one '>>>HOLE'",
+    ),
+    "random": (
+        "syn_bad_random",
+        lambda t: t.replace('"""Harness', 'import random;\n"""Harness').replace(
+            'print(f"{n} -> {collatz_steps(n)}");',
+            'print(f"{n} -> {collatz_steps(n)} {random.random()}");',
+        ),
+        "nondeterministic stdout",
+    ),
+    "hole_unused": (
+        "syn_bad_unused",
+        lambda t: t.replace("collatz_steps(n)}", "n}"),
+        "empty body gives the same output",
+    ),
+    "gold_crashes": (
+        "syn_bad_crash",
+        lambda t: t.replace("steps = 0;", "steps = 0 / 0;"),
+        "does not run clean",
+    ),
     "outside_unit": ("syn_bad_outside", lambda t: _hole_in_entry_block(t), "is not inside"),
 }
 
@@ -111,13 +124,15 @@ def test_answer_record_round_trips_through_the_reward(harness_tasks):
 
 
 def _driver(tid: str, head: str, entry: str) -> str:
-    return (f"# Source: apps/harness\n{head}\n"
-            "def double(x: int) -> int {\n"
-            f'    # >>>HOLE id="{tid}" instruction="Return twice x."\n'
-            "    return x * 2;\n"
-            "    # <<<HOLE\n"
-            "}\n\n"
-            f"with entry {{\n    {entry}\n}}\n")
+    return (
+        f"# Source: apps/harness\n{head}\n"
+        "def double(x: int) -> int {\n"
+        f'    # >>>HOLE id="{tid}" instruction="Return twice x."\n'
+        "    return x * 2;\n"
+        "    # <<<HOLE\n"
+        "}\n\n"
+        f"with entry {{\n    {entry}\n}}\n"
+    )
 
 
 def test_build_errors_name_the_real_cause(tmp_path):
@@ -130,8 +145,7 @@ def test_build_errors_name_the_real_cause(tmp_path):
     out = tmp_path / "data"
     report = build_tasks(drivers, out)
     assert report.failures == [
-        f"{nomod}:2: driver does not run clean (runtime_error): "
-        "Error: No module named 'nosuchmod'",
+        f"{nomod}:2: driver does not run clean (runtime_error): Error: No module named 'nosuchmod'",
         f"{silent}:1: driver prints nothing (its stdout is empty)",
     ]
     assert not out.exists() or not any(out.iterdir())

@@ -23,8 +23,15 @@ from jacrl.tasks import TIMEOUT, TIMEOUT_STEPS, load_all, read_tasks, task_timeo
 
 
 def test_the_rule_and_the_stored_values():
-    assert [task_timeout(s) for s in (0.0, 0.12, 0.17, 0.33, 0.34, 1.66, 1.67)] == \
-        [0.5, 0.5, 1.0, 1.0, 5.0, 5.0, TIMEOUT]
+    assert [task_timeout(s) for s in (0.0, 0.12, 0.17, 0.33, 0.34, 1.66, 1.67)] == [
+        0.5,
+        0.5,
+        1.0,
+        1.0,
+        5.0,
+        5.0,
+        TIMEOUT,
+    ]
     tasks = read_tasks(ROOT / "data" / "tasks.jsonl")
     assert {t["meta"]["timeout"] for t in tasks} <= set(TIMEOUT_STEPS)
     by_id = {t["meta"]["id"]: t["answer"] for t in tasks}
@@ -57,8 +64,9 @@ def test_reward_and_conversion_checks_use_the_tasks_timeout(harness_tasks):
     answer = json.loads(harness_tasks[0]["answer"])
     assert answer["timeout"] == 0.5  # the ordinary build of a harness driver
     with Recording() as ex:
-        loop, = score_completions(["```jac\nwhile True { }\n```"], [harness_tasks[0]["answer"]],
-                                  executor=ex)
+        (loop,) = score_completions(
+            ["```jac\nwhile True { }\n```"], [harness_tasks[0]["answer"]], executor=ex
+        )
         assert ex.timeouts == [0.5]
         assert loop.verdict.timed_out and loop.verdict.seconds < wall_limit(0.5) + 0.5
         ex.timeouts.clear()
@@ -66,8 +74,10 @@ def test_reward_and_conversion_checks_use_the_tasks_timeout(harness_tasks):
         report = conversion.build(ROOT / "drivers", built, ex)
         assert report.records and not report.failures
         stored = {t["meta"]["id"]: t["meta"]["timeout"] for t in built}
-        ids = [r["meta"]["id"] if "meta" in r else json.loads(r["answer"])["id"]
-               for r in report.records]
+        ids = [
+            r["meta"]["id"] if "meta" in r else json.loads(r["answer"])["id"]
+            for r in report.records
+        ]
         assert sorted(ex.timeouts) == sorted(stored[i] for i in ids)
 
 
@@ -94,8 +104,11 @@ def test_every_answer_shape_of_every_task_scores_one_on_a_busy_machine():
     stretch). The programs run while it spins; the grading (pure Python) after, from those
     verdicts."""
     answers = {t["meta"]["id"]: t["answer"] for t in read_tasks(ROOT / "data" / "tasks.jsonl")}
-    named = [(f"{d.id}/{name}", c, answers[d.id]) for d in load_all(ROOT / "drivers")[0]
-             for name, c in variants(d).items()]
+    named = [
+        (f"{d.id}/{name}", c, answers[d.id])
+        for d in load_all(ROOT / "drivers")[0]
+        for name, c in variants(d).items()
+    ]
     programs = {}  # what score_completions runs for each shape: its spliced program
     for _, c, a in named:
         hole = Hole.from_answer(a)
@@ -105,14 +118,16 @@ def test_every_answer_shape_of_every_task_scores_one_on_a_busy_machine():
             runs = ex.run_many(list(programs), timeout=list(programs.values()))
             assert os.sched_getaffinity(ex.server_pid) == {core}
         ran = ex.jobs_executed
-        scored = score_completions([c for _, c, _ in named], [a for _, _, a in named],
-                                   executor=ex)
+        scored = score_completions([c for _, c, _ in named], [a for _, _, a in named], executor=ex)
         assert ex.jobs_executed == ran == len(programs)  # every verdict is from the busy runs
-    bad = [(n, s.score, s.tier) for (n, _, _), s in zip(named, scored,
-                                                        strict=True) if s.score != 1.0]
+    bad = [
+        (n, s.score, s.tier) for (n, _, _), s in zip(named, scored, strict=True) if s.score != 1.0
+    ]
     slowest = max(v.seconds for v in runs)
-    print(f"\n{len(named)} shapes of {len(answers)} tasks, {len(programs)} programs: slowest "
-          f"run {slowest:.2f} s wall")
+    print(
+        f"\n{len(named)} shapes of {len(answers)} tasks, {len(programs)} programs: slowest "
+        f"run {slowest:.2f} s wall"
+    )
     assert not bad and len(named) >= len(answers) * 10, bad[:5]
 
 

@@ -20,12 +20,31 @@ from jacrl.config import GRPOConfig, SFTConfig, configure
 from jacrl.tasks import prompt_answer, read_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
-SFT_SETS = {"iters": "3", "learning_rate": "1e-3", "warmup": "0", "batch_size": "1",
-            "lora_layers": "2", "lora_rank": "4", "grad_checkpoint": "false",
-            "steps_per_report": "1", "steps_per_eval": "2", "val_batches": "1"}
-GRPO = GRPOConfig(iters=2, learning_rate=1e-3, beta=0.04, group_size=2, batch_size=1,
-                  max_completion_length=16, lora_layers=2, grad_checkpoint=False,
-                  steps_per_report=1, temperature=1.0, min_group_span=0.0)
+SFT_SETS = {
+    "iters": "3",
+    "learning_rate": "1e-3",
+    "warmup": "0",
+    "batch_size": "1",
+    "lora_layers": "2",
+    "lora_rank": "4",
+    "grad_checkpoint": "false",
+    "steps_per_report": "1",
+    "steps_per_eval": "2",
+    "val_batches": "1",
+}
+GRPO = GRPOConfig(
+    iters=2,
+    learning_rate=1e-3,
+    beta=0.04,
+    group_size=2,
+    batch_size=1,
+    max_completion_length=16,
+    lora_layers=2,
+    grad_checkpoint=False,
+    steps_per_report=1,
+    temperature=1.0,
+    min_group_span=0.0,
+)
 
 
 @pytest.fixture(scope="module")
@@ -57,20 +76,29 @@ def offline_runs(wandb_dir: Path, name: str | None = None) -> list[dict]:
     by W&B's own reader: name, project, config, history (rows in order), summary, exit_code."""
     runs = []
     for run in sorted((wandb_dir / "wandb").glob("offline-run-*")):
-        out = subprocess.run([sys.executable, "-m", "wandb", "leet", "inspect", "--json",
-                              str(run)], capture_output=True, text=True, check=True,
-                             timeout=120).stdout
+        out = subprocess.run(
+            [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(run)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
         records = [json.loads(x) for x in out.splitlines() if x.strip()]
         head = next(r["run"] for r in records if r["type"] == "run")
         summary: dict = {}
         for r in records:
             if r["type"] == "summary":
                 summary.update(r["summary"]["update"])
-        view = {"name": head["display_name"], "project": head["project"],
-                "config": head["config"]["update"], "summary": summary,
-                "history": [r["history"]["item"] for r in records if r["type"] == "history"],
-                "exit_code": next((r["exit"].get("exit_code", 0) for r in records
-                                   if r["type"] == "exit"), None)}
+        view = {
+            "name": head["display_name"],
+            "project": head["project"],
+            "config": head["config"]["update"],
+            "summary": summary,
+            "history": [r["history"]["item"] for r in records if r["type"] == "history"],
+            "exit_code": next(
+                (r["exit"].get("exit_code", 0) for r in records if r["type"] == "exit"), None
+            ),
+        }
         if name is None or view["name"] == name:
             runs.append(view)
     return runs
@@ -90,8 +118,9 @@ def no_tracker_files(art) -> bool:
     return not any("wandb" in p.name or "swanlog" in p.name for p in art.path.rglob("*"))
 
 
-def test_sft_cli_reports_to_wandb_offline_and_keeps_the_key(tiny, task_file, wandb_dir,
-                                                            tmp_path, capsys):
+def test_sft_cli_reports_to_wandb_offline_and_keeps_the_key(
+    tiny, task_file, wandb_dir, tmp_path, capsys
+):
     arts = tmp_path / "artifacts"
     argv = ["train", "sft", "--model", tiny, "--tasks", str(task_file), "--out-root", str(arts)]
     for k, v in SFT_SETS.items():
@@ -113,8 +142,9 @@ def test_sft_cli_reports_to_wandb_offline_and_keeps_the_key(tiny, task_file, wan
     assert len(train_rows) == 3 and val_rows
     losses = logged(run, "train_loss")
     assert losses == pytest.approx({r["iteration"]: r["train_loss"] for r in train_rows})
-    assert logged(run, "val_loss") == pytest.approx({r["iteration"]: r["val_loss"]
-                                                     for r in val_rows})
+    assert logged(run, "val_loss") == pytest.approx(
+        {r["iteration"]: r["val_loss"] for r in val_rows}
+    )
     for key in ("learning_rate", "tokens_per_second", "trained_tokens"):
         assert sorted(logged(run, key)) == [1, 2, 3], key
     assert run["summary"]["train_loss"] == pytest.approx(train_rows[-1]["train_loss"])
@@ -131,8 +161,9 @@ def test_sft_cli_reports_to_wandb_offline_and_keeps_the_key(tiny, task_file, wan
     assert len(offline_runs(wandb_dir, art.path.name)) == 1
 
 
-def test_grpo_reports_step_metrics_from_the_env_default(tiny, task_file, wandb_dir, tmp_path,
-                                                        monkeypatch):
+def test_grpo_reports_step_metrics_from_the_env_default(
+    tiny, task_file, wandb_dir, tmp_path, monkeypatch
+):
     monkeypatch.setenv("JACRL_REPORT_TO", "wandb")  # report_to's default when not given
     monkeypatch.setenv("WANDB_PROJECT", "jacrl-env")  # project's default
     tasks = read_tasks(task_file)
@@ -146,11 +177,27 @@ def test_grpo_reports_step_metrics_from_the_env_default(tiny, task_file, wandb_d
 
     train_rows, steps = metrics(art, "train"), metrics(art, "step")
     assert [r["iteration"] for r in train_rows] == [1, 2] and [s["step"] for s in steps] == [1, 2]
-    for key in ("reward_mean", "reward_std", "group_reward_std", "kl", "truncated", "loss",
-                "train_loss", "learning_rate"):
+    for key in (
+        "reward_mean",
+        "reward_std",
+        "group_reward_std",
+        "kl",
+        "truncated",
+        "loss",
+        "train_loss",
+        "learning_rate",
+    ):
         assert logged(run, key) == pytest.approx({r["iteration"]: r[key] for r in train_rows}), key
-    for key in ("generation_s", "reward_s", "update_s", "reward_mean", "exact", "rollouts",
-                "groups_skipped", "truncated"):
+    for key in (
+        "generation_s",
+        "reward_s",
+        "update_s",
+        "reward_mean",
+        "exact",
+        "rollouts",
+        "groups_skipped",
+        "truncated",
+    ):
         assert logged(run, f"step/{key}") == pytest.approx({s["step"]: s[key] for s in steps}), key
     assert no_tracker_files(art)
 
@@ -160,18 +207,24 @@ def test_grpo_reports_step_metrics_from_the_env_default(tiny, task_file, wandb_d
 
 
 def test_missing_package_or_unknown_service_is_one_line_before_any_work(
-        tiny, task_file, wandb_dir, tmp_path, monkeypatch, capsys):
+    tiny, task_file, wandb_dir, tmp_path, monkeypatch, capsys
+):
     arts = tmp_path / "artifacts"
     tasks = read_tasks(task_file)
     before = sorted((wandb_dir / "wandb").glob("offline-run-*"))
-    with pytest.raises(ValueError, match=r"^unknown report_to 'tensorboard'; choose from "
-                                         r"wandb, swanlab$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^unknown report_to 'tensorboard'; choose from "
+        r"wandb, swanlab$",
+    ):
         tr.sft(tiny, tasks, None, SFTConfig(iters=1), arts, report_to="wandb,tensorboard")
     monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` fails as when not installed
     msg = "report_to='wandb' needs the wandb package, which is not installed: pip install wandb"
-    for call in (lambda: tr.sft(tiny, tasks, None, SFTConfig(iters=1), arts, report_to="wandb"),
-                 lambda: tr.grpo(tiny, tasks, None, GRPO, arts, report_to=" WandB "),
-                 lambda: tr.star(tiny, tasks, None, out_root=arts, report_to="wandb")):
+    for call in (
+        lambda: tr.sft(tiny, tasks, None, SFTConfig(iters=1), arts, report_to="wandb"),
+        lambda: tr.grpo(tiny, tasks, None, GRPO, arts, report_to=" WandB "),
+        lambda: tr.star(tiny, tasks, None, out_root=arts, report_to="wandb"),
+    ):
         with pytest.raises(ImportError) as e:
             call()
         assert str(e.value) == msg
@@ -183,8 +236,9 @@ def test_missing_package_or_unknown_service_is_one_line_before_any_work(
     assert main(argv + ["--report-to", "wandb"]) == 2
     assert capsys.readouterr().err == f"jacrl: train: {msg}\n"
     assert main(argv + ["--report-to", "tensorboard"]) == 2
-    assert capsys.readouterr().err == ("jacrl: train: unknown report_to 'tensorboard'; choose "
-                                       "from wandb, swanlab\n")
+    assert capsys.readouterr().err == (
+        "jacrl: train: unknown report_to 'tensorboard'; choose from wandb, swanlab\n"
+    )
     assert not arts.exists() and sorted((wandb_dir / "wandb").glob("offline-run-*")) == before
 
 

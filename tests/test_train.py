@@ -39,12 +39,32 @@ from jacrl.train import artifacts, mlx_compat
 # final norm or the tied embeddings that bound the logits. LRs >= 4e-4 at scale 20 make greedy
 # decoding unstable or diverge (rank 16); on the first, weaker build of jac-tiny (val loss 6.6) it
 # took ~400 steps with LoRA kept off q/k.
-MEMORIZE = SFTConfig(iters=100, learning_rate=2e-4, warmup=0, decay_steps=10**9, batch_size=1,
-                     lora_layers=-1, lora_rank=16, lora_scale=20.0, grad_checkpoint=False,
-                     steps_per_report=20, steps_per_eval=10**6, val_batches=1)
-QUICK = SFTConfig(iters=3, learning_rate=1e-3, warmup=0, batch_size=1, lora_layers=2,
-                  lora_rank=4, grad_checkpoint=False, steps_per_report=1, steps_per_eval=1000,
-                  val_batches=1)
+MEMORIZE = SFTConfig(
+    iters=100,
+    learning_rate=2e-4,
+    warmup=0,
+    decay_steps=10**9,
+    batch_size=1,
+    lora_layers=-1,
+    lora_rank=16,
+    lora_scale=20.0,
+    grad_checkpoint=False,
+    steps_per_report=20,
+    steps_per_eval=10**6,
+    val_batches=1,
+)
+QUICK = SFTConfig(
+    iters=3,
+    learning_rate=1e-3,
+    warmup=0,
+    batch_size=1,
+    lora_layers=2,
+    lora_rank=4,
+    grad_checkpoint=False,
+    steps_per_report=1,
+    steps_per_eval=1000,
+    val_batches=1,
+)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +82,8 @@ def one_task(harness_tasks):
     tokenizer): the cheapest to memorize."""
     by_id = {json.loads(t["answer"])["id"]: t for t in harness_tasks}
     return by_id.get("lib_harness_clamp_partial") or min(
-        harness_tasks, key=lambda t: _gold_len(t) + len(t["prompt"]))
+        harness_tasks, key=lambda t: _gold_len(t) + len(t["prompt"])
+    )
 
 
 def _prebuild_with_fast_blas(tiny, task, cfg, out_root) -> bool:
@@ -76,12 +97,19 @@ def _prebuild_with_fast_blas(tiny, task, cfg, out_root) -> bool:
         return False
     spec = out_root / "memorize.json"
     spec.write_text(json.dumps({"model": tiny, "task": task, "cfg": dataclasses.asdict(cfg)}))
-    code = ("import json, sys; from jacrl import train as tr; from jacrl.config import SFTConfig, "
-            "from_dict; s = json.load(open(sys.argv[1])); "
-            "tr.sft(s['model'], [s['task']], None, from_dict(SFTConfig, s['cfg']), "
-            "sys.argv[2], log=lambda m: None)")
-    subprocess.run([sys.executable, "-c", code, str(spec), str(out_root)], check=True,
-                   env={**os.environ, **extra}, timeout=900, stdout=subprocess.DEVNULL)
+    code = (
+        "import json, sys; from jacrl import train as tr; from jacrl.config import SFTConfig, "
+        "from_dict; s = json.load(open(sys.argv[1])); "
+        "tr.sft(s['model'], [s['task']], None, from_dict(SFTConfig, s['cfg']), "
+        "sys.argv[2], log=lambda m: None)"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, str(spec), str(out_root)],
+        check=True,
+        env={**os.environ, **extra},
+        timeout=900,
+        stdout=subprocess.DEVNULL,
+    )
     return True
 
 
@@ -110,10 +138,13 @@ def test_sft_memorizes_one_task(tiny, one_task, memorized):
     assert rec["messages"][2]["content"].startswith("```jac\n")
     losses = [json.loads(x) for x in (art.path / "metrics.jsonl").read_text().splitlines()]
     assert any(x["event"] == "train" for x in losses) and any(x["event"] == "val" for x in losses)
-    row = ev.evaluate(tiny, art.adapter_path, [one_task], EvalConfig(n=0, max_tokens=256),
-                      kind="mem")
-    print(f"\nSFT {MEMORIZE.iters} iters: {m['summary']['train_s']:.1f}s train, "
-          f"{m['_test_wall_s']:.1f}s wall; eval {row['seconds']}")
+    row = ev.evaluate(
+        tiny, art.adapter_path, [one_task], EvalConfig(n=0, max_tokens=256), kind="mem"
+    )
+    print(
+        f"\nSFT {MEMORIZE.iters} iters: {m['summary']['train_s']:.1f}s train, "
+        f"{m['_test_wall_s']:.1f}s wall; eval {row['seconds']}"
+    )
     assert row["pass1"] == 1 and row["pass1_pct"] == 100.0, row["per_task"]
     assert row["artifact"] == art.key and row["truncation_pct"] == 0.0
 
@@ -130,8 +161,10 @@ def test_sft_loss_scores_the_answer_only(tiny, one_task):
 
     model, tok = load(tiny)
     other = {**one_task, "prompt": one_task["prompt"] + "\n# and a longer prompt\n" * 3}
-    data = [ChatDataset(tr.gold_records([t]), tok, mask_prompt=True).process(
-        tr.gold_records([t])[0]) for t in (one_task, other)]
+    data = [
+        ChatDataset(tr.gold_records([t]), tok, mask_prompt=True).process(tr.gold_records([t])[0])
+        for t in (one_task, other)
+    ]
     assert mlx_compat.sliced_head_ok(model, data[0][0])
     plain = next(mlx_compat.iterate_all(data, 2, 2048))
     skipping = next(mlx_compat.iterate_all(data, 2, 2048, head_skip=64))
@@ -144,7 +177,7 @@ def test_sft_loss_scores_the_answer_only(tiny, one_task):
     assert default_loss(model, *plain)[1].item() == answer + 2  # one pad per sequence
     assert abs(loss.item() - loss2.item()) < 1e-4
     toks, off = data[0]  # by hand: the mean cross-entropy of the answer tokens
-    logits = model(mx.array([toks[:-1]]))[0, off - 1:]
+    logits = model(mx.array([toks[:-1]]))[0, off - 1 :]
     want = nn.losses.cross_entropy(logits, mx.array(toks[off:])).mean().item()
     one = next(mlx_compat.iterate_all(data[:1], 1, 2048, head_skip=64))
     assert abs(mlx_compat.sft_loss(model, *one)[0].item() - want) < 1e-4
@@ -187,11 +220,13 @@ def test_content_addressing_reuses_and_retrains(tiny, harness_tasks, out_root):
     assert loaded.key == redone.key and loaded.base_model == redone.base_model
 
 
-def test_rft_keeps_only_verified_samples(tiny, one_task, harness_tasks, memorized, out_root,
-                                        monkeypatch):
+def test_rft_keeps_only_verified_samples(
+    tiny, one_task, harness_tasks, memorized, out_root, monkeypatch
+):
     other = next(t for t in harness_tasks if t is not one_task)
-    cfg = RFTConfig(samples=4, temperature=0.2, threshold=1.0, per_task=0, max_tokens=128,
-                    sft=QUICK)
+    cfg = RFTConfig(
+        samples=4, temperature=0.2, threshold=1.0, per_task=0, max_tokens=128, sft=QUICK
+    )
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")  # grading must use cfg's, not read this
     t0 = time.time()
     art = tr.rft(tiny, [one_task, other], None, cfg, out_root, parent=memorized)
@@ -205,23 +240,37 @@ def test_rft_keeps_only_verified_samples(tiny, one_task, harness_tasks, memorize
     kept = [json.loads(x) for x in (art.path / "data" / "train.jsonl").read_text().splitlines()]
     assert len(kept) == info["kept"]
     answers = {r["prompt"]: r["answer"] for r in (one_task, other)}
-    scored = score_completions([k["messages"][2]["content"] for k in kept],
-                               [answers[k["messages"][1]["content"]] for k in kept],
-                               formula=cfg.reward_formula)
+    scored = score_completions(
+        [k["messages"][2]["content"] for k in kept],
+        [answers[k["messages"][1]["content"]] for k in kept],
+        formula=cfg.reward_formula,
+    )
     assert all(s.score == 1.0 for s in scored)  # only verified bodies were stored
 
 
 def test_grpo_updates_weights_and_logs_metrics(tiny, harness_tasks, out_root):
     import mlx.core as mx
 
-    cfg = GRPOConfig(iters=2, learning_rate=1e-3, beta=0.04, group_size=4, batch_size=1,
-                     max_completion_length=64, lora_layers=2, grad_checkpoint=False,
-                     steps_per_report=1, temperature=1.0, min_group_span=0.0)
+    cfg = GRPOConfig(
+        iters=2,
+        learning_rate=1e-3,
+        beta=0.04,
+        group_size=4,
+        batch_size=1,
+        max_completion_length=64,
+        lora_layers=2,
+        grad_checkpoint=False,
+        steps_per_report=1,
+        temperature=1.0,
+        min_group_span=0.0,
+    )
     t0 = time.time()
     art = tr.grpo(tiny, harness_tasks[:2], None, cfg, out_root)
     wall = time.time() - t0
-    print(f"\nGRPO {cfg.iters} iters: {wall:.1f}s wall, {art.manifest['summary']['s_per_iter']}"
-          " s/iter")
+    print(
+        f"\nGRPO {cfg.iters} iters: {wall:.1f}s wall, {art.manifest['summary']['s_per_iter']}"
+        " s/iter"
+    )
     assert art.manifest["isolation"] == "sandbox"
     w = mx.load(str(art.path / "adapters.safetensors"))
     lora_b = [v for k, v in w.items() if k.endswith("lora_b")]
@@ -249,16 +298,31 @@ def test_grpo_updates_weights_and_logs_metrics(tiny, harness_tasks, out_root):
         assert sum(r["advantage"] for r in mine) == pytest.approx(0.0, abs=1e-5)  # centred
         assert all(st[k] >= 0 for k in ("generation_s", "reward_s", "update_s"))
     for r in rollouts:
-        assert set(r) >= {"step", "task_id", "completion", "body", "tier", "reward",
-                          "advantage", "truncated", "tokens"}
+        assert set(r) >= {
+            "step",
+            "task_id",
+            "completion",
+            "body",
+            "tier",
+            "reward",
+            "advantage",
+            "truncated",
+            "tokens",
+        }
         assert r["truncated"] == (r["tokens"] >= 64 and r["tier"] is not None and r["truncated"])
     assert s["advantage"] == "centered" and s["temperature"] == 1.0
     assert set(s["seconds"]) == {"generation_s", "reward_s", "update_s"}
 
 
 def test_grpo_chains_from_sft(tiny, harness_tasks, memorized, one_task, out_root):
-    cfg = GRPOConfig(iters=1, learning_rate=1e-4, group_size=2, max_completion_length=32,
-                     grad_checkpoint=False, steps_per_report=1)
+    cfg = GRPOConfig(
+        iters=1,
+        learning_rate=1e-4,
+        group_size=2,
+        max_completion_length=32,
+        grad_checkpoint=False,
+        steps_per_report=1,
+    )
     art = tr.grpo(tiny, [one_task], None, cfg, out_root, parent=memorized, condition="sft_grpo")
     assert art.path.name.startswith("sft_grpo-")
     assert art.manifest["key_parts"]["parent"] == memorized.key
@@ -324,26 +388,32 @@ def test_formula_is_part_of_the_artifact_key(tiny):
 
     base = resolve(tiny)
     for cls in REWARD_CONFIGS:
-        keys = {f: artifacts.artifact_key(artifacts.key_parts("c", "grpo", base, {"train": "x"},
-                                                              cls(reward_formula=f), None))
-                for f in ("tiered", "additive")}
+        keys = {
+            f: artifacts.artifact_key(
+                artifacts.key_parts("c", "grpo", base, {"train": "x"}, cls(reward_formula=f), None)
+            )
+            for f in ("tiered", "additive")
+        }
         assert keys["tiered"] != keys["additive"], cls.__name__
 
 
 def test_unknown_formula_is_a_one_line_error(monkeypatch, capsys):
     from jacrl.cli import main
 
-    for make in (lambda: GRPOConfig(reward_formula="v3"),
-                 lambda: configure(RFTConfig(), {"reward_formula": "v3"}),
-                 lambda: STaRConfig(reward_formula=""),
-                 lambda: reward_function("v3")):
+    for make in (
+        lambda: GRPOConfig(reward_formula="v3"),
+        lambda: configure(RFTConfig(), {"reward_formula": "v3"}),
+        lambda: STaRConfig(reward_formula=""),
+        lambda: reward_function("v3"),
+    ):
         with pytest.raises(ValueError, match="choose from dependent, tiered, additive") as e:
             make()
         assert "\n" not in str(e.value)
     capsys.readouterr()
     assert main(["train", "grpo", "--set", "reward_formula=v3"]) == 2
-    assert capsys.readouterr().err == ("jacrl: train: unknown reward formula 'v3'; choose from "
-                                       "dependent, tiered, additive\n")
+    assert capsys.readouterr().err == (
+        "jacrl: train: unknown reward formula 'v3'; choose from dependent, tiered, additive\n"
+    )
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")
     with pytest.raises(ValueError, match=r"^JACRL_REWARD_FORMULA='v3' is not a reward formula"):
         env_formula(os.environ)
@@ -356,8 +426,10 @@ def test_unknown_formula_is_a_one_line_error(monkeypatch, capsys):
 def test_bound_reward_ignores_the_env_at_call_time(harness, monkeypatch):
     d, answer = harness["osp_harness_tally_walker"]
     completions = [d.gold, "return 0;"]
-    want = {f: [s.score for s in score_completions(completions, [answer], formula=f)]
-            for f in ("tiered", "additive")}
+    want = {
+        f: [s.score for s in score_completions(completions, [answer], formula=f)]
+        for f in ("tiered", "additive")
+    }
     assert want["tiered"] != want["additive"]
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")  # any read of it now raises
     for f in ("tiered", "additive"):
@@ -367,15 +439,25 @@ def test_bound_reward_ignores_the_env_at_call_time(harness, monkeypatch):
         assert got == want[f]
     # unbound (mlx-lm-lora's CLI path): the default formula, the environment never read
     assert jac_behavioral(["p"] * 2, completions, [answer] * 2) == [
-        s.score for s in score_completions(completions, [answer], formula=DEFAULT_FORMULA)]
+        s.score for s in score_completions(completions, [answer], formula=DEFAULT_FORMULA)
+    ]
 
 
 def test_grpo_artifact_keyed_by_formula_not_env(tiny, harness_tasks, out_root, monkeypatch):
     """A 1-step GRPO per formula: the other formula's cached artifact is never reused, and
     training never reads JACRL_REWARD_FORMULA (set to garbage while it runs)."""
-    tiered = GRPOConfig(iters=1, learning_rate=1e-4, beta=0.0, group_size=2,
-                        max_completion_length=16, lora_layers=1, lora_rank=4,
-                        grad_checkpoint=False, steps_per_report=1, reward_formula="tiered")
+    tiered = GRPOConfig(
+        iters=1,
+        learning_rate=1e-4,
+        beta=0.0,
+        group_size=2,
+        max_completion_length=16,
+        lora_layers=1,
+        lora_rank=4,
+        grad_checkpoint=False,
+        steps_per_report=1,
+        reward_formula="tiered",
+    )
     additive = dataclasses.replace(tiered, reward_formula="additive")
     monkeypatch.setenv("JACRL_REWARD_FORMULA", "v3")
     t = tr.grpo(tiny, harness_tasks[:1], None, tiered, out_root, condition="formula")
@@ -394,8 +476,7 @@ def test_grpo_artifact_keyed_by_formula_not_env(tiny, harness_tasks, out_root, m
 def test_training_refuses_without_a_sandbox(tiny, harness_tasks, tmp_path, monkeypatch):
     """No sandbox and no opt-in: GRPO stops before any work with the one-line reason."""
     from jacrl import reward
-    from jacrl.executor import Executor
-    from jacrl.executor import SandboxUnavailable
+    from jacrl.executor import Executor, SandboxUnavailable
 
     monkeypatch.delenv("JACRL_ALLOW_UNSANDBOXED", raising=False)
     monkeypatch.setattr(reward, "_EXECUTOR", Executor(isolation="rlimits-only"))

@@ -27,8 +27,16 @@ from jacrl.models import ModelError
 from jacrl.project import ROOT_ENV, ProjectNotFound, find_root
 
 # what a user can get wrong; anything else is a bug and keeps its traceback
-EXPECTED = (ValueError, KeyError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
-            ProjectNotFound, ModelError, SandboxUnavailable)
+EXPECTED = (
+    ValueError,
+    KeyError,
+    FileNotFoundError,
+    IsADirectoryError,
+    NotADirectoryError,
+    ProjectNotFound,
+    ModelError,
+    SandboxUnavailable,
+)
 MLX_VERBS = ("tiny-model", "train", "eval", "generate", "ladder", "demo")
 
 
@@ -51,8 +59,10 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         verb = self.prog.removeprefix("jacrl").strip()
-        print(f"jacrl: {verb + ': ' if verb else ''}{message} (see {self.prog} --help)",
-              file=sys.stderr)
+        print(
+            f"jacrl: {verb + ': ' if verb else ''}{message} (see {self.prog} --help)",
+            file=sys.stderr,
+        )
         raise SystemExit(2)
 
 
@@ -84,15 +94,25 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="jacrl", description=__doc__)
     ap.add_argument("--version", action="version", version=f"jacrl {_version()}")
-    ap.add_argument("--root", default=None, metavar="DIR",
-                    help=f"the project folder (sets {ROOT_ENV} for this process and the ladder's "
-                         f"cells; default: {ROOT_ENV}, else the nearest folder with jacrl.toml "
-                         "above the working directory)")
-    ap.add_argument("--allow-unsandboxed", action="store_true",
-                    help="run model-written code even where no sandbox is available (it can then "
-                         "read and write your files; same as JACRL_ALLOW_UNSANDBOXED=1)")
-    ap.add_argument("--debug", action="store_true",
-                    help="show the Python traceback of an error instead of its one-line message")
+    ap.add_argument(
+        "--root",
+        default=None,
+        metavar="DIR",
+        help=f"the project folder (sets {ROOT_ENV} for this process and the ladder's "
+        f"cells; default: {ROOT_ENV}, else the nearest folder with jacrl.toml "
+        "above the working directory)",
+    )
+    ap.add_argument(
+        "--allow-unsandboxed",
+        action="store_true",
+        help="run model-written code even where no sandbox is available (it can then "
+        "read and write your files; same as JACRL_ALLOW_UNSANDBOXED=1)",
+    )
+    ap.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the Python traceback of an error instead of its one-line message",
+    )
     sub = ap.add_subparsers(dest="verb", required=True, metavar="VERB")
     tasks_cli.add(sub)
 
@@ -107,8 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _verb(args: argparse.Namespace) -> str:
-    return " ".join(v for v in (args.verb, getattr(args, "ladder_verb", None),
-                                getattr(args, "models_verb", None)) if v)
+    return " ".join(
+        v
+        for v in (args.verb, getattr(args, "ladder_verb", None), getattr(args, "models_verb", None))
+        if v
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

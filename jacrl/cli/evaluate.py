@@ -25,9 +25,14 @@ _KNOBS = {f.name: f for f in dataclasses.fields(EvalConfig)}
 def _knob(p: argparse.ArgumentParser, flags: tuple[str, ...], name: str) -> None:
     """An option for an EvalConfig field: its type, default and help text."""
     f = _KNOBS[name]
-    p.add_argument(*flags, dest=name, type=type(f.default), default=f.default,
-                   metavar=flags[-1].lstrip("-").upper().replace("-", "_"),
-                   help=f.metadata["help"])
+    p.add_argument(
+        *flags,
+        dest=name,
+        type=type(f.default),
+        default=f.default,
+        metavar=flags[-1].lstrip("-").upper().replace("-", "_"),
+        help=f.metadata["help"],
+    )
 
 
 def int_list(s: str) -> list[int]:
@@ -38,8 +43,9 @@ def int_list(s: str) -> list[int]:
         raise ValueError(f"-k expects comma-separated integers, got {s!r}") from None
 
 
-def load_tasks_arg(tasks: str | None, split: str | None,
-                   data_dir: str | None) -> tuple[list[dict], str]:
+def load_tasks_arg(
+    tasks: str | None, split: str | None, data_dir: str | None
+) -> tuple[list[dict], str]:
     """Tasks ({prompt, answer}) from --tasks FILE or --split NAME, and the row's split label."""
     if tasks:
         return [prompt_answer(t) for t in read_tasks(tasks)], Path(tasks).stem
@@ -60,39 +66,67 @@ def _eval_out(out: str | None) -> str:
             raise
         return out
     if out is not None and Path(out).resolve() == proj.rows.resolve():
-        raise ValueError(f"--out {out} is the ladder's own rows file; eval rows go elsewhere "
-                         f"(default: {proj.rel(proj.eval_rows)})")
+        raise ValueError(
+            f"--out {out} is the ladder's own rows file; eval rows go elsewhere "
+            f"(default: {proj.rel(proj.eval_rows)})"
+        )
     return out if out is not None else str(proj.eval_rows)
 
 
 def add_eval_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--model", default="jac-tiny", help="registry name or MLX model dir")
-    p.add_argument("--adapter", default=None, help="LoRA adapter dir, e.g. an artifact dir "
-                   "(default: none, the base model)")
-    p.add_argument("--split", default=None, help="split name from data/splits, e.g. holdout "
-                   "(default: none; give --split or --tasks)")
-    p.add_argument("--tasks", default=None, help="a tasks.jsonl file instead of --split "
-                   "(default: none)")
-    p.add_argument("--data", "--data-dir", dest="data_dir", default=None,
-                   help="the data dir (default: the project's data/)")
+    p.add_argument(
+        "--adapter",
+        default=None,
+        help="LoRA adapter dir, e.g. an artifact dir (default: none, the base model)",
+    )
+    p.add_argument(
+        "--split",
+        default=None,
+        help="split name from data/splits, e.g. holdout (default: none; give --split or --tasks)",
+    )
+    p.add_argument(
+        "--tasks", default=None, help="a tasks.jsonl file instead of --split (default: none)"
+    )
+    p.add_argument(
+        "--data",
+        "--data-dir",
+        dest="data_dir",
+        default=None,
+        help="the data dir (default: the project's data/)",
+    )
     p.add_argument("--limit", type=int, default=0, help="first N tasks only (0 = all)")
     _knob(p, ("-n", "--samples"), "n")
-    p.add_argument("-k", default=None, help="pass@k values, comma-separated, each <= n (default: "
-                   f"those of {','.join(map(str, EvalConfig.k))} that are <= n)")
+    p.add_argument(
+        "-k",
+        default=None,
+        help="pass@k values, comma-separated, each <= n (default: "
+        f"those of {','.join(map(str, EvalConfig.k))} that are <= n)",
+    )
     _knob(p, ("--temperature",), "temperature")
     _knob(p, ("--seed",), "seed")
     _knob(p, ("--max-tokens",), "max_tokens")
     _knob(p, ("--batch-size",), "batch_size")
     p.add_argument("--tag", default="", help="row label")
     p.add_argument("--kind", default="", help="row label, e.g. gen or mem")
-    p.add_argument("--out", default=None, help="results JSONL to append the row to (default: "
-                   "results/eval/eval.jsonl in the project, never the ladder's rows; '' = none)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="results JSONL to append the row to (default: "
+        "results/eval/eval.jsonl in the project, never the ladder's rows; '' = none)",
+    )
     p.add_argument("--json", action="store_true", help="print the row as JSON too")
-    p.add_argument("--log-samples", nargs="?", const="", default=None, metavar="FILE",
-                   help="keep every completion (text, extracted body, tier, reward, truncated) "
-                   "in a gzip JSON-lines file beside the row, named in its `samples` field "
-                   "(FILE, else samples/<model>-<split>-<time>.jsonl.gz next to --out); browse "
-                   "it with `jacrl samples` (default: not kept)")
+    p.add_argument(
+        "--log-samples",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FILE",
+        help="keep every completion (text, extracted body, tier, reward, truncated) "
+        "in a gzip JSON-lines file beside the row, named in its `samples` field "
+        "(FILE, else samples/<model>-<split>-<time>.jsonl.gz next to --out); browse "
+        "it with `jacrl samples` (default: not kept)",
+    )
     return p
 
 
@@ -103,11 +137,11 @@ def _samples_out(log_samples: str | None, out: str, model: str, split: str, kind
         return None
     if log_samples:  # checked before the hours of work, not after
         if not log_samples.endswith(".gz"):
-            raise ValueError(f"--log-samples {log_samples}: a samples file is gzip JSON lines: "
-                             f"name it *{SUFFIX}")
+            raise ValueError(
+                f"--log-samples {log_samples}: a samples file is gzip JSON lines: name it *{SUFFIX}"
+            )
         return Path(log_samples)
-    return default_path(Path(out).parent if out else project().eval_rows.parent, model, split,
-                        kind)
+    return default_path(Path(out).parent if out else project().eval_rows.parent, model, split, kind)
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -119,12 +153,27 @@ def run_eval(args: argparse.Namespace) -> int:
     resolve(args.model)  # an unknown model fails before any work
     tasks, split = load_tasks_arg(args.tasks, args.split, args.data_dir)
     if args.limit:
-        tasks = tasks[:args.limit]
-    cfg = EvalConfig(n=args.n, k=tuple(ks), temperature=args.temperature, seed=args.seed,
-                     max_tokens=args.max_tokens, batch_size=args.batch_size)
+        tasks = tasks[: args.limit]
+    cfg = EvalConfig(
+        n=args.n,
+        k=tuple(ks),
+        temperature=args.temperature,
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+        batch_size=args.batch_size,
+    )
     samples = _samples_out(args.log_samples, out, args.model, split, args.kind)
-    row = evaluate(args.model, args.adapter, tasks, cfg, tag=args.tag, split=split,
-                   kind=args.kind, progress=True, samples=samples)
+    row = evaluate(
+        args.model,
+        args.adapter,
+        tasks,
+        cfg,
+        tag=args.tag,
+        split=split,
+        kind=args.kind,
+        progress=True,
+        samples=samples,
+    )
     print(format_row(row))
     if samples:
         print(f"samples in {samples} (`jacrl samples {samples}`)")
@@ -138,15 +187,23 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def add_generate_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--model", default="jac-tiny", help="registry name or MLX model dir")
-    p.add_argument("--adapter", default=None, help="LoRA adapter dir (default: none, the base "
-                   "model)")
-    p.add_argument("--id", default=None, help="task id: splice into its template, must run "
-                   "(default: none; a free prompt)")
-    p.add_argument("--tasks", default=None,
-                   help="where --id is looked up (default: the project's data/tasks.jsonl)")
+    p.add_argument(
+        "--adapter", default=None, help="LoRA adapter dir (default: none, the base model)"
+    )
+    p.add_argument(
+        "--id",
+        default=None,
+        help="task id: splice into its template, must run (default: none; a free prompt)",
+    )
+    p.add_argument(
+        "--tasks",
+        default=None,
+        help="where --id is looked up (default: the project's data/tasks.jsonl)",
+    )
     p.add_argument("--prompt", default=None, help="free prompt (default: stdin when no --id)")
-    p.add_argument("-k", type=int, default=BEST_OF,
-                   help="samples drawn; the first that runs is shown")
+    p.add_argument(
+        "-k", type=int, default=BEST_OF, help="samples drawn; the first that runs is shown"
+    )
     _knob(p, ("--temperature",), "temperature")
     _knob(p, ("--seed",), "seed")
     _knob(p, ("--max-tokens",), "max_tokens")
@@ -166,8 +223,16 @@ def run_generate(args: argparse.Namespace) -> int:
         what = found[0]
     else:
         what = args.prompt if args.prompt is not None else sys.stdin.read()
-    r = generate_best_of_k(args.model, args.adapter, what, args.k, args.temperature,
-                           seed=args.seed, max_tokens=args.max_tokens, progress=True)
+    r = generate_best_of_k(
+        args.model,
+        args.adapter,
+        what,
+        args.k,
+        args.temperature,
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+        progress=True,
+    )
     if r["accepted"]:
         print(f"# verified: sample {r['index'] + 1} of {r['k']} runs", file=sys.stderr)
         if r["stdout"]:
@@ -180,9 +245,15 @@ def run_generate(args: argparse.Namespace) -> int:
 
 def add(subparsers) -> None:
     """Register `eval` and `generate`."""
-    p = subparsers.add_parser("eval", help="evaluate a model (+adapter) and append a result row",
-                              description=run_eval.__doc__)
+    p = subparsers.add_parser(
+        "eval",
+        help="evaluate a model (+adapter) and append a result row",
+        description=run_eval.__doc__,
+    )
     add_eval_arguments(p).set_defaults(func=run_eval)
-    p = subparsers.add_parser("generate", help="best-of-k generation verified by the Jac runtime",
-                              description=run_generate.__doc__)
+    p = subparsers.add_parser(
+        "generate",
+        help="best-of-k generation verified by the Jac runtime",
+        description=run_generate.__doc__,
+    )
     add_generate_arguments(p).set_defaults(func=run_generate)

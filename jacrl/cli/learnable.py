@@ -19,23 +19,34 @@ def run_learnable(args: argparse.Namespace) -> int:
     if args.check:
         diff = learnable.check_drivers(folder, args.seed)
         if diff:
-            print(f"{diff[0]} (and {len(diff) - 1} more)" if len(diff) > 1 else diff[0],
-                  file=sys.stderr)
+            print(
+                f"{diff[0]} (and {len(diff) - 1} more)" if len(diff) > 1 else diff[0],
+                file=sys.stderr,
+            )
             return 1
         print(f"{folder}/drivers: what seed {args.seed} generates")
         return 0
     r = learnable.build(folder, args.seed, progress=True)
-    print(f"built {r['tasks']} learnable tasks -> {folder}/data in {r['seconds']} s: holdout "
-          f"{r['holdout']}, trainpool {r['trainpool']}, valid {r['valid']}")
+    print(
+        f"built {r['tasks']} learnable tasks -> {folder}/data in {r['seconds']} s: holdout "
+        f"{r['holdout']}, trainpool {r['trainpool']}, valid {r['valid']}"
+    )
     return 0
 
 
 def add(subparsers) -> None:
-    p = subparsers.add_parser("learnable", help="generate and build the learnable sanity family "
-                              "into learnable/ (drivers, manifest, data, splits)")
+    p = subparsers.add_parser(
+        "learnable",
+        help="generate and build the learnable sanity family "
+        "into learnable/ (drivers, manifest, data, splits)",
+    )
     p.add_argument("--seed", type=int, default=learnable.SEED, help="generator seed")
-    p.add_argument("--out", default=None, help="the family's folder (default: the project's "
-                   "learnable/)")
-    p.add_argument("--check", action="store_true", help="only check that the drivers there are "
-                   "what the seed generates; build nothing")
+    p.add_argument(
+        "--out", default=None, help="the family's folder (default: the project's learnable/)"
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="only check that the drivers there are what the seed generates; build nothing",
+    )
     p.set_defaults(func=run_learnable)

@@ -18,30 +18,56 @@ from jacrl.tiny_model import TinyModelConfig, build_tiny_model
 def add(subparsers) -> None:
     d = TinyModelConfig()
     p = subparsers.add_parser("tiny-model", help="rebuild the embedded jac-tiny model")
-    p.add_argument("--out", type=Path, default=None,
-                   help="output model directory (default: models/jac-tiny in the project)")
-    p.add_argument("--steps", type=int, default=d.steps,
-                   help=f"training steps (default: {d.steps})")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output model directory (default: models/jac-tiny in the project)",
+    )
+    p.add_argument(
+        "--steps", type=int, default=d.steps, help=f"training steps (default: {d.steps})"
+    )
     p.add_argument("--seed", type=int, default=d.seed, help=f"random seed (default: {d.seed})")
     p.set_defaults(func=run_tiny_model)
     p = subparsers.add_parser("models", help="check a model before hours of work")
     sub = p.add_subparsers(dest="models_verb", required=True)
-    q = sub.add_parser("check", help="tokenizer + config only: system role, end tokens, prompt "
-                       "lengths, thinking mode, token budget", description=_check_doc())
+    q = sub.add_parser(
+        "check",
+        help="tokenizer + config only: system role, end tokens, prompt "
+        "lengths, thinking mode, token budget",
+        description=_check_doc(),
+    )
     q.add_argument("model", metavar="NAME|PATH", help="registry name or MLX model dir")
-    q.add_argument("--tasks", default=None, help="a tasks.jsonl to check against (default: the "
-                   "project's hole-fill and conversion tasks)")
+    q.add_argument(
+        "--tasks",
+        default=None,
+        help="a tasks.jsonl to check against (default: the "
+        "project's hole-fill and conversion tasks)",
+    )
     q.add_argument("--split", default=None, help="a split name instead of --tasks")
-    q.add_argument("--data", "--data-dir", dest="data_dir", default=None,
-                   help="the data dir of --split (default: the project's data/)")
-    q.add_argument("--id", default=None, help="the task whose prompt every stage renders "
-                   "(default: the first)")
-    q.add_argument("--set", dest="sets", action="append", default=[], metavar="STAGE.KEY=VALUE",
-                   help="a limit as the run will have it: sft.max_seq_length, "
-                   "grpo.max_seq_length, grpo.max_completion_length, eval.max_tokens, ... "
-                   "(JACRL_<STAGE>_<FIELD> env vars apply first)")
-    q.add_argument("--show-prompt", action="store_true",
-                   help="print the rendered prompt of that task too")
+    q.add_argument(
+        "--data",
+        "--data-dir",
+        dest="data_dir",
+        default=None,
+        help="the data dir of --split (default: the project's data/)",
+    )
+    q.add_argument(
+        "--id", default=None, help="the task whose prompt every stage renders (default: the first)"
+    )
+    q.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="STAGE.KEY=VALUE",
+        help="a limit as the run will have it: sft.max_seq_length, "
+        "grpo.max_seq_length, grpo.max_completion_length, eval.max_tokens, ... "
+        "(JACRL_<STAGE>_<FIELD> env vars apply first)",
+    )
+    q.add_argument(
+        "--show-prompt", action="store_true", help="print the rendered prompt of that task too"
+    )
     q.set_defaults(func=run_check)
 
 
@@ -62,11 +88,15 @@ def stage_configs(sets: list[str]) -> dict:
     for key, value in parse_sets(sets).items():
         stage, _, field = key.partition(".")
         if stage not in CHECKED or not field:
-            raise ValueError(f"--set {key}={value}: expected STAGE.KEY=VALUE with STAGE one of "
-                             f"{', '.join(CHECKED)}")
+            raise ValueError(
+                f"--set {key}={value}: expected STAGE.KEY=VALUE with STAGE one of "
+                f"{', '.join(CHECKED)}"
+            )
         per[stage][field] = value
-    return {s: configure(configure(CONFIGS[s](), env=os.environ, prefix=ENV_PREFIX[CONFIGS[s]]),
-                         per[s]) for s in CHECKED}
+    return {
+        s: configure(configure(CONFIGS[s](), env=os.environ, prefix=ENV_PREFIX[CONFIGS[s]]), per[s])
+        for s in CHECKED
+    }
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -79,26 +109,38 @@ def run_check(args: argparse.Namespace) -> int:
     if args.tasks or args.split:
         tasks, split = load_tasks_arg(args.tasks, args.split, args.data_dir)
         label = f"{len(tasks)} tasks ({args.tasks or 'split ' + split})"
-    r = check_model(args.model, tasks, task_id=args.id, sft=cfgs["sft"], grpo=cfgs["grpo"],
-                    ev=cfgs["eval"], tasks_label=label)
+    r = check_model(
+        args.model,
+        tasks,
+        task_id=args.id,
+        sft=cfgs["sft"],
+        grpo=cfgs["grpo"],
+        ev=cfgs["eval"],
+        tasks_label=label,
+    )
     print(r.report())
     if args.show_prompt:
         print("\n" + r.prompt_text)
     if r.errors:
         first, more = r.errors[0], len(r.errors) - 1
-        raise ValueError(f"{first.check}: {first.text}" + (f" (and {more} more above)"
-                                                           if more else ""))
+        raise ValueError(
+            f"{first.check}: {first.text}" + (f" (and {more} more above)" if more else "")
+        )
     return 0
 
 
 def run_tiny_model(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else project().models / TINY
     result = build_tiny_model(out, steps=args.steps, seed=args.seed)
-    print(json.dumps({
-        "out": str(result.out_dir),
-        "params": result.params,
-        "weights_bytes": result.weights_bytes,
-        "final_val_loss": round(result.val_loss[-1][1], 4),
-        "wall_s": round(result.wall_s, 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "out": str(result.out_dir),
+                "params": result.params,
+                "weights_bytes": result.weights_bytes,
+                "final_val_loss": round(result.val_loss[-1][1], 4),
+                "wall_s": round(result.wall_s, 1),
+            }
+        )
+    )
     return 0

@@ -23,10 +23,14 @@ def add(sub) -> None:
     p = sub.add_parser("score", help="score a completion against a task")
     p.add_argument("id", help="the task id")
     p.add_argument("completion", help="file with the completion text, or - for stdin")
-    p.add_argument("--tasks", default=None, help="the tasks.jsonl holding the id (default: the "
-                   "project's data/tasks.jsonl)")
-    p.add_argument("--formula", default=DEFAULT_FORMULA, choices=list(FORMULAS),
-                   help="reward formula")
+    p.add_argument(
+        "--tasks",
+        default=None,
+        help="the tasks.jsonl holding the id (default: the project's data/tasks.jsonl)",
+    )
+    p.add_argument(
+        "--formula", default=DEFAULT_FORMULA, choices=list(FORMULAS), help="reward formula"
+    )
     p.set_defaults(func=run_score)
 
 
@@ -42,8 +46,10 @@ def run_file(args: argparse.Namespace) -> int:
             verdict = ex.run(source, args.timeout)
     sys.stdout.write(verdict.stdout)
     sys.stderr.write(verdict.stderr)
-    print(json.dumps({k: v for k, v in verdict.to_json().items() if k not in ("stdout", "stderr")}),
-          file=sys.stderr)
+    print(
+        json.dumps({k: v for k, v in verdict.to_json().items() if k not in ("stdout", "stderr")}),
+        file=sys.stderr,
+    )
     return 0 if verdict.ran else 1
 
 
@@ -58,7 +64,18 @@ def run_score(args: argparse.Namespace) -> int:
         with open(args.completion) as fh:
             completion = fh.read()
     s = score_completions([completion], [tasks[args.id]["answer"]], formula=args.formula)[0]
-    print(json.dumps({"id": s.task_id, "score": s.score, "tier": s.tier, "reason": s.reason,
-                      "sim": round(s.sim, 4), "line_match": round(s.line_match, 4),
-                      "body": s.body}, indent=1))
+    print(
+        json.dumps(
+            {
+                "id": s.task_id,
+                "score": s.score,
+                "tier": s.tier,
+                "reason": s.reason,
+                "sim": round(s.sim, 4),
+                "line_match": round(s.line_match, 4),
+                "body": s.body,
+            },
+            indent=1,
+        )
+    )
     return 0

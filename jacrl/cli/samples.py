@@ -12,27 +12,46 @@ from jacrl.samples import TIERS, browse, browse_pairs, read_pairs, read_samples
 
 def add(subparsers) -> None:
     """Register `samples`."""
-    p = subparsers.add_parser("samples", help="browse the completions kept by eval --log-samples",
-                              description=__doc__)
-    p.add_argument("file", metavar="FILE", help="a samples file (*.jsonl.gz), or a DPO "
-                   "artifact's pairs.jsonl or directory")
-    p.add_argument("--task", default=None, metavar="ID",
-                   help="one task: its gold, expected output and completions (default: all)")
-    p.add_argument("--tier", action="append", default=None, metavar="TIER",
-                   help=f"only completions of these tiers ({', '.join(TIERS)}); repeat or "
-                   "comma-separate (default: all; with neither --task nor --tier, one summary "
-                   "line per task)")
-    p.add_argument("--show", choices=("body", "text", "diff"), default="body",
-                   help="each completion as its extracted body, its whole text, or a diff "
-                   "against the gold")
+    p = subparsers.add_parser(
+        "samples", help="browse the completions kept by eval --log-samples", description=__doc__
+    )
+    p.add_argument(
+        "file",
+        metavar="FILE",
+        help="a samples file (*.jsonl.gz), or a DPO artifact's pairs.jsonl or directory",
+    )
+    p.add_argument(
+        "--task",
+        default=None,
+        metavar="ID",
+        help="one task: its gold, expected output and completions (default: all)",
+    )
+    p.add_argument(
+        "--tier",
+        action="append",
+        default=None,
+        metavar="TIER",
+        help=f"only completions of these tiers ({', '.join(TIERS)}); repeat or "
+        "comma-separate (default: all; with neither --task nor --tier, one summary "
+        "line per task)",
+    )
+    p.add_argument(
+        "--show",
+        choices=("body", "text", "diff"),
+        default="body",
+        help="each completion as its extracted body, its whole text, or a diff against the gold",
+    )
     p.add_argument("--prompt", action="store_true", help="show each task's prompt too")
     p.set_defaults(func=run_samples)
 
 
 def run_samples(args: argparse.Namespace) -> int:
     if Path(args.file).is_dir() or args.file.endswith(".jsonl"):
-        print(browse_pairs(read_pairs(args.file), args.task,
-                           show="text" if args.show == "text" else "body"))
+        print(
+            browse_pairs(
+                read_pairs(args.file), args.task, show="text" if args.show == "text" else "body"
+            )
+        )
         return 0
     head, recs = read_samples(args.file)
     print(browse(head, recs, args.task, args.tier, show=args.show, prompt=args.prompt))

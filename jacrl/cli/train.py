@@ -69,46 +69,93 @@ def run_train(args: argparse.Namespace) -> int:
         raise ValueError(str(e)) from None
     train_tasks, valid_tasks = _tasks(args)
     parent = train.Artifact.load(args.parent) if args.parent else None
-    kw = {"condition": args.condition or args.stage, "report_to": report_to,
-          "project": args.project}
+    kw = {
+        "condition": args.condition or args.stage,
+        "report_to": report_to,
+        "project": args.project,
+    }
     if stage.parent != "none":
         kw["parent"] = parent
     elif parent is not None:
         raise ValueError(f"--parent is not used by {args.stage}")
     out = trainer_of(args.stage)(args.model, train_tasks, valid_tasks, cfg, args.out_root, **kw)
     for a in out if isinstance(out, list) else [out]:
-        print(json.dumps({"path": str(a.path), "key": a.key, "reused": a.reused,
-                          "base_model": str(a.base_model)}))
+        print(
+            json.dumps(
+                {
+                    "path": str(a.path),
+                    "key": a.key,
+                    "reused": a.reused,
+                    "base_model": str(a.base_model),
+                }
+            )
+        )
     return 0
 
 
 def add(subparsers) -> None:
     """Register `train`."""
-    p = subparsers.add_parser("train", help="train (or reuse) a content-addressed LoRA artifact",
-                              description=run_train.__doc__)
+    p = subparsers.add_parser(
+        "train",
+        help="train (or reuse) a content-addressed LoRA artifact",
+        description=run_train.__doc__,
+    )
     p.add_argument("stage", choices=sorted(STAGES), help="training stage")
     p.add_argument("--model", default="jac-tiny", help="registry name or MLX model dir")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--rung", default=None, help="train on rung N of the train pool (or 'all')")
     src.add_argument("--split", default=None, help="train on a named split")
     src.add_argument("--tasks", default=None, help="train on a tasks.jsonl file")
-    p.add_argument("--valid", default=None, help="valid tasks.jsonl (default: the rung's / "
-                                                 "split 'valid' when using --rung)")
-    p.add_argument("--data", "--data-dir", dest="data_dir", default=None,
-                   help="the data dir (default: the project's data/)")
-    p.add_argument("--parent", default=None, help="artifact dir to chain from (" + "; ".join(
-        f"{s.name}: {s.parent} its adapter" for s in STAGES.values() if s.parent != "none") + ")")
+    p.add_argument(
+        "--valid",
+        default=None,
+        help="valid tasks.jsonl (default: the rung's / split 'valid' when using --rung)",
+    )
+    p.add_argument(
+        "--data",
+        "--data-dir",
+        dest="data_dir",
+        default=None,
+        help="the data dir (default: the project's data/)",
+    )
+    p.add_argument(
+        "--parent",
+        default=None,
+        help="artifact dir to chain from ("
+        + "; ".join(
+            f"{s.name}: {s.parent} its adapter" for s in STAGES.values() if s.parent != "none"
+        )
+        + ")",
+    )
     p.add_argument("--condition", default=None, help="condition label (default: the stage)")
-    p.add_argument("--out-root", default=None,
-                   help="where artifacts are stored (default: the project's artifacts/)")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a hyperparameter (dotted for nested, e.g. sft.iters=50); "
-                        "JACRL_<STAGE>_<FIELD> env vars apply first")
-    p.add_argument("--report-to", default=None, metavar="SERVICES",
-                   help="track the build's metrics: wandb, swanlab or wandb,swanlab (default: "
-                        "JACRL_REPORT_TO, else none; WANDB_MODE=offline works offline); not a "
-                        "hyperparameter, so no key changes")
-    p.add_argument("--wandb-project", "--project-name", dest="project", default=None,
-                   help="the tracking project (default: WANDB_PROJECT, else jacrl)")
+    p.add_argument(
+        "--out-root",
+        default=None,
+        help="where artifacts are stored (default: the project's artifacts/)",
+    )
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a hyperparameter (dotted for nested, e.g. sft.iters=50); "
+        "JACRL_<STAGE>_<FIELD> env vars apply first",
+    )
+    p.add_argument(
+        "--report-to",
+        default=None,
+        metavar="SERVICES",
+        help="track the build's metrics: wandb, swanlab or wandb,swanlab (default: "
+        "JACRL_REPORT_TO, else none; WANDB_MODE=offline works offline); not a "
+        "hyperparameter, so no key changes",
+    )
+    p.add_argument(
+        "--wandb-project",
+        "--project-name",
+        dest="project",
+        default=None,
+        help="the tracking project (default: WANDB_PROJECT, else jacrl)",
+    )
     p.add_argument("--show-config", action="store_true", help="print the knobs and exit")
     p.set_defaults(func=run_train)

@@ -10,10 +10,28 @@
 - `sandbox.py`: the bubblewrap sandbox the server runs in; isolation levels and the opt-in.
 """
 
-from jacrl.executor.client import (SLACK, Executor, ExecutorError, ExecutorRetryWarning, Limits,
-                                   Verdict, minimal_env)
+from jacrl.executor.client import (
+    SLACK,
+    Executor,
+    ExecutorError,
+    ExecutorRetryWarning,
+    Limits,
+    Verdict,
+    minimal_env,
+)
 from jacrl.executor.plain import run_subprocess
 from jacrl.executor.sandbox import ALLOW_ENV, LEVELS, SandboxUnavailable
 
-__all__ = ["ALLOW_ENV", "LEVELS", "SLACK", "Executor", "ExecutorError", "ExecutorRetryWarning",
-           "Limits", "SandboxUnavailable", "Verdict", "minimal_env", "run_subprocess"]
+__all__ = [
+    "ALLOW_ENV",
+    "LEVELS",
+    "SLACK",
+    "Executor",
+    "ExecutorError",
+    "ExecutorRetryWarning",
+    "Limits",
+    "SandboxUnavailable",
+    "Verdict",
+    "minimal_env",
+    "run_subprocess",
+]

@@ -38,8 +38,9 @@ def process_budget(mem_mb: int, nproc: int, data: int, tmpfs: int) -> int:
     per = (mem_mb * 2**20 - tmpfs) // nproc - data
     if per < MIN_PROCESS_MB * 2**20:
         need = (tmpfs + nproc * (data + MIN_PROCESS_MB * 2**20)) // 2**20 + 1
-        raise ValueError(f"mem_mb={mem_mb} is too small for {nproc} processes a job: "
-                         f"give at least {need}")
+        raise ValueError(
+            f"mem_mb={mem_mb} is too small for {nproc} processes a job: give at least {need}"
+        )
     return per
 
 
@@ -85,11 +86,16 @@ def fit_concurrency(concurrency: int, mem_mb: int) -> int:
         return concurrency
     fit = avail // (mem_mb * 2**20)
     if fit < 1:
-        raise ValueError(f"a job's memory cap mem_mb={mem_mb} exceeds the machine's available "
-                         f"memory ({avail // 2**20} MiB)")
+        raise ValueError(
+            f"a job's memory cap mem_mb={mem_mb} exceeds the machine's available "
+            f"memory ({avail // 2**20} MiB)"
+        )
     if concurrency > fit:
-        warnings.warn(f"jacrl executor: concurrency {concurrency} x mem_mb={mem_mb} exceeds the "
-                      f"available memory ({avail // 2**20} MiB): concurrency {fit}", stacklevel=3)
+        warnings.warn(
+            f"jacrl executor: concurrency {concurrency} x mem_mb={mem_mb} exceeds the "
+            f"available memory ({avail // 2**20} MiB): concurrency {fit}",
+            stacklevel=3,
+        )
     return min(concurrency, fit)
 
 

@@ -42,8 +42,9 @@ from typing import NamedTuple, NoReturn
 
 CLONE_JOB = 0
 if sys.platform.startswith("linux") and hasattr(os, "unshare"):
-    CLONE_JOB = (os.CLONE_NEWUSER | os.CLONE_NEWNS | os.CLONE_NEWPID | os.CLONE_NEWIPC
-                 | os.CLONE_NEWNET)
+    CLONE_JOB = (
+        os.CLONE_NEWUSER | os.CLONE_NEWNS | os.CLONE_NEWPID | os.CLONE_NEWIPC | os.CLONE_NEWNET
+    )
 PRIVATE_DIRS = ("/tmp", "/var/tmp")  # world-writable: every job gets its own, empty
 TMPFS_MB = 64  # each private dir's size: counted in the job's memory bound (server.py)
 JOB_CWD = "/tmp/job"
@@ -86,6 +87,7 @@ def load_program(jobdir: str) -> tuple[str, str]:
 
 # ---- system calls ---------------------------------------------------------------------------
 
+
 def prctl(option: int, arg: int) -> None:
     try:
         _libc.prctl(option, arg, 0, 0, 0)
@@ -93,8 +95,9 @@ def prctl(option: int, arg: int) -> None:
         pass
 
 
-def mount(src: bytes | None, target: bytes, fstype: bytes | None, flags: int,
-          data: bytes | None) -> None:
+def mount(
+    src: bytes | None, target: bytes, fstype: bytes | None, flags: int, data: bytes | None
+) -> None:
     if _libc.mount(src, target, fstype, flags, data) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount {target.decode()}: {os.strerror(err)}")
@@ -131,15 +134,25 @@ def enter_job_namespaces(uid: int, gid: int, keep: list) -> None:
     mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
     for d in PRIVATE_DIRS:
         if os.path.isdir(d):
-            mount(b"tmpfs", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
-                  f"size={TMPFS_MB}m,mode=1777".encode())
+            mount(
+                b"tmpfs",
+                d.encode(),
+                b"tmpfs",
+                MS_NOSUID | MS_NODEV,
+                f"size={TMPFS_MB}m,mode=1777".encode(),
+            )
     for src, path in keep:  # a venv or interpreter under /tmp: back on top, read-only as it was
         os.makedirs(path, exist_ok=True)
         mount(src.encode(), path.encode(), None, MS_BIND | MS_REC, None)
     # The job has a pid namespace of its own, but the /proc it inherits still lists the server's:
     # cover it (a fresh procfs cannot be mounted under bubblewrap's locked /proc/sys).
-    mount(b"tmpfs", b"/proc", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
-          b"size=4k,mode=555")
+    mount(
+        b"tmpfs",
+        b"/proc",
+        b"tmpfs",
+        MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+        b"size=4k,mode=555",
+    )
     os.makedirs(JOB_CWD, mode=0o700)
     prctl(PR_SET_NO_NEW_PRIVS, 1)  # no exec can give capabilities back
     _drop_capabilities()
@@ -161,6 +174,7 @@ def namespaces_work(keep: list) -> bool:
 
 # ---- jaclang --------------------------------------------------------------------------------
 
+
 def fresh_main() -> types.ModuleType:
     """`jac run` executes a program inside the `jac` console script's __main__, which already holds
     `re`, `sys` and `start_cli`; give every job a fresh module seeded the same way (parity)."""
@@ -178,8 +192,10 @@ def parses(path: str) -> bool:
 
     prog = JacProgram()
     try:
-        prog.compile(file_path=path, options=CompileOptions(type_check=False, no_cgen=True,
-                                                            force_target_program=True))
+        prog.compile(
+            file_path=path,
+            options=CompileOptions(type_check=False, no_cgen=True, force_target_program=True),
+        )
     except Exception:  # noqa: BLE001  (a compiler crash on odd input)
         return False
     return not prog.errors_had
@@ -198,8 +214,11 @@ def run_like_cli(path: str, seal) -> int:
     ex._discover_config_from_file(path)
     sys.argv = [path]
     base, mod = os.path.split(path)
-    mach = Jac.create_j_context(user_root=None, base_path_dir=Jac.get_base_path_dir(),
-                                full_target_path=Jac.get_full_target_path())
+    mach = Jac.create_j_context(
+        user_root=None,
+        base_path_dir=Jac.get_base_path_dir(),
+        full_target_path=Jac.get_full_target_path(),
+    )
     Jac.set_context(mach)
     prog = Jac.get_program()
     try:
@@ -232,6 +251,7 @@ def run_like_cli(path: str, seal) -> int:
 
 
 # ---- the shim and the job (forked; never return) --------------------------------------------
+
 
 def run_shim(job: Job, keep: list, rlimits: dict[int, int]) -> NoReturn:
     """Enters the job's namespaces, forks their init (pid 1 there, which forks the job) and
@@ -269,8 +289,9 @@ def run_shim(job: Job, keep: list, rlimits: dict[int, int]) -> NoReturn:
     os._exit(os.WEXITSTATUS(status))
 
 
-def _run_init(job: Job, program: tuple[str, str], rlimits: dict[int, int],
-              status_w: int) -> NoReturn:
+def _run_init(
+    job: Job, program: tuple[str, str], rlimits: dict[int, int], status_w: int
+) -> NoReturn:
     """pid 1 of the job's namespace: forks the job, reaps whatever is reparented to it until the
     job ends, and writes its wait status to the shim. Not dumpable: the job cannot ptrace it."""
     try:
@@ -292,8 +313,9 @@ def _run_init(job: Job, program: tuple[str, str], rlimits: dict[int, int],
     os._exit(0)
 
 
-def run_job(job: Job, work: str, rlimits: dict[int, int],
-            program: tuple[str, str] | None = None) -> NoReturn:
+def run_job(
+    job: Job, work: str, rlimits: dict[int, int], program: tuple[str, str] | None = None
+) -> NoReturn:
     """The job: its own session, resource limits, stdio on the capture files, a minimal
     environment, then the program in `work`. Exits with the program's exit code (70 when the job's
     own setup failed). program: (source, secret), when the shim already read them."""
@@ -352,13 +374,18 @@ def _redirect(work: str, job: Job) -> None:
     for a, b in ((3, low), (low + 1, high), (high + 1, 1 << 20)):
         os.closerange(a, b)
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
-                                  errors="backslashreplace", line_buffering=True)
+    sys.stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False),
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
+    )
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
     # the environment `jacrl.executor.client.minimal_env` gives a `jac run` subprocess
     os.environ.clear()
-    os.environ.update(PATH=os.defpath + ":" + os.path.dirname(sys.executable),
-                      LANG="C.UTF-8", HOME=work)
+    os.environ.update(
+        PATH=os.defpath + ":" + os.path.dirname(sys.executable), LANG="C.UTF-8", HOME=work
+    )
 
 
 def _write_program(source: str, work: str) -> str:
@@ -376,7 +403,8 @@ def _write_program(source: str, work: str) -> str:
     Jac.set_full_target_path(None)
     # under the `jac` console script sys.path[0] is the interpreter's bin dir
     sys.path[:] = [os.path.dirname(sys.executable)] + [
-        p for p in sys.path if p and os.path.abspath(p) != os.getcwd()]
+        p for p in sys.path if p and os.path.abspath(p) != os.getcwd()
+    ]
     return path
 
 

@@ -47,8 +47,9 @@ from jacrl.executor.child import wall_limit
 from jacrl.executor.jac_cache import jac_cache
 
 # the server script, then the file it loads from its own folder (both shown in the sandbox)
-SERVER_FILES = tuple(str(Path(__file__).with_name(f))
-                     for f in ("server.py", "child.py", "warm.py", "budget.py"))
+SERVER_FILES = tuple(
+    str(Path(__file__).with_name(f)) for f in ("server.py", "child.py", "warm.py", "budget.py")
+)
 SLACK = 3.0  # seconds past a job's wall backstop before the client declares the server hung
 START_TIMEOUT = 180.0  # importing and warming jaclang on a loaded 2-core machine
 
@@ -96,8 +97,11 @@ class ExecutorRetryWarning(RuntimeWarning):
 
 def minimal_env(home: str) -> dict[str, str]:
     """The only environment a `jac run` subprocess sees: no tokens or keys leak into model code."""
-    return {"PATH": os.defpath + ":" + os.path.dirname(sys.executable), "LANG": "C.UTF-8",
-            "HOME": home}
+    return {
+        "PATH": os.defpath + ":" + os.path.dirname(sys.executable),
+        "LANG": "C.UTF-8",
+        "HOME": home,
+    }
 
 
 class _Server:
@@ -115,9 +119,15 @@ class _Server:
             launch = sandbox.Launch(SERVER_FILES, args, hash_seed, jac_cache())
             try:
                 self.proc = subprocess.Popen(
-                    launch.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
-                    pass_fds=launch.fds, env={"PATH": os.defpath, "LANG": "C.UTF-8"}, cwd="/",
-                    start_new_session=True)
+                    launch.argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=self._err,
+                    pass_fds=launch.fds,
+                    env={"PATH": os.defpath, "LANG": "C.UTF-8"},
+                    cwd="/",
+                    start_new_session=True,
+                )
             finally:
                 launch.close()
         else:
@@ -125,9 +135,14 @@ class _Server:
             if hash_seed is not None:
                 env["PYTHONHASHSEED"] = str(hash_seed)
             self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-B", SERVER_FILES[0], *args], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=self._err, env=env, cwd=tempfile.gettempdir(),
-                start_new_session=True)
+                [sys.executable, "-s", "-B", SERVER_FILES[0], *args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._err,
+                env=env,
+                cwd=tempfile.gettempdir(),
+                start_new_session=True,
+            )
         os.set_blocking(self.proc.stdin.fileno(), False)  # `send` has a deadline too
         try:
             self.hello = self.read(START_TIMEOUT)
@@ -177,7 +192,7 @@ class _Server:
                 if left <= 0 or not select.select([], [fd], [], left)[1]:
                     raise ExecutorError(f"the fork server took no request within {timeout:.1f} s")
                 try:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
                 except BlockingIOError:
                     continue
         except OSError as e:
@@ -222,10 +237,16 @@ class Executor:
     JACRL_ALLOW_UNSANDBOXED environment variable), and then warns, naming the risk. `isolation`
     asks for a lower level on purpose (benchmarks, and tests that show what the sandbox stops)."""
 
-    def __init__(self, limits: Limits = Limits(), concurrency: int | None = None,
-                 cache_size: int = 100_000, hash_seed: int | None = None,
-                 allow_unsandboxed: bool | None = None, isolation: str | None = None,
-                 retries: int = 2):
+    def __init__(
+        self,
+        limits: Limits = Limits(),
+        concurrency: int | None = None,
+        cache_size: int = 100_000,
+        hash_seed: int | None = None,
+        allow_unsandboxed: bool | None = None,
+        isolation: str | None = None,
+        retries: int = 2,
+    ):
         if isolation not in (None, *sandbox.LEVELS):
             raise ValueError(f"unknown isolation {isolation!r}; choose from {sandbox.LEVELS}")
         if not isinstance(retries, int) or retries < 0:
@@ -237,12 +258,14 @@ class Executor:
         # Children inherit the server's string-hash seed, so set order is fixed per server (it
         # varies per `jac run`); servers with different seeds expose order-dependent output.
         self.hash_seed = hash_seed
-        self.concurrency = fit_concurrency(concurrency or max(1, min(4, os.cpu_count() or 1)),
-                                           limits.mem_mb)
+        self.concurrency = fit_concurrency(
+            concurrency or max(1, min(4, os.cpu_count() or 1)), limits.mem_mb
+        )
         self.cache: OrderedDict[str, Verdict] | None = OrderedDict() if cache_size else None
         self.cache_size = cache_size
-        self.allow_unsandboxed = (sandbox.allowed_unsandboxed() if allow_unsandboxed is None
-                                  else allow_unsandboxed)
+        self.allow_unsandboxed = (
+            sandbox.allowed_unsandboxed() if allow_unsandboxed is None else allow_unsandboxed
+        )
         self.jobs_executed = 0
         self._server: _Server | None = None
 
@@ -251,15 +274,18 @@ class Executor:
         if self._server is not None and self._server.proc.poll() is None:
             return self._server
         self._drop_server()
-        reason = sandbox.why_unsandboxed() or (f"isolation {self.want!r} requested"
-                                                if self.want else None)
+        reason = sandbox.why_unsandboxed() or (
+            f"isolation {self.want!r} requested" if self.want else None
+        )
         if reason and not self.allow_unsandboxed:
             raise sandbox.refuse(reason)
         self._server = _Server(self.limits, self.hash_seed, self.want)
         if self._server.level != "sandbox":
-            warnings.warn(f"jacrl executor isolation is {self._server.level!r} "
-                          f"({self._server.note or 'no user namespaces'}): {sandbox.RISK}",
-                          stacklevel=3)
+            warnings.warn(
+                f"jacrl executor isolation is {self._server.level!r} "
+                f"({self._server.note or 'no user namespaces'}): {sandbox.RISK}",
+                stacklevel=3,
+            )
         return self._server
 
     def _drop_server(self) -> None:
@@ -304,8 +330,9 @@ class Executor:
         text = f"{timeout!r}\0{source}"  # a lone surrogate must key, not raise
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
-    def _attempt(self, jobs: list[tuple[str, float]], pending: list[int],
-                 results: list[Verdict | None]) -> None:
+    def _attempt(
+        self, jobs: list[tuple[str, float]], pending: list[int], results: list[Verdict | None]
+    ) -> None:
         """Send jobs[pending] to the server (started when needed) and fill `results` from its
         replies; ExecutorError, with the server dropped, on any fault. The deadline is the largest
         wall backstop among them (`child.wall_limit`) + SLACK between two messages."""
@@ -321,8 +348,10 @@ class Executor:
                     break
                 k = int(msg["i"])
                 if not 0 <= k < len(sub) or results[pending[k]] is not None:
-                    raise ExecutorError(f"the fork server sent a verdict for job {msg['i']!r} "
-                                        f"of {len(sub)} twice or out of range")
+                    raise ExecutorError(
+                        f"the fork server sent a verdict for job {msg['i']!r} "
+                        f"of {len(sub)} twice or out of range"
+                    )
                 results[pending[k]] = Verdict(**msg["result"])
                 self.jobs_executed += 1
                 got += 1
@@ -331,12 +360,16 @@ class Executor:
         except (ExecutorError, KeyError, TypeError, ValueError, IndexError) as e:
             why = server.stderr_tail()
             self._drop_server()  # the next attempt (or call) starts a fresh server
-            what = e if isinstance(e, ExecutorError) else (
-                f"the fork server broke the protocol ({type(e).__name__}: {e})")
+            what = (
+                e
+                if isinstance(e, ExecutorError)
+                else (f"the fork server broke the protocol ({type(e).__name__}: {e})")
+            )
             raise ExecutorError(f"{what}" + (f" ({why})" if why else "")) from e
 
-    def _exchange(self, jobs: list[tuple[str, float]],
-                  results: list[Verdict | None] | None = None) -> list[Verdict]:
+    def _exchange(
+        self, jobs: list[tuple[str, float]], results: list[Verdict | None] | None = None
+    ) -> list[Verdict]:
         """Every job's verdict, retrying server faults on fresh servers (see the class doc).
         `results` (one None per job) is filled as verdicts arrive, also when this raises."""
         results = [None] * len(jobs) if results is None else results
@@ -346,10 +379,13 @@ class Executor:
             pending = [i for i, r in enumerate(results) if r is None]
             if attempt:
                 self.restarts += 1
-                warnings.warn(f"jacrl executor: {failures[-1]}; starting a fresh fork server and "
-                              f"resubmitting the {len(pending)} of {len(jobs)} jobs without a "
-                              f"verdict (retry {attempt} of {self.retries})",
-                              ExecutorRetryWarning, stacklevel=3)
+                warnings.warn(
+                    f"jacrl executor: {failures[-1]}; starting a fresh fork server and "
+                    f"resubmitting the {len(pending)} of {len(jobs)} jobs without a "
+                    f"verdict (retry {attempt} of {self.retries})",
+                    ExecutorRetryWarning,
+                    stacklevel=3,
+                )
             try:
                 self._attempt(jobs, pending, results)
                 return results  # type: ignore[return-value]
@@ -363,12 +399,16 @@ class Executor:
             "a verdict: " + "; ".join(f"attempt {n}: {why}" for n, why in enumerate(failures, 1))
         ) from last
 
-    def run_many(self, sources: list[str],
-                 timeout: float | Sequence[float] = 20.0) -> list[Verdict]:
+    def run_many(
+        self, sources: list[str], timeout: float | Sequence[float] = 20.0
+    ) -> list[Verdict]:
         """A verdict per source, in order. timeout: one for all, or one per source (CPU seconds,
         see server.py); identical (source, timeout) pairs run once."""
-        timeouts = ([float(timeout)] * len(sources) if isinstance(timeout, (int, float))
-                    else [float(t) for t in timeout])
+        timeouts = (
+            [float(timeout)] * len(sources)
+            if isinstance(timeout, (int, float))
+            else [float(t) for t in timeout]
+        )
         if len(timeouts) != len(sources):
             raise ValueError(f"{len(timeouts)} timeouts for {len(sources)} programs")
         keys = [self.key(src, t) for src, t in zip(sources, timeouts, strict=True)]
@@ -391,8 +431,11 @@ class Executor:
                     if v is None:
                         continue
                     out[i] = v
-                    if (self.cache is not None and not v.timed_out
-                            and not v.status.startswith("killed")):
+                    if (
+                        self.cache is not None
+                        and not v.timed_out
+                        and not v.status.startswith("killed")
+                    ):
                         self.cache[keys[i]] = v
                         if len(self.cache) > self.cache_size:
                             self.cache.popitem(last=False)

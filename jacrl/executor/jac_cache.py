@@ -33,9 +33,13 @@ def _source() -> dict[str, str]:
     """This interpreter and this jaclang install (its version, folder and the folder's mtime)."""
     spec = importlib.util.find_spec("jaclang")  # finds, does not import
     root = os.path.dirname(spec.origin) if spec and spec.origin else ""
-    return {"python": os.path.realpath(sys.executable), "version": sys.version, "jaclang": root,
-            "jaclang_version": importlib.metadata.version("jaclang"),
-            "mtime": str(os.stat(root).st_mtime_ns) if root else ""}
+    return {
+        "python": os.path.realpath(sys.executable),
+        "version": sys.version,
+        "jaclang": root,
+        "jaclang_version": importlib.metadata.version("jaclang"),
+        "mtime": str(os.stat(root).st_mtime_ns) if root else "",
+    }
 
 
 def location() -> Path:
@@ -70,11 +74,22 @@ def jac_cache() -> str | None:
         _prune(final.parent)
         tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=final.parent))
         try:
-            env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(tmp),
-                   "XDG_CACHE_HOME": str(tmp)}
-            subprocess.run([sys.executable, "-s", "-B", "-P", str(WARM_SCRIPT)], env=env, cwd=tmp,
-                           check=True, timeout=BUILD_TIMEOUT, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            env = {
+                "PATH": os.defpath,
+                "LANG": "C.UTF-8",
+                "HOME": str(tmp),
+                "XDG_CACHE_HOME": str(tmp),
+            }
+            subprocess.run(
+                [sys.executable, "-s", "-B", "-P", str(WARM_SCRIPT)],
+                env=env,
+                cwd=tmp,
+                check=True,
+                timeout=BUILD_TIMEOUT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             (tmp / SOURCE).write_text(json.dumps(_source(), indent=1))
             for d, _, files in os.walk(tmp):  # readable by the sandbox's own uid
                 os.chmod(d, 0o755)
@@ -87,8 +102,12 @@ def jac_cache() -> str | None:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return str(final)
-    except (OSError, subprocess.SubprocessError, ValueError,
-            importlib.metadata.PackageNotFoundError):
+    except (
+        OSError,
+        subprocess.SubprocessError,
+        ValueError,
+        importlib.metadata.PackageNotFoundError,
+    ):
         return None
 
 

@@ -41,12 +41,23 @@ JAC_CACHE = "/run/jacrl/jac-cache"  # jaclang's compiled compiler, read-only (ja
 KEEP = "/run/jacrl/keep"  # where Python dirs that live under PRIVATE_DIRS are kept for the jobs
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
-DEV_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-             ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"))
-SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-                "/etc/alternatives")
-RISK = ("model-written code then runs with your permissions: it can read your files (the task "
-        "answers included), write them, see your processes and reach the network")
+DEV_LINKS = (
+    ("fd", "/proc/self/fd"),
+    ("stdin", "/proc/self/fd/0"),
+    ("stdout", "/proc/self/fd/1"),
+    ("stderr", "/proc/self/fd/2"),
+)
+SYSTEM_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/alternatives",
+)
+RISK = (
+    "model-written code then runs with your permissions: it can read your files (the task "
+    "answers included), write them, see your processes and reach the network"
+)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -71,8 +82,9 @@ def why_unsandboxed() -> str | None:
 
 
 def refuse(reason: str) -> SandboxUnavailable:
-    return SandboxUnavailable(f"{reason}; set {ALLOW_ENV}=1 to run without a sandbox anyway "
-                              f"({RISK})")
+    return SandboxUnavailable(
+        f"{reason}; set {ALLOW_ENV}=1 to run without a sandbox anyway ({RISK})"
+    )
 
 
 def _project_root() -> Path | None:
@@ -84,8 +96,14 @@ def _project_root() -> Path | None:
 def python_dirs() -> list[str]:
     """The directories the interpreter needs: prefixes, site-packages, the executable's dir, each
     also under its resolved path (symlinks inside point there)."""
-    dirs = [sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix,
-            os.path.dirname(sys.executable), *site.getsitepackages()]
+    dirs = [
+        sys.base_prefix,
+        sys.prefix,
+        sys.base_exec_prefix,
+        sys.exec_prefix,
+        os.path.dirname(sys.executable),
+        *site.getsitepackages(),
+    ]
     out: list[str] = []
     for d in dirs:
         for p in (os.path.abspath(d), os.path.realpath(d)):
@@ -96,8 +114,10 @@ def python_dirs() -> list[str]:
     project = _project_root()
     for p in out:
         if project is not None and (project == Path(p) or Path(p) in project.parents):
-            raise SandboxUnavailable(f"the sandbox would expose the project tree {project}: the "
-                                     f"Python environment {p} contains it; use a venv outside it")
+            raise SandboxUnavailable(
+                f"the sandbox would expose the project tree {project}: the "
+                f"Python environment {p} contains it; use a venv outside it"
+            )
     return out
 
 
@@ -106,16 +126,39 @@ class Launch:
     first, then the files it loads from its own folder; each is shown at SERVER_DIR/<its name>.
     jac_cache: jaclang's compiled compiler (`jac_cache.py`), shown read-only at JAC_CACHE."""
 
-    def __init__(self, server_files: list[str], args: list[str], hash_seed: int | None,
-                 jac_cache: str | None = None):
+    def __init__(
+        self,
+        server_files: list[str],
+        args: list[str],
+        hash_seed: int | None,
+        jac_cache: str | None = None,
+    ):
         self.fds: list[int] = []
         as_root = os.geteuid() == 0
         py = os.path.abspath(sys.executable)
-        argv = [bwrap() or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-net",
-                "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
-                "--new-session", "--clearenv", "--cap-drop", "ALL",
-                "--setenv", "PATH", "/usr/bin:/bin:" + os.path.dirname(py),
-                "--setenv", "LANG", "C.UTF-8", "--setenv", "HOME", "/tmp"]
+        argv = [
+            bwrap() or "bwrap",
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+            "--cap-drop",
+            "ALL",
+            "--setenv",
+            "PATH",
+            "/usr/bin:/bin:" + os.path.dirname(py),
+            "--setenv",
+            "LANG",
+            "C.UTF-8",
+            "--setenv",
+            "HOME",
+            "/tmp",
+        ]
         if hash_seed is not None:
             argv += ["--setenv", "PYTHONHASHSEED", str(hash_seed)]
         for name in SYSTEM_DIRS:
@@ -146,8 +189,19 @@ class Launch:
         shown = [f"{SERVER_DIR}/{os.path.basename(f)}" for f in server_files]
         for f, path in zip(server_files, shown, strict=True):
             argv += ["--ro-bind-data", str(self._memfd(f)), path]
-        argv += ["--remount-ro", "/", "--chdir", "/tmp",
-                 py, "-s", "-B", shown[0], *args, "--keep", json.dumps(keep)]
+        argv += [
+            "--remount-ro",
+            "/",
+            "--chdir",
+            "/tmp",
+            py,
+            "-s",
+            "-B",
+            shown[0],
+            *args,
+            "--keep",
+            json.dumps(keep),
+        ]
         if as_root:
             plan = {"uid": SANDBOX_UID, "stage": stage, "dirs": dirs, "argv": argv}
             argv = [py, "-s", "-B", os.path.abspath(__file__), json.dumps(plan)]

@@ -75,6 +75,7 @@ warming = _sibling("warm")
 budget = _sibling("budget")
 MIN_CHECK = 0.005  # seconds between two readings of a job's CPU time near its limit
 
+
 def _read(path: str, cap: int) -> str:
     try:
         with open(path, "rb") as fh:
@@ -97,15 +98,29 @@ def _over_cpu(wstatus: int, job: dict) -> bool:
     """Killed for its CPU time: by the zygote at its limit, or by RLIMIT_CPU's backstop."""
     if not os.WIFSIGNALED(wstatus):
         return False
-    return job.get("over_cpu", False) or os.WTERMSIG(wstatus) == signal.SIGXCPU or (
-        os.WTERMSIG(wstatus) == signal.SIGKILL
-        and job["cpu"] >= child.cpu_limit(job["timeout"]))
+    return (
+        job.get("over_cpu", False)
+        or os.WTERMSIG(wstatus) == signal.SIGXCPU
+        or (
+            os.WTERMSIG(wstatus) == signal.SIGKILL and job["cpu"] >= child.cpu_limit(job["timeout"])
+        )
+    )
 
 
 # ---- verdicts (the collector) ---------------------------------------------------------------
 
-def verdict(sealed: bytes, wstatus: int, timed_out: bool, completed: bool, stdout: str,
-            stderr: str, seconds: float, stderr_lines: int, cpu_seconds: float = 0.0) -> dict:
+
+def verdict(
+    sealed: bytes,
+    wstatus: int,
+    timed_out: bool,
+    completed: bool,
+    stdout: str,
+    stderr: str,
+    seconds: float,
+    stderr_lines: int,
+    cpu_seconds: float = 0.0,
+) -> dict:
     """What the server observed of one job, as the client's `Verdict` fields. `completed`: the
     job's completion token was right (its entry code returned normally)."""
     compiled = sealed == child.COMPILED  # produced runnable code; PARSED: passed the parse check
@@ -116,13 +131,27 @@ def verdict(sealed: bytes, wstatus: int, timed_out: bool, completed: bool, stdou
         status = f"killed:{signal.Signals(os.WTERMSIG(wstatus)).name}"
     else:
         exit_code = os.WEXITSTATUS(wstatus)
-        status = ("compile_error" if not compiled else "runtime_error" if exit_code
-                  else "ok" if completed else "early_exit")
+        status = (
+            "compile_error"
+            if not compiled
+            else "runtime_error"
+            if exit_code
+            else "ok"
+            if completed
+            else "early_exit"
+        )
     lines = stderr.splitlines(keepends=True)[:stderr_lines]
-    return dict(compiled=compiled or sealed == child.PARSED, ran=status == "ok",
-                exit_code=exit_code, stdout=stdout, stderr="".join(lines),
-                timed_out=timed_out, seconds=round(seconds, 6), status=status,
-                cpu_seconds=round(cpu_seconds, 6))
+    return dict(
+        compiled=compiled or sealed == child.PARSED,
+        ran=status == "ok",
+        exit_code=exit_code,
+        stdout=stdout,
+        stderr="".join(lines),
+        timed_out=timed_out,
+        seconds=round(seconds, 6),
+        status=status,
+        cpu_seconds=round(cpu_seconds, 6),
+    )
 
 
 def _token(path: str) -> str:
@@ -134,6 +163,7 @@ def _token(path: str) -> str:
 
 
 # ---- the zygote -----------------------------------------------------------------------------
+
 
 class Zygote:
     """Single-threaded: imports and warms jaclang, then forks a shim (and its job) per job
@@ -148,14 +178,18 @@ class Zygote:
         self.base_vm = budget.vm("VmSize")
         tmpfs = len(child.PRIVATE_DIRS) * child.TMPFS_MB * 2**20
         nproc = self.limits["nproc"] + RUNNERS
-        self.process_mem = budget.process_budget(self.limits["mem_mb"], nproc,
-                                                 budget.vm("VmData") + budget.vm("VmStk"), tmpfs)
+        self.process_mem = budget.process_budget(
+            self.limits["mem_mb"], nproc, budget.vm("VmData") + budget.vm("VmStk"), tmpfs
+        )
         self.namespaces = namespaces and child.namespaces_work(self.keep)
         # A job must not ptrace or read the memory of this process even if it could name it.
         child.prctl(child.PR_SET_DUMPABLE, 0)
         # Without namespaces a normal user's process count includes their whole session.
-        self.nproc_base = 0 if self.namespaces or not os.path.isdir("/proc") else sum(
-            1 for p in os.listdir("/proc") if p.isdigit() and budget.owned_by_me(p))
+        self.nproc_base = (
+            0
+            if self.namespaces or not os.path.isdir("/proc")
+            else sum(1 for p in os.listdir("/proc") if p.isdigit() and budget.owned_by_me(p))
+        )
         self.rlimits = self._rlimits()
         # how fast a job's CPU time can grow: all its processes (threads count) on all cores
         self.rate = min(self.limits["nproc"] + RUNNERS, os.cpu_count() or 1)
@@ -171,8 +205,9 @@ class Zygote:
             out[resource.RLIMIT_NPROC] = self.nproc_base + lim["nproc"] + RUNNERS
         return out
 
-    def run_many(self, jobs: list[tuple[str, float]], concurrency: int,
-                 emit: Callable[[int, dict], None]) -> None:
+    def run_many(
+        self, jobs: list[tuple[str, float]], concurrency: int, emit: Callable[[int, dict], None]
+    ) -> None:
         """Runs the jobs (job dir, timeout), `concurrency` at a time; `emit(index, event)` as each
         one ends."""
         running: dict[int, dict] = {}  # by pid
@@ -195,8 +230,9 @@ class Zygote:
     def _wait(self, sel: selectors.BaseSelector, running: dict[int, dict]) -> None:
         """Until a job may have ended: one exits, the earliest deadline passes, or a job may have
         reached its CPU limit."""
-        wait = max(0.0, min(min(j["deadline"], j["check"]) for j in running.values())
-                   - time.perf_counter())
+        wait = max(
+            0.0, min(min(j["deadline"], j["check"]) for j in running.values()) - time.perf_counter()
+        )
         if HAVE_PIDFD:
             sel.select(timeout=wait)  # a pidfd turns readable when its process exits
         else:  # macOS: poll
@@ -241,8 +277,10 @@ class Zygote:
         """Forks the job's process (the shim, or the job itself without namespaces)."""
         if threading.active_count() != 1:
             raise RuntimeError("the fork server must be single-threaded")
-        fds = [os.open(os.path.join(jobdir, name), os.O_RDWR | os.O_CREAT, 0o600)
-               for name in ("stdout", "stderr", "done")]
+        fds = [
+            os.open(os.path.join(jobdir, name), os.O_RDWR | os.O_CREAT, 0o600)
+            for name in ("stdout", "stderr", "done")
+        ]
         seal_r, seal_w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -255,9 +293,15 @@ class Zygote:
             os.close(fd)
         os.set_blocking(seal_r, False)
         # Wait on process exit (pidfd), not pipe EOF: a job can close its pipe and keep running.
-        return dict(pid=pid, seal=seal_r, pfd=os.pidfd_open(pid) if HAVE_PIDFD else None,
-                    t0=t0, deadline=t0 + child.wall_limit(timeout), timeout=timeout,
-                    check=t0 + child.cpu_limit(timeout) / self.rate)
+        return dict(
+            pid=pid,
+            seal=seal_r,
+            pfd=os.pidfd_open(pid) if HAVE_PIDFD else None,
+            t0=t0,
+            deadline=t0 + child.wall_limit(timeout),
+            timeout=timeout,
+            check=t0 + child.cpu_limit(timeout) / self.rate,
+        )
 
     def _child(self, job: child.Job) -> NoReturn:
         try:
@@ -282,8 +326,13 @@ class Zygote:
                 os.killpg(job["pid"], signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        return dict(sealed=sealed.decode("latin-1"), wstatus=wstatus, timed_out=timed_out,
-                    seconds=seconds, cpu=job["cpu"])
+        return dict(
+            sealed=sealed.decode("latin-1"),
+            wstatus=wstatus,
+            timed_out=timed_out,
+            seconds=seconds,
+            cpu=job["cpu"],
+        )
 
 
 def zygote_main(args: argparse.Namespace, scratch: str, commands: int, events: int) -> NoReturn:
@@ -291,16 +340,26 @@ def zygote_main(args: argparse.Namespace, scratch: str, commands: int, events: i
     code = 0
     try:
         out = os.fdopen(events, "w")
-        send = (lambda obj: (out.write(json.dumps(obj) + "\n"), out.flush()))  # noqa: E731
+        send = lambda obj: (out.write(json.dumps(obj) + "\n"), out.flush())  # noqa: E731
         child.prctl(child.PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the collector
-        zygote = Zygote(json.loads(args.limits), scratch, not args.no_namespaces,
-                        json.loads(args.keep))
-        send({"ready": True, "namespaces": zygote.namespaces, "uid": os.getuid(),
-              "limits": zygote.limits})
+        zygote = Zygote(
+            json.loads(args.limits), scratch, not args.no_namespaces, json.loads(args.keep)
+        )
+        send(
+            {
+                "ready": True,
+                "namespaces": zygote.namespaces,
+                "uid": os.getuid(),
+                "limits": zygote.limits,
+            }
+        )
         for line in os.fdopen(commands):
             req = json.loads(line)
-            zygote.run_many([(str(d), float(t)) for d, t in req["jobs"]], int(req["concurrency"]),
-                            lambda i, ev: send({"i": i, **ev}))
+            zygote.run_many(
+                [(str(d), float(t)) for d, t in req["jobs"]],
+                int(req["concurrency"]),
+                lambda i, ev: send({"i": i, **ev}),
+            )
             send({"done": len(req["jobs"])})
     except BaseException as e:  # noqa: BLE001  (say why on stderr; the collector reports it)
         print(f"jacrl zygote failed: {e!r}", file=sys.stderr, flush=True)
@@ -309,6 +368,7 @@ def zygote_main(args: argparse.Namespace, scratch: str, commands: int, events: i
 
 
 # ---- the collector --------------------------------------------------------------------------
+
 
 class Collector:
     """Talks to the client and to its zygote; writes programs into job dirs and judges what the
@@ -340,12 +400,19 @@ class Collector:
             raise RuntimeError("the zygote exited")
         return json.loads(line)
 
-    def run_many(self, jobs: list[tuple[str, float]], concurrency: int,
-                 emit: Callable[[int, dict], None]) -> None:
+    def run_many(
+        self, jobs: list[tuple[str, float]], concurrency: int, emit: Callable[[int, dict], None]
+    ) -> None:
         made = [self._job_dir(source) for source, _ in jobs]  # (dir, secret)
-        self._cmds.write(json.dumps({"jobs": [[d, t] for (d, _), (_, t) in zip(made, jobs,
-                                                                               strict=True)],
-                                     "concurrency": concurrency}) + "\n")
+        self._cmds.write(
+            json.dumps(
+                {
+                    "jobs": [[d, t] for (d, _), (_, t) in zip(made, jobs, strict=True)],
+                    "concurrency": concurrency,
+                }
+            )
+            + "\n"
+        )
         self._cmds.flush()
         while "done" not in (ev := self._event()):
             i = int(ev["i"])
@@ -368,8 +435,17 @@ class Collector:
         stdout = _read(os.path.join(jobdir, "stdout"), self.limits["max_output"])
         stderr = _read(os.path.join(jobdir, "stderr"), STDERR_READ)
         shutil.rmtree(jobdir, ignore_errors=True)
-        return verdict(ev["sealed"].encode("latin-1"), ev["wstatus"], ev["timed_out"], completed,
-                       stdout, stderr, ev["seconds"], self.limits["stderr_lines"], ev["cpu"])
+        return verdict(
+            ev["sealed"].encode("latin-1"),
+            ev["wstatus"],
+            ev["timed_out"],
+            completed,
+            stdout,
+            stderr,
+            ev["seconds"],
+            self.limits["stderr_lines"],
+            ev["cpu"],
+        )
 
 
 def serve(argv: list[str] | None = None) -> None:
@@ -381,8 +457,9 @@ def serve(argv: list[str] | None = None) -> None:
     proto = os.fdopen(os.dup(1), "w")
     os.set_inheritable(proto.fileno(), False)
     os.dup2(2, 1)  # keep jaclang's own chatter off the protocol channel
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
-                                  line_buffering=True)
+    sys.stdout = io.TextIOWrapper(
+        io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True
+    )
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # not for jobs
     scratch = tempfile.mkdtemp(prefix="jacrl-exec-")
@@ -394,13 +471,21 @@ def serve(argv: list[str] | None = None) -> None:
 
     try:
         collector = Collector(args, scratch)
-        send({"ready": True, "pid": os.getpid(), "zygote": collector.zygote_pid,
-              "namespaces": collector.hello["namespaces"], "uid": collector.hello["uid"]})
+        send(
+            {
+                "ready": True,
+                "pid": os.getpid(),
+                "zygote": collector.zygote_pid,
+                "namespaces": collector.hello["namespaces"],
+                "uid": collector.hello["uid"],
+            }
+        )
         for line in sys.stdin:
             req = json.loads(line)
             jobs = [(str(s), float(t)) for s, t in req["jobs"]]
-            collector.run_many(jobs, int(req["concurrency"]),
-                               lambda i, r: send({"i": i, "result": r}))
+            collector.run_many(
+                jobs, int(req["concurrency"]), lambda i, r: send({"i": i, "result": r})
+            )
             send({"done": len(jobs)})
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

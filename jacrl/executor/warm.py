@@ -10,6 +10,7 @@ import shutil
 import sys
 import tempfile
 
+
 def import_compiler() -> None:
     """Import every module of jaclang's compiler and runtime now. jaclang loads some lazily (e.g.
     `jac0core.diagnostic_utils` for inherited archetypes); loaded here once, the first job of
@@ -23,8 +24,9 @@ def import_compiler() -> None:
     root = os.path.dirname(jaclang.__file__)
     for sub in ("jac0core", "compiler", "runtimelib"):
         for dirpath, dirnames, files in os.walk(os.path.join(root, sub)):
-            dirnames[:] = sorted(d for d in dirnames
-                                 if d not in ("impl", "tests") and not d.endswith(".impl"))
+            dirnames[:] = sorted(
+                d for d in dirnames if d not in ("impl", "tests") and not d.endswith(".impl")
+            )
             for f in sorted(files):
                 if not f.endswith(".jac") or f.count(".") > 1:  # skip .impl/.na/.cl/.test annexes
                     continue
@@ -35,7 +37,7 @@ def import_compiler() -> None:
                     pass
 
 
-WARM_PROGRAM = '''
+WARM_PROGRAM = """
 enum Mood { CALM, BUSY }
 obj Note { has text: str; has tags: list[str] = []; }
 node City { has name: str; has size: int = 0; }
@@ -66,11 +68,11 @@ with entry {
     try { _ = int("x"); } except ValueError { print("caught"); }
     print(r.total, len(r.reports), describe(Note(text="n")), Mood.BUSY.name);
 }
-'''
-
+"""
 
 
 # ---- warming --------------------------------------------------------------------------------
+
 
 def warm(scratch: str, child) -> None:
     """Run a representative program here, then reset every piece of state it touched, so
@@ -97,10 +99,18 @@ def warm(scratch: str, child) -> None:
 def _save_state() -> dict:
     from jaclang.jac0core.runtime import JacRuntime as Jac
 
-    return dict(main=sys.modules.get("__main__"), argv=list(sys.argv), cwd=os.getcwd(),
-                path=list(sys.path), stdout=sys.stdout, stderr=sys.stderr,
-                base=Jac.get_base_path_dir(), target=Jac.get_full_target_path(),
-                ctx=Jac.exec_ctx, loaded=dict(Jac.loaded_modules))
+    return dict(
+        main=sys.modules.get("__main__"),
+        argv=list(sys.argv),
+        cwd=os.getcwd(),
+        path=list(sys.path),
+        stdout=sys.stdout,
+        stderr=sys.stderr,
+        base=Jac.get_base_path_dir(),
+        target=Jac.get_full_target_path(),
+        ctx=Jac.exec_ctx,
+        loaded=dict(Jac.loaded_modules),
+    )
 
 
 def _restore_state(saved: dict) -> None:

@@ -50,8 +50,13 @@ def notebook_params(namespace: Mapping) -> dict:
 PICK = ("rung", "model", "condition", "format", "paired", "train_seed")  # a cell of the grid
 
 
-def notebook_cell(cell_json: str = "", cell_key: str = "", log: Callable[[str], None] = print,
-                  env: Mapping[str, str] = os.environ, **params) -> Cell:
+def notebook_cell(
+    cell_json: str = "",
+    cell_key: str = "",
+    log: Callable[[str], None] = print,
+    env: Mapping[str, str] = os.environ,
+    **params,
+) -> Cell:
     """The cell notebook 30 runs. Run by the ladder: `cell_json` (`Cell.to_json`) is the whole
     cell and the other parameters are not read; its rows are filed under the planned key in it
     (see `make_cell`). By hand: `PICK` picks the cell and every other parameter is a
@@ -88,10 +93,13 @@ def _train_stage(cell: Cell, stage: str, tasks: Mapping, parent, log) -> object:
     stage table's trainer."""
     st = STAGES[stage]
     args = (cell.model, tasks["train"], tasks["valid"], cell.stages[stage], cell.cfg.artifacts_dir)
-    kw = {"log": log, "report_to": cell.cfg.report_to or None,  # None: the trainers' default
-          # a shared stage is labelled with its own name, so every condition reuses one build
-          "condition": stage if st.shared else cell.condition,
-          **({"parent": parent} if st.parent != "none" else {})}
+    kw = {
+        "log": log,
+        "report_to": cell.cfg.report_to or None,  # None: the trainers' default
+        # a shared stage is labelled with its own name, so every condition reuses one build
+        "condition": stage if st.shared else cell.condition,
+        **({"parent": parent} if st.parent != "none" else {}),
+    }
     out = trainer_of(stage)(*args, **kw)
     return out[-1] if isinstance(out, list) else out  # rounds (star): the last
 
@@ -135,8 +143,9 @@ def rollout_temperature(cell: Cell, arts: Mapping, tasks: list[dict]) -> float |
     return calibrate_temperature(lm, tok, tasks, cfg, log=lambda _: None)[0]
 
 
-def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None = None,
-                  progress: bool = True) -> list[dict]:
+def evaluate_cell(
+    cell: Cell, arts: Mapping, log: Callable[[str], None] | None = None, progress: bool = True
+) -> list[dict]:
     """The gen rows (the holdout sample, greedy + n samples at the eval temperature) and mem rows
     (the rung's tasks, greedy + n samples at the rollout temperature when the cell has an
     adapter, see `rollout_temperature`) of the cell, in its task format, filed under its key (not
@@ -145,30 +154,54 @@ def evaluate_cell(cell: Cell, arts: Mapping, log: Callable[[str], None] | None =
     tasks = cell_tasks(cell.rung, c.data_dir, c.gen_limit, c.mem_limit, cell.format, cell.paired)
     adapter = adapter_of(arts)
     mem_t = rollout_temperature(cell, arts, tasks["mem"]) if c.n else None
-    plans = [("gen", "holdout", tasks["gen"], c.n, c.temperature),
-             ("mem", "rung", tasks["mem"], c.n if mem_t else 0, mem_t or c.temperature)]
-    shared = {f.name: getattr(c, f.name) for f in dataclasses.fields(EvalConfig)
-              if hasattr(c, f.name)}  # the ladder's eval knobs named like EvalConfig's
+    plans = [
+        ("gen", "holdout", tasks["gen"], c.n, c.temperature),
+        ("mem", "rung", tasks["mem"], c.n if mem_t else 0, mem_t or c.temperature),
+    ]
+    shared = {
+        f.name: getattr(c, f.name) for f in dataclasses.fields(EvalConfig) if hasattr(c, f.name)
+    }  # the ladder's eval knobs named like EvalConfig's
     rows = []
-    for kind, split, ts, n, temp in tqdm(plans, desc=f"eval {cell.name}", unit="eval",
-                                         disable=not progress):
-        cfg = configure(EvalConfig(), {**shared, "n": n, "k": c.k if n else (1,),
-                                       "temperature": temp})
-        row = evaluate(cell.model, adapter, ts, cfg, tag=cell.tag(kind), split=split, kind=kind,
-                       log=log, samples=cell_samples_path(cell.results, cell.key, kind))
+    for kind, split, ts, n, temp in tqdm(
+        plans, desc=f"eval {cell.name}", unit="eval", disable=not progress
+    ):
+        cfg = configure(
+            EvalConfig(), {**shared, "n": n, "k": c.k if n else (1,), "temperature": temp}
+        )
+        row = evaluate(
+            cell.model,
+            adapter,
+            ts,
+            cfg,
+            tag=cell.tag(kind),
+            split=split,
+            kind=kind,
+            log=log,
+            samples=cell_samples_path(cell.results, cell.key, kind),
+        )
         if row.get("samples"):  # relative to the rows file's folder: the same on every engine
             row["samples"] = os.path.relpath(row["samples"], Path(cell.results).parent)
-        row.update({
-            "cell_key": cell.key, "model_name": cell.label, "rung": cell.rung,
-            "train_seed": cell.train_seed,
-            "condition": cell.condition, "format": cell.format, "paired": cell.paired,
-            "reward_formula": cell.reward_formula or None,
-            "ladder": {**dict.fromkeys(STAGES), "eval": cell.eval,  # None: a stage it lacks
-                       **{s: dataclasses.asdict(sc) for s, sc in cell.stages.items()},
-                       "artifacts": {s: str(a.path) for s, a in arts.items()},
-                       "artifact_keys": {s: a.key for s, a in arts.items()},
-                       "key_parts": {k: v for k, v in cell.key_parts.items()
-                                     if k in KEY_PARTS_IN_ROWS}},
-        })
+        row.update(
+            {
+                "cell_key": cell.key,
+                "model_name": cell.label,
+                "rung": cell.rung,
+                "train_seed": cell.train_seed,
+                "condition": cell.condition,
+                "format": cell.format,
+                "paired": cell.paired,
+                "reward_formula": cell.reward_formula or None,
+                "ladder": {
+                    **dict.fromkeys(STAGES),
+                    "eval": cell.eval,  # None: a stage it lacks
+                    **{s: dataclasses.asdict(sc) for s, sc in cell.stages.items()},
+                    "artifacts": {s: str(a.path) for s, a in arts.items()},
+                    "artifact_keys": {s: a.key for s, a in arts.items()},
+                    "key_parts": {
+                        k: v for k, v in cell.key_parts.items() if k in KEY_PARTS_IN_ROWS
+                    },
+                },
+            }
+        )
         rows.append(row)
     return rows

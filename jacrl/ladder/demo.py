@@ -29,12 +29,28 @@ from jacrl.results import read_rows
 # the rollout temperature calibrated on the SFT adapter, centred advantages, groups spanning
 # < 0.1 skipped: 24 steps raised sampled pass@1 on the rung's tasks, p < 0.05; at LR 2e-5 (and
 # 1e-5 with σ-normalised advantages, the earlier default) the same steps undid what SFT taught.
-DEMO_SFT = {"learning_rate": 2e-4, "warmup": 0, "decay_steps": 10**9, "lora_layers": -1,
-            "lora_rank": 64, "grad_checkpoint": False, "batch_size": 1, "steps_per_report": 10,
-            "steps_per_eval": 10**6, "val_batches": 1}
-DEMO_GRPO = {"learning_rate": 5e-6, "group_size": 4, "max_completion_length": 256,
-             "max_seq_length": 2048, "lora_layers": -1, "lora_rank": 8, "grad_checkpoint": False,
-             "steps_per_report": 1}
+DEMO_SFT = {
+    "learning_rate": 2e-4,
+    "warmup": 0,
+    "decay_steps": 10**9,
+    "lora_layers": -1,
+    "lora_rank": 64,
+    "grad_checkpoint": False,
+    "batch_size": 1,
+    "steps_per_report": 10,
+    "steps_per_eval": 10**6,
+    "val_batches": 1,
+}
+DEMO_GRPO = {
+    "learning_rate": 5e-6,
+    "group_size": 4,
+    "max_completion_length": 256,
+    "max_seq_length": 2048,
+    "lora_layers": -1,
+    "lora_rank": 8,
+    "grad_checkpoint": False,
+    "steps_per_report": 1,
+}
 
 
 # raw_grpo (GRPO on the base) is left out: on jac-tiny it is 0 everywhere, and its two cells
@@ -43,15 +59,26 @@ DEMO_CONDITIONS = tuple(c for c in DEFAULT_CONDITIONS if c != "raw_grpo")
 
 
 def demo_config(**over) -> LadderConfig:
-    base = LadderConfig(rungs=("1", "3"), models=("jac-tiny",), conditions=DEMO_CONDITIONS,
-                        sft_iters=270, sft_iters_per_task=90, grpo_iters=8,
-                        sets={"sft": dict(DEMO_SFT), "grpo": dict(DEMO_GRPO)}, gen_limit=6, n=4,
-                        k=(1, 2, 4), max_tokens=256)
+    base = LadderConfig(
+        rungs=("1", "3"),
+        models=("jac-tiny",),
+        conditions=DEMO_CONDITIONS,
+        sft_iters=270,
+        sft_iters_per_task=90,
+        grpo_iters=8,
+        sets={"sft": dict(DEMO_SFT), "grpo": dict(DEMO_GRPO)},
+        gen_limit=6,
+        n=4,
+        k=(1, 2, 4),
+        max_tokens=256,
+    )
     return dataclasses.replace(base, **over)
 
 
-def training_runs(cfg: LadderConfig, statuses: Sequence[Mapping] | None = None,
-                  ) -> list[tuple[str, Path]]:
+def training_runs(
+    cfg: LadderConfig,
+    statuses: Sequence[Mapping] | None = None,
+) -> list[tuple[str, Path]]:
     """(label, metrics file) of the last rung's trained cells of the first model, from the copies
     `run_cell` keeps in each cell's directory: the sft cell's SFT, then each GRPO condition's GRPO
     stage (sft_grpo's SFT stage is the sft cell's artifact). The cells are `statuses` (what `run`
@@ -59,8 +86,11 @@ def training_runs(cfg: LadderConfig, statuses: Sequence[Mapping] | None = None,
     cfg = validate(cfg)
     if statuses is None:
         statuses = [{"key": c.key, "cell": c.name} for c in plan(cfg)]
-    cells = [(s["key"], *s["cell"].split("/")) for s in statuses
-             if s.get("key") and len(s.get("cell", "").split("/")) == 3]
+    cells = [
+        (s["key"], *s["cell"].split("/"))
+        for s in statuses
+        if s.get("key") and len(s.get("cell", "").split("/")) == 3
+    ]
     cells = [c for c in cells if c[1] == f"r{cfg.rungs[-1]}"]
     out = []
     for key, rung, label, cond in cells:
@@ -72,9 +102,11 @@ def training_runs(cfg: LadderConfig, statuses: Sequence[Mapping] | None = None,
     return out
 
 
-def ensure_data(data_dir: str | os.PathLike | None = None,
-                drivers: str | os.PathLike | None = None,
-                log: Callable[[str], None] = print) -> None:
+def ensure_data(
+    data_dir: str | os.PathLike | None = None,
+    drivers: str | os.PathLike | None = None,
+    log: Callable[[str], None] = print,
+) -> None:
     """Build tasks.jsonl (slow: every driver runs) and splits/ when missing (defaults: the
     project's data/ and drivers/)."""
     d, drivers = path_or(data_dir, "data"), path_or(drivers, "drivers")
@@ -84,8 +116,10 @@ def ensure_data(data_dir: str | os.PathLike | None = None,
         for line in rep.failures:
             log(line)
         if rep.failures:
-            raise ValueError(f"task build failed: {len(rep.failures)} driver(s) rejected (listed "
-                             "above), nothing written")
+            raise ValueError(
+                f"task build failed: {len(rep.failures)} driver(s) rejected (listed "
+                "above), nothing written"
+            )
     if not all((d / "splits" / f"{s}.jsonl").is_file() for s in splits.SPLITS):
         log(f"building splits in {d}/splits")
         splits.build_splits(d)
@@ -95,9 +129,12 @@ def _measures(r: Mapping) -> dict[str, str]:
     """What the demo's table shows of one evaluation: greedy and sampled pass@1, run %, the
     sampling temperature (mem: the rollout temperature GRPO calibrated)."""
     sampled = (r.get("pass_at_k") or {}).get("1")
-    return {"greedy": f"{r['pass1']}/{r['tasks']}",
-            "sampled": "-" if sampled is None else f"{sampled:.0f}%",
-            "run": f"{r['run_pct']:.0f}%", "T": f"{r.get('temperature', 0):g}"}
+    return {
+        "greedy": f"{r['pass1']}/{r['tasks']}",
+        "sampled": "-" if sampled is None else f"{sampled:.0f}%",
+        "run": f"{r['run_pct']:.0f}%",
+        "T": f"{r.get('temperature', 0):g}",
+    }
 
 
 def _host(r: Mapping) -> str:
@@ -130,16 +167,17 @@ def compare_rows(reference: list[dict], fresh: list[dict]) -> str:
         if _host(old) and _host(r) and _host(old) != _host(r):  # rows before: not recorded
             hosts.add(f"reference {_host(old)}, here {_host(r)}")
             why.append("other BLAS")
-        text = fmt(was) + (f" -> {', '.join(f'{k} {now[k]}' for k in diff)}" if diff
-                            else " (same)")
+        text = fmt(was) + (f" -> {', '.join(f'{k} {now[k]}' for k in diff)}" if diff else " (same)")
         lines.append(f"{r['tag']:28} {text}; {key}" + "".join(f"; {w}" for w in why if w))
         if diff:
             moved.append(f"{r['tag']} {'/'.join(diff)} ({key}, {', '.join(w for w in why if w)})")
     same = len(fresh) - len(moved)
-    lines.append(f"{same} of {len(fresh)} evaluations match the reference in greedy and sampled "
-                 f"pass@1, run % and T" + (f"; moved: {'; '.join(moved)}" if moved else "")
-                 + (f"; BLAS kernel family / threads: {' | '.join(sorted(hosts))}" if hosts
-                    else ""))
+    lines.append(
+        f"{same} of {len(fresh)} evaluations match the reference in greedy and sampled "
+        f"pass@1, run % and T"
+        + (f"; moved: {'; '.join(moved)}" if moved else "")
+        + (f"; BLAS kernel family / threads: {' | '.join(sorted(hosts))}" if hosts else "")
+    )
     return "\n".join(lines)
 
 
@@ -148,9 +186,14 @@ def fresh_results_dir() -> str:
     return str(path_or(None, "results") / "demo" / time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
 
 
-def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
-         artifacts_dir: str = "", model: str = "jac-tiny",
-         log: Callable[[str], None] = print) -> dict:
+def demo(
+    results_dir: str = "",
+    figures_dir: str = "",
+    data_dir: str = "",
+    artifacts_dir: str = "",
+    model: str = "jac-tiny",
+    log: Callable[[str], None] = print,
+) -> dict:
     """Tasks/splits if needed; the demo ladder (rungs 1 and 3: base, sft, sft_grpo; jac-tiny);
     the table; ladder.png (+ ladder_passk.png) and training.png (the last rung's SFT and GRPO
     curves, `training_runs`), each with its rows' provenance; any figure there left stale is
@@ -164,20 +207,33 @@ def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
     if not results_dir:
         results_dir = fresh_results_dir()
         figures_dir = figures_dir or str(Path(results_dir) / "figures")
-        log(f"demo: rows and figures go to {results_dir}/ (the committed {reference} is the "
-            "reference they are compared with)")
+        log(
+            f"demo: rows and figures go to {results_dir}/ (the committed {reference} is the "
+            "reference they are compared with)"
+        )
     figures_dir = figures_for(results_dir, figures_dir)  # tracked figures/: only when named
     ensure_data(data_dir or None, None, log)
-    cfg = from_env(demo_config(models=(model,), results_dir=results_dir, figures_dir=figures_dir,
-                               data_dir=data_dir, artifacts_dir=artifacts_dir))
+    cfg = from_env(
+        demo_config(
+            models=(model,),
+            results_dir=results_dir,
+            figures_dir=figures_dir,
+            data_dir=data_dir,
+            artifacts_dir=artifacts_dir,
+        )
+    )
     statuses = run(cfg, log)
     table, figs = show(cfg.results_dir, cfg.figures_dir, check_figures=False)
     runs = training_runs(cfg, statuses)
     from jacrl import report  # pandas and matplotlib: only for the figures
 
     if runs:
-        figs = [*figs, report.write_training_figure(
-            runs, cfg.figures_dir, title=f"training curves, rung {cfg.rungs[-1]} ({model})")]
+        figs = [
+            *figs,
+            report.write_training_figure(
+                runs, cfg.figures_dir, title=f"training curves, rung {cfg.rungs[-1]} ({model})"
+            ),
+        ]
     note = report.figures_note(cfg.figures_dir or None)  # once every figure is redrawn
     log(table + (f"\n\n{note}" if note else ""))
     for p in figs:
@@ -187,5 +243,10 @@ def demo(results_dir: str = "", figures_dir: str = "", data_dir: str = "",
         log("\n" + compare_rows(read_rows(reference), read_rows(mine)))
     secs = round(time.time() - t0, 1)
     log(f"demo: {secs:.0f} s")
-    return {"seconds": secs, "statuses": statuses, "table": table, "figures": figs,
-            "results_dir": cfg.results_dir}
+    return {
+        "seconds": secs,
+        "statuses": statuses,
+        "table": table,
+        "figures": figs,
+        "results_dir": cfg.results_dir,
+    }

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jacrl import stages as stage_table
 from jacrl.conditions import condition_of
 from jacrl.config import SFTConfig, configure
 from jacrl.ladder.settings import (
@@ -26,7 +27,6 @@ from jacrl.ladder.taskset import cell_tasks, pool_size, task_format
 from jacrl.models import ModelError, resolve
 from jacrl.provenance import code_of, data_hash, dir_hash
 from jacrl.results import model_label
-from jacrl import stages as stage_table
 from jacrl.stages import STAGES
 
 # -------------------------------------------------------------------------------------------
@@ -88,14 +88,24 @@ class Cell:
 
     def to_json(self) -> str:
         """The cell as one JSON string: its ladder settings, what picks it, and its key."""
-        return json.dumps({"cfg": dataclasses.asdict(self.cfg), "rung": self.rung,
-                           "model": self.model, "condition": self.condition,
-                           "format": self.format, "paired": self.paired,
-                           "train_seed": self.train_seed, "cell_key": self.key}, sort_keys=True)
+        return json.dumps(
+            {
+                "cfg": dataclasses.asdict(self.cfg),
+                "rung": self.rung,
+                "model": self.model,
+                "condition": self.condition,
+                "format": self.format,
+                "paired": self.paired,
+                "train_seed": self.train_seed,
+                "cell_key": self.key,
+            },
+            sort_keys=True,
+        )
 
     @staticmethod
-    def from_json(text: str, env: Mapping[str, str] = os.environ,
-                  log: Callable[[str], None] = print) -> Cell:
+    def from_json(
+        text: str, env: Mapping[str, str] = os.environ, log: Callable[[str], None] = print
+    ) -> Cell:
         """`to_json`'s cell, resolved again here (a changed key is logged; see `make_cell`)."""
         d = json.loads(text)
         cfg = configure(LadderConfig(), d.pop("cfg"))
@@ -104,8 +114,11 @@ class Cell:
 
 def eval_settings(cfg: LadderConfig) -> dict:
     """The ladder's evaluation settings that a cell's key holds: its fields marked eval."""
-    return {f.name: list(v) if isinstance(v := getattr(cfg, f.name), tuple) else v
-            for f in dataclasses.fields(cfg) if f.metadata.get("eval")}
+    return {
+        f.name: list(v) if isinstance(v := getattr(cfg, f.name), tuple) else v
+        for f in dataclasses.fields(cfg)
+        if f.metadata.get("eval")
+    }
 
 
 def model_fingerprint(model: str) -> str:
@@ -122,8 +135,11 @@ def notebook_hash(path: str | os.PathLike | None = None) -> str:
         nb = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return "missing"
-    code = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-            for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    code = [
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in nb.get("cells", [])
+        if c.get("cell_type") == "code"
+    ]
     return hashlib.sha256(json.dumps(code).encode()).hexdigest()
 
 
@@ -137,10 +153,14 @@ def _scaled(cfg, factors):
     return configure(cfg, out)
 
 
-def stage_configs(condition: str, seed: int, iters: Mapping[str, int],
-                  sets: Mapping[str, Mapping] | None = None,
-                  env: Mapping[str, str] = os.environ,
-                  reward_formula: str = DEFAULTS.reward_formula) -> dict:
+def stage_configs(
+    condition: str,
+    seed: int,
+    iters: Mapping[str, int],
+    sets: Mapping[str, Mapping] | None = None,
+    env: Mapping[str, str] = os.environ,
+    reward_formula: str = DEFAULTS.reward_formula,
+) -> dict:
     """{stage: its config} of a condition, in training order, each resolved by
     `jacrl.stages.resolve` (as `jacrl train` does: the defaults, `reward_formula`, JACRL_<STAGE>_*
     in `env`), then the ladder's `iters` ({"sft_iters": N, ...}, per the stage's `iters`) and
@@ -148,13 +168,20 @@ def stage_configs(condition: str, seed: int, iters: Mapping[str, int],
     SFT, RFT's, each STaR round's) uses the one resolved SFT config. Raises on an unknown
     condition or knob."""
     c = condition_of(condition)
-    return {s: _scaled(ladder_config(s, seed, iters, sets, env, reward_formula),
-                       c.scale.get(s, {})) for s in c.stages}
+    return {
+        s: _scaled(ladder_config(s, seed, iters, sets, env, reward_formula), c.scale.get(s, {}))
+        for s in c.stages
+    }
 
 
-def ladder_config(stage: str, seed: int, iters: Mapping[str, int],
-                  sets: Mapping[str, Mapping] | None, env: Mapping[str, str],
-                  reward_formula: str) -> object:
+def ladder_config(
+    stage: str,
+    seed: int,
+    iters: Mapping[str, int],
+    sets: Mapping[str, Mapping] | None,
+    env: Mapping[str, str],
+    reward_formula: str,
+) -> object:
     """One stage's config as a ladder cell resolves it (see `stage_configs`), unscaled."""
     sets, st = sets or {}, STAGES[stage]
     own: dict = {"seed": seed, **({"iters": iters[st.iters]} if st.iters else {})}
@@ -165,9 +192,14 @@ def ladder_config(stage: str, seed: int, iters: Mapping[str, int],
     return stage_table.resolve(stage, reward_formula, env, own, dict(sets.get(stage, {})))
 
 
-def eval_reads(condition: str, seed: int, iters: Mapping[str, int],
-               sets: Mapping[str, Mapping] | None = None, env: Mapping[str, str] = os.environ,
-               reward_formula: str = DEFAULTS.reward_formula) -> dict:
+def eval_reads(
+    condition: str,
+    seed: int,
+    iters: Mapping[str, int],
+    sets: Mapping[str, Mapping] | None = None,
+    env: Mapping[str, str] = os.environ,
+    reward_formula: str = DEFAULTS.reward_formula,
+) -> dict:
     """{stage: config} the cell's evaluation reads beyond its stages (its last stage's
     `eval_reads`: an sft cell's mem temperature is calibrated with the GRPO config), resolved
     as that stage would be in this cell; {} for the base model."""
@@ -181,14 +213,25 @@ def key_of(parts: Mapping) -> str:
     digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
     fmt = parts.get("format", "hole")
     seed = f"-s{parts['train_seed']}" if "train_seed" in parts else ""
-    return (f"r{parts['rung']}-{parts['model']}-{parts['condition']}"
-            f"{'' if fmt == 'hole' else '-' + fmt}{seed}-{digest[:12]}")
+    return (
+        f"r{parts['rung']}-{parts['model']}-{parts['condition']}"
+        f"{'' if fmt == 'hole' else '-' + fmt}{seed}-{digest[:12]}"
+    )
 
 
-def make_cell(cfg: LadderConfig, rung, model: str = DEFAULTS.models[0], condition: str = "base",
-              format: str = "hole", *, paired: bool | str | None = None,
-              train_seed: int | None = None, cell_key: str = "",
-              env: Mapping[str, str] = os.environ, log: Callable[[str], None] = print) -> Cell:
+def make_cell(
+    cfg: LadderConfig,
+    rung,
+    model: str = DEFAULTS.models[0],
+    condition: str = "base",
+    format: str = "hole",
+    *,
+    paired: bool | str | None = None,
+    train_seed: int | None = None,
+    cell_key: str = "",
+    env: Mapping[str, str] = os.environ,
+    log: Callable[[str], None] = print,
+) -> Cell:
     """Resolve one cell of `cfg`'s grid and compute its key. `paired` None: the plan's
     (`paired_plan`); `train_seed` None: cfg.seed. `cell_key`: the key the ladder planned the
     cell under ("" = the one computed here); when the two differ (code or data changed since
@@ -210,14 +253,26 @@ def make_cell(cfg: LadderConfig, rung, model: str = DEFAULTS.models[0], conditio
     label = model_label(str(model))
     last = STAGES[condition_of(condition).last] if stages else None
     parts = {
-        "rung": rung, "model": label, "model_hash": model_fingerprint(str(model)),
-        "condition": condition, "seed": cfg.seed,
+        "rung": rung,
+        "model": label,
+        "model_hash": model_fingerprint(str(model)),
+        "condition": condition,
+        "seed": cfg.seed,
         **{s: dataclasses.asdict(c) for s, c in stages.items()},
         "eval": eval_settings(cfg),
-        **({"reads": {s: {f: _plain(getattr(c, f)) for f in last.eval_reads[s]}
-                      for s, c in reads.items()}} if reads else {}),
-        "data_hash": data_hash([t for name in ("train", "valid", "gen", "mem")
-                                for t in tasks[name]]),
+        **(
+            {
+                "reads": {
+                    s: {f: _plain(getattr(c, f)) for f in last.eval_reads[s]}
+                    for s, c in reads.items()
+                }
+            }
+            if reads
+            else {}
+        ),
+        "data_hash": data_hash(
+            [t for name in ("train", "valid", "gen", "mem") for t in tasks[name]]
+        ),
         "code_version": code_of(cell_modules(condition)),
         "notebook": notebook_hash(cfg.notebook),
         **({"format": fmt} if fmt != "hole" else {"paired": True} if paired else {}),
@@ -225,11 +280,24 @@ def make_cell(cfg: LadderConfig, rung, model: str = DEFAULTS.models[0], conditio
     }
     key = key_of(parts)
     if cell_key and cell_key != key:
-        log(f"warning: planned as {cell_key}, computed {key} here (code or data changed since "
-            "planning); filing rows under the planned key")
-    return Cell(cfg=cfg, rung=rung, model=str(model), label=label, condition=condition,
-                format=fmt, paired=paired, train_seed=seed, stages=stages, key=cell_key or key,
-                key_parts=parts, reads=reads)
+        log(
+            f"warning: planned as {cell_key}, computed {key} here (code or data changed since "
+            "planning); filing rows under the planned key"
+        )
+    return Cell(
+        cfg=cfg,
+        rung=rung,
+        model=str(model),
+        label=label,
+        condition=condition,
+        format=fmt,
+        paired=paired,
+        train_seed=seed,
+        stages=stages,
+        key=cell_key or key,
+        key_parts=parts,
+        reads=reads,
+    )
 
 
 def _plain(v):
@@ -241,8 +309,7 @@ def cell_modules(condition: str) -> tuple[str, ...]:
     the evaluation, and the trainers of the stages its evaluation reads (calibration is GRPO's)."""
     c = condition_of(condition)
     reads = STAGES[c.last].eval_reads if c.last else {}
-    return tuple(dict.fromkeys([*(STAGES[s].module for s in (*c.stages, *reads)),
-                                *EVAL_MODULES]))
+    return tuple(dict.fromkeys([*(STAGES[s].module for s in (*c.stages, *reads)), *EVAL_MODULES]))
 
 
 def rung_sft_iters(cfg: LadderConfig, rung: str) -> int:
@@ -268,15 +335,20 @@ def plan(cfg: LadderConfig) -> list[Cell]:
     for r in cfg.rungs:  # a rung as large as the pool would be 'all' again under another key
         if r != "all" and int(r) >= pool:
             which = " with a conversion task" if paired_plan(cfg) else ""
-            raise ValueError(f"rung {r}: the train pool has {pool} tasks{which}, so rung {r} "
-                             f"would be 'all'; choose 1..{pool - 1} or 'all'")
+            raise ValueError(
+                f"rung {r}: the train pool has {pool} tasks{which}, so rung {r} "
+                f"would be 'all'; choose 1..{pool - 1} or 'all'"
+            )
     for model in cfg.models:
         resolve(model)  # an unknown model fails here, not in its cells
     cells = []
     for rung in cfg.rungs:
         for model in cfg.models:
-            m = model if not Path(model).expanduser().is_dir() \
+            m = (
+                model
+                if not Path(model).expanduser().is_dir()
                 else str(Path(model).expanduser().resolve())
+            )
             for cond, fmt in ((c, f) for c in cfg.conditions for f in cfg.formats):
                 # a condition that trains nothing (base) is one cell, whatever the seeds
                 seeds = train_seeds(cfg) if condition_of(cond).stages else (cfg.seed,)

@@ -9,7 +9,7 @@ cell checks the model (there, with the driver's files) and the jacrl code versio
 then runs in a fresh project `$JACRL_RAY_SCRATCH/<cell key>/<attempt>/` (default
 <tmp>/jacrl-ray-<uid>/...) holding the data and notebook that came with it, so the notebook
 resolves everything as on the driver. The attempt's results/ (log, executed notebook, rows) stay
-there; its data are removed. """
+there; its data are removed."""
 
 from __future__ import annotations
 
@@ -49,8 +49,11 @@ NOT_SHIPPED = {"lock", "status.json"}  # of a cell's directory: the driver write
 # -------------------------------------------------------------------------------------------
 
 
-def pack_dir(path: str | os.PathLike, arcname: str | None = None,
-             skip: frozenset[str] | set[str] = frozenset()) -> bytes:
+def pack_dir(
+    path: str | os.PathLike,
+    arcname: str | None = None,
+    skip: frozenset[str] | set[str] = frozenset(),
+) -> bytes:
     """A directory as tar.gz bytes, under `arcname` (default: its name; "" = its entries at the
     top), leaving out the top-level entries named in `skip`."""
     path = Path(path)
@@ -137,8 +140,12 @@ def scratch_project(key: str, data: bytes, notebook: tuple[str, bytes]) -> Path:
     project keeps it: the shipped data/ and notebooks/<notebook>, a models/registry.toml naming
     this node's models by absolute path, results/, and .git linked to the node's checkout (rows
     record its commit). Earlier attempts' data are removed; their results stay."""
-    base = Path(os.environ.get(SCRATCH_ENV) or Path(tempfile.gettempdir())
-                / f"jacrl-ray-{os.getuid()}") / key
+    base = (
+        Path(
+            os.environ.get(SCRATCH_ENV) or Path(tempfile.gettempdir()) / f"jacrl-ray-{os.getuid()}"
+        )
+        / key
+    )
     for old in base.glob("*/data"):
         shutil.rmtree(old, ignore_errors=True)
     node = project()
@@ -148,8 +155,11 @@ def scratch_project(key: str, data: bytes, notebook: tuple[str, bytes]) -> Path:
     unpack(data, work / "data")
     (work / "notebooks" / notebook[0]).write_bytes(notebook[1])
     (work / "models").mkdir()
-    entries = [f"[models.{json.dumps(name)}]\npath = {json.dumps(str(resolve(name)))}\n"
-               for name in read_registry(node.registry) if _resolves(name)]
+    entries = [
+        f"[models.{json.dumps(name)}]\npath = {json.dumps(str(resolve(name)))}\n"
+        for name in read_registry(node.registry)
+        if _resolves(name)
+    ]
     (work / "models" / "registry.toml").write_text("\n".join(entries))
     if (node.root / ".git").exists():
         (work / ".git").symlink_to(node.root / ".git")
@@ -164,16 +174,26 @@ def _resolves(model: str) -> bool:
     return True
 
 
-def localize(cfg: LadderConfig, cell: Cell, work: Path, store: Path,
-             ) -> tuple[LadderConfig, Cell]:
+def localize(
+    cfg: LadderConfig,
+    cell: Cell,
+    work: Path,
+    store: Path,
+) -> tuple[LadderConfig, Cell]:
     """The config and cell as this node runs them in the scratch project `work`, with the
     node's artifact store."""
     proj = Project(work)
 
     def here(c: LadderConfig) -> LadderConfig:
-        return dataclasses.replace(c, data_dir=str(proj.data), results_dir=str(proj.results),
-                                   figures_dir=str(proj.figures), artifacts_dir=str(store),
-                                   notebook=str(proj.notebooks / Path(c.notebook).name))
+        return dataclasses.replace(
+            c,
+            data_dir=str(proj.data),
+            results_dir=str(proj.results),
+            figures_dir=str(proj.figures),
+            artifacts_dir=str(store),
+            notebook=str(proj.notebooks / Path(c.notebook).name),
+        )
+
     rcfg, rcell = here(cfg), dataclasses.replace(cell, cfg=here(cell.cfg))
     return rcfg, rcell
 
@@ -193,13 +213,22 @@ def project_env(root: Path):
 
 
 def _where() -> dict:
-    return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
-            "pid": os.getpid()}
+    return {
+        "node": ray.get_runtime_context().get_node_id(),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+    }
 
 
 @ray.remote(num_returns=2)
-def cell_task(cfg: LadderConfig, cell: Cell, data: bytes, notebook: tuple[str, bytes],
-              parent: Mapping[str, bytes] | None, progress) -> tuple[dict, dict]:
+def cell_task(
+    cfg: LadderConfig,
+    cell: Cell,
+    data: bytes,
+    notebook: tuple[str, bytes],
+    parent: Mapping[str, bytes] | None,
+    progress,
+) -> tuple[dict, dict]:
     """Run one cell on this node: (result, {stage: artifact bytes}). result holds status,
     error, rows, files (the cell directory as bytes), node, host, pid, log (its path here).
     Every error is a failed result; only a dead worker or node makes Ray retry."""
@@ -223,18 +252,28 @@ def cell_task(cfg: LadderConfig, cell: Cell, data: bytes, notebook: tuple[str, b
         with project_env(work):
             status = run_cell(rcfg, rcell, log=lambda _line: None)
         shutil.rmtree(work / "data", ignore_errors=True)
-        rows = [r for r in (read_rows(rcell.results) if Path(rcell.results).is_file() else [])
-                if r.get("cell_key") == cell.key]
+        rows = [
+            r
+            for r in (read_rows(rcell.results) if Path(rcell.results).is_file() else [])
+            if r.get("cell_key") == cell.key
+        ]
         paths = (rows[-1].get("ladder") or {}).get("artifacts", {}) if rows else {}
         arts = {stage: pack_artifact(p) for stage, p in paths.items()}
-        result = {**where, **{k: status.get(k) for k in ("status", "error", "seconds",
-                                                         "command", "returncode")},
-                  "rows": rows, "log": str(log),
-                  "files": pack_dir(cell_dir(rcfg, rcell), "", NOT_SHIPPED)}
+        result = {
+            **where,
+            **{k: status.get(k) for k in ("status", "error", "seconds", "command", "returncode")},
+            "rows": rows,
+            "log": str(log),
+            "files": pack_dir(cell_dir(rcfg, rcell), "", NOT_SHIPPED),
+        }
         return result, arts
     except Exception as e:  # noqa: BLE001 -- any error is the cell's, reported in one line
-        return {**where, "status": "failed", "rows": [],
-                "error": f"{type(e).__name__}: {e}".splitlines()[0]}, {}
+        return {
+            **where,
+            "status": "failed",
+            "rows": [],
+            "error": f"{type(e).__name__}: {e}".splitlines()[0],
+        }, {}
 
 
 @ray.remote(num_cpus=0)
@@ -252,5 +291,3 @@ class Progress:
 
     def snapshot(self) -> tuple[dict, dict]:
         return dict(self.running), dict(self.attempts)
-
-

@@ -65,7 +65,8 @@ def _join(address: str, quiet: dict) -> None:
         raise RayStartError(
             f"Ray could not join the cluster at {address}: {_why(e)} (try `ray status --address "
             f"{address}` on a node; the driver needs the cluster's token: RAY_AUTH_TOKEN or "
-            "~/.ray/auth_token)") from e
+            "~/.ray/auth_token)"
+        ) from e
 
 
 def _start_local(store: str, quiet: dict, log: Callable[[str], None]) -> None:
@@ -74,9 +75,13 @@ def _start_local(store: str, quiet: dict, log: Callable[[str], None]) -> None:
     os.environ.setdefault(GCS_WAIT_ENV, GCS_WAIT_S)
     for attempt in range(1, START_TRIES + 1):
         try:
-            ray.init(address="local", resources={RESOURCE: 1}, include_dashboard=False,
-                     runtime_env={"env_vars": {ROOT_ENV: str(find_root()), STORE_ENV: store}},
-                     **quiet)
+            ray.init(
+                address="local",
+                resources={RESOURCE: 1},
+                include_dashboard=False,
+                runtime_env={"env_vars": {ROOT_ENV: str(find_root()), STORE_ENV: store}},
+                **quiet,
+            )
             return
         except Exception as e:  # bare Exception (a node timed out), RuntimeError, OSError
             ray.shutdown()
@@ -84,7 +89,8 @@ def _start_local(store: str, quiet: dict, log: Callable[[str], None]) -> None:
                 raise RayStartError(
                     f"Ray could not start a local instance ({attempt} tries): {_why(e)} (try "
                     f"`ray start --head --resources '{{\"{RESOURCE}\": 1}}'`, whose log says "
-                    "more, then --address 127.0.0.1:6379; or --engine local)") from e
+                    "more, then --address 127.0.0.1:6379; or --engine local)"
+                ) from e
             log(f"ray: a local instance did not start ({_why(e)}); trying again")
 
 
@@ -105,6 +111,8 @@ def connect(address: str | None, store: str, log: Callable[[str], None] = print)
         _start_local(store, quiet, log)
     if ray.cluster_resources().get(RESOURCE, 0) < 1:
         ray.shutdown()
-        raise RayStartError(f"no node of the Ray cluster at {address} offers the {RESOURCE!r} "
-                            f"resource: start nodes with --resources '{{\"{RESOURCE}\": 1}}'")
+        raise RayStartError(
+            f"no node of the Ray cluster at {address} offers the {RESOURCE!r} "
+            f"resource: start nodes with --resources '{{\"{RESOURCE}\": 1}}'"
+        )
     return True

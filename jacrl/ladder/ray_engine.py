@@ -77,6 +77,7 @@ def sft_parents(cells: list[Cell]) -> dict[str, Cell]:
     """{key of a cell whose first stage is gold SFT followed by another (`jacrl.conditions`: the
     next stage's parent): the plan's sft cell whose artifact it reuses}: same rung, model, seed,
     task format and resolved SFT config (so the same content-addressed artifact)."""
+
     def group(c: Cell) -> tuple:
         return c.rung, c.model, c.train_seed, c.format, c.paired
 
@@ -122,8 +123,14 @@ def localize_rows(rows: list[dict], cell: Cell, installed: dict[str, Path]) -> l
 class Driver:
     """Submits the cells, follows them, files their results; see `run_cells`."""
 
-    def __init__(self, cfg: LadderConfig, plan: list[Cell], heads: dict[str, str],
-                 log: Callable[[str], None], bar):
+    def __init__(
+        self,
+        cfg: LadderConfig,
+        plan: list[Cell],
+        heads: dict[str, str],
+        log: Callable[[str], None],
+        bar,
+    ):
         self.cfg, self.heads, self.log, self.bar = cfg, heads, log, bar
         self.results = cfg.results_file.resolve()
         self.parents = sft_parents(plan)
@@ -153,14 +160,24 @@ class Driver:
 
     def submit(self, cell: Cell, parent) -> None:
         result, arts = cell_task.options(
-            num_cpus=CELL_CPUS, resources={RESOURCE: 1}, max_retries=RETRIES,
-            retry_exceptions=False, name=cell.name,
+            num_cpus=CELL_CPUS,
+            resources={RESOURCE: 1},
+            max_retries=RETRIES,
+            retry_exceptions=False,
+            name=cell.name,
         ).remote(self.cfg, cell, self.data, self.notebook, parent, self.progress)
         self.pending[result] = cell
         self.refs[cell.key], self.arts[cell.key] = result, arts
-        write_status(cell_dir(self.cfg, cell) / "status.json",
-                     {"key": cell.key, "cell": cell.name, "status": "queued", "engine": "ray",
-                      "submitted": now()})
+        write_status(
+            cell_dir(self.cfg, cell) / "status.json",
+            {
+                "key": cell.key,
+                "cell": cell.name,
+                "status": "queued",
+                "engine": "ray",
+                "submitted": now(),
+            },
+        )
 
     def parent_died(self, cell: Cell) -> bool:
         """Whether the cell was given an sft cell's result that failed to come (its worker or
@@ -190,15 +207,30 @@ class Driver:
                 continue
             self.shown[key] = attempts[key]
             again = f" again (attempt {attempts[key]})" if attempts[key] > 1 else ""
-            self.log(f"{self.heads[key]}: running{again} on {where['host']} (node "
-                     f"{where['node'][:8]}, log: {where['log']})")
-            write_status(cell_dir(self.cfg, cell) / "status.json",
-                         {"key": key, "cell": cell.name, "status": "running", "engine": "ray",
-                          "started": now(), "attempt": attempts[key], **where})
+            self.log(
+                f"{self.heads[key]}: running{again} on {where['host']} (node "
+                f"{where['node'][:8]}, log: {where['log']})"
+            )
+            write_status(
+                cell_dir(self.cfg, cell) / "status.json",
+                {
+                    "key": key,
+                    "cell": cell.name,
+                    "status": "running",
+                    "engine": "ray",
+                    "started": now(),
+                    "attempt": attempts[key],
+                    **where,
+                },
+            )
         if self.bar is not None:
-            self.bar.set_postfix_str(", ".join(
-                f"{c.name} on {running[c.key]['host']}:{running[c.key]['node'][:8]}"
-                for c in self.pending.values() if c.key in running))
+            self.bar.set_postfix_str(
+                ", ".join(
+                    f"{c.name} on {running[c.key]['host']}:{running[c.key]['node'][:8]}"
+                    for c in self.pending.values()
+                    if c.key in running
+                )
+            )
 
     def collect(self, ref) -> None:
         """File the result of a finished (or finally failed) cell."""
@@ -210,14 +242,21 @@ class Driver:
                 self.submit(cell, None)
                 return
             attempts = self.shown.get(cell.key, 0)
-            result = {"status": "failed", "rows": [], "error": (
-                f"{type(e).__name__} after {attempts} attempt(s): "
-                + (str(e).strip().splitlines() or [""])[0])[:500]}
+            result = {
+                "status": "failed",
+                "rows": [],
+                "error": (
+                    f"{type(e).__name__} after {attempts} attempt(s): "
+                    + (str(e).strip().splitlines() or [""])[0]
+                )[:500],
+            }
             arts = {}
         self.statuses[cell.key] = st = self.finish(cell, result, arts)
-        self.log(f"{self.heads[cell.key]}: {st['status']} in {st.get('seconds') or 0:.0f} s"
-                 + (f" on {st['host']}" if st.get("host") else "")
-                 + (f" — {st['error']}" if st.get("error") else ""))
+        self.log(
+            f"{self.heads[cell.key]}: {st['status']} in {st.get('seconds') or 0:.0f} s"
+            + (f" on {st['host']}" if st.get("host") else "")
+            + (f" — {st['error']}" if st.get("error") else "")
+        )
         if self.bar is not None:
             self.bar.update(1)
 
@@ -231,20 +270,38 @@ class Driver:
         if rows:
             append_cell_rows(self.results, rows)
         done = result.get("status") == "done" and is_done(rows_by_key(self.results), cell.key)
-        status = {"key": cell.key, "cell": cell.name, "status": "done" if done else "failed",
-                  "engine": "ray", "finished": now(), "attempts": self.shown.get(cell.key, 0),
-                  **{k: result[k] for k in ("node", "host", "pid", "log", "seconds", "command",
-                                            "returncode") if result.get(k) is not None},
-                  "planned": json.loads(cell.to_json()), "key_parts": cell.key_parts}
+        status = {
+            "key": cell.key,
+            "cell": cell.name,
+            "status": "done" if done else "failed",
+            "engine": "ray",
+            "finished": now(),
+            "attempts": self.shown.get(cell.key, 0),
+            **{
+                k: result[k]
+                for k in ("node", "host", "pid", "log", "seconds", "command", "returncode")
+                if result.get(k) is not None
+            },
+            "planned": json.loads(cell.to_json()),
+            "key_parts": cell.key_parts,
+        }
         if not done:
-            status["error"] = result.get("error") or "the notebook finished without writing " \
-                                                     "both rows"
+            status["error"] = (
+                result.get("error") or "the notebook finished without writing both rows"
+            )
         write_status(d / "status.json", status)
         return status
 
 
-def run_cells(cfg: LadderConfig, plan: list[Cell], todo: list[Cell], heads: dict[str, str],
-              log: Callable[[str], None], bar=None, address: str | None = None) -> list[dict]:
+def run_cells(
+    cfg: LadderConfig,
+    plan: list[Cell],
+    todo: list[Cell],
+    heads: dict[str, str],
+    log: Callable[[str], None],
+    bar=None,
+    address: str | None = None,
+) -> list[dict]:
     """Run `todo` (cells of `plan` whose rows are missing and whose locks this process holds) on
     the Ray cluster at `address` (None: RAY_ADDRESS, else a local instance); their statuses in
     the order given. `heads` names each cell in log lines; `bar` (tqdm) advances per cell."""
@@ -254,8 +311,13 @@ def run_cells(cfg: LadderConfig, plan: list[Cell], todo: list[Cell], heads: dict
     try:
         drv = Driver(cfg, plan, heads, log, bar)
         pending = set(c.key for c in todo)
-        for cell in sorted(todo, key=lambda c: c.key in drv.parents  # sft cells first
-                           and drv.parents[c.key].key in pending):
+        for cell in sorted(
+            todo,
+            key=lambda c: (
+                c.key in drv.parents  # sft cells first
+                and drv.parents[c.key].key in pending
+            ),
+        ):
             drv.submit(cell, drv.parent_input(cell))
         while drv.pending:
             ready, _ = ray.wait(list(drv.pending), num_returns=1, timeout=1.0)
@@ -268,8 +330,9 @@ def run_cells(cfg: LadderConfig, plan: list[Cell], todo: list[Cell], heads: dict
             ray.shutdown()
 
 
-def claim(cfg: LadderConfig, cells: list[Cell], heads: dict[str, str],
-          log: Callable[[str], None]) -> tuple[list[Cell], dict, dict]:
+def claim(
+    cfg: LadderConfig, cells: list[Cell], heads: dict[str, str], log: Callable[[str], None]
+) -> tuple[list[Cell], dict, dict]:
     """(cells to run, their locks, statuses of the others): skipped when their rows exist, busy
     when another process holds them."""
     present = rows_by_key(cfg.results_file.resolve())
@@ -296,10 +359,12 @@ def claim(cfg: LadderConfig, cells: list[Cell], heads: dict[str, str],
     return todo, locks, statuses
 
 
-def ray_engine(address: str | None = None, log: Callable[[str], None] = print,
-               progress: bool = True) -> Engine:
+def ray_engine(
+    address: str | None = None, log: Callable[[str], None] = print, progress: bool = True
+) -> Engine:
     """The engine that runs the cells as Ray tasks on the cluster at `address` (None:
     RAY_ADDRESS, else a local Ray instance); its statuses come in the order given."""
+
     def engine(cfg: LadderConfig, cells: list[Cell]) -> list[dict]:
         bar = tqdm(total=len(cells), desc="ladder", unit="cell", disable=not progress)
         say = bar.write if progress and log is print else log  # lines above the bar

@@ -33,9 +33,9 @@ from jacrl.recipe import (
     RecipeConfig,
     build_record,
     elbows,
-    planned_cells,
     plan_key,
     plan_text,
+    planned_cells,
     rows_for,
     stage_cells,
     stop_reason,
@@ -46,8 +46,7 @@ from jacrl.results import is_done, read_rows, rows_by_key
 RECIPE_ENV = "JACRL_RECIPE_"  # JACRL_RECIPE_GATE_THRESHOLD, JACRL_RECIPE_ELBOW
 
 
-def recipe_config(demo: bool = False, env: Mapping[str, str] = os.environ,
-                  **over) -> RecipeConfig:
+def recipe_config(demo: bool = False, env: Mapping[str, str] = os.environ, **over) -> RecipeConfig:
     """The recipe's knobs: the defaults (the demo's gate threshold, `DEMO_GATE_THRESHOLD`, when
     `demo`), then JACRL_RECIPE_<KNOB> in env, then `over` (None values ignored)."""
     rcfg = configure(DEMO_RECIPE if demo else RecipeConfig(), env=env, prefix=RECIPE_ENV)
@@ -82,9 +81,15 @@ class Book:
         for s in specs:
             memo = (s.name, repr(s.overrides))
             if memo not in self._cells:
-                self._cells[memo] = plan(replace(
-                    self.cfg, rungs=(s.rung,), models=(s.model,), conditions=(s.condition,),
-                    **s.sets(self.cfg)))
+                self._cells[memo] = plan(
+                    replace(
+                        self.cfg,
+                        rungs=(s.rung,),
+                        models=(s.model,),
+                        conditions=(s.condition,),
+                        **s.sets(self.cfg),
+                    )
+                )
             out += self._cells[memo]
         return out
 
@@ -105,8 +110,10 @@ class Book:
     def resolve_known(self) -> list[Mapping]:
         """Resolve every cell the rows let the recipe name (stages 0-1, then stage 3 at the
         elbows the rows give, gate or not); returns the rows of those cells."""
-        self.cells(planned_cells(0, self.cfg, self.rcfg, env=self.env)
-                   + planned_cells(1, self.cfg, self.rcfg, env=self.env))
+        self.cells(
+            planned_cells(0, self.cfg, self.rcfg, env=self.env)
+            + planned_cells(1, self.cfg, self.rcfg, env=self.env)
+        )
         e = {m: x.rung for m, x in elbows(self.cfg, self.rows(), self.rcfg).items()}
         self.cells(planned_cells(3, self.cfg, self.rcfg, e, self.env))
         return self.rows()
@@ -119,14 +126,15 @@ class Book:
         present = rows_by_key(self.cfg.results_file)
         if all(is_done(present, c.key) for c in cells):
             return "done"
-        states = [cell_state(cell_dir(self.cfg, c)) for c in cells
-                  if not is_done(present, c.key)]
+        states = [cell_state(cell_dir(self.cfg, c)) for c in cells if not is_done(present, c.key)]
         return state_text(states)
 
     def write(self) -> Path:
         rows = self.rows()
-        return write_record(self.cfg.results_dir, build_record(
-            self.cfg, rows, self.rcfg, self.keys(), self.env, self.state))
+        return write_record(
+            self.cfg.results_dir,
+            build_record(self.cfg, rows, self.rcfg, self.keys(), self.env, self.state),
+        )
 
 
 def check(cfg: LadderConfig) -> LadderConfig:
@@ -134,14 +142,21 @@ def check(cfg: LadderConfig) -> LadderConfig:
     model and rung (run it once per format; each is its own plan key and record)."""
     cfg = validate(cfg)
     if len(cfg.formats) > 1:
-        raise ValueError(f"the recipe decides on one task format; got {','.join(cfg.formats)}: "
-                         "run it once per format (--formats hole, then --formats conversion)")
+        raise ValueError(
+            f"the recipe decides on one task format; got {','.join(cfg.formats)}: "
+            "run it once per format (--formats hole, then --formats conversion)"
+        )
     return cfg
 
 
-def run_recipe(cfg: LadderConfig, rcfg: RecipeConfig | None = None, engine: Engine | None = None,
-               log: Callable[[str], None] = print, progress: bool = True,
-               env: Mapping[str, str] = os.environ) -> RecipeRun:
+def run_recipe(
+    cfg: LadderConfig,
+    rcfg: RecipeConfig | None = None,
+    engine: Engine | None = None,
+    log: Callable[[str], None] = print,
+    progress: bool = True,
+    env: Mapping[str, str] = os.environ,
+) -> RecipeRun:
     """Run the recipe's stages in order (the module docstring). rcfg None: `recipe_config()`;
     engine None: `local_engine`. Returns what ran; `stopped` is set when the gate did not pass."""
     cfg = check(cfg)
@@ -170,8 +185,9 @@ def run_recipe(cfg: LadderConfig, rcfg: RecipeConfig | None = None, engine: Engi
     return out
 
 
-def recipe_plan_text(cfg: LadderConfig, rcfg: RecipeConfig | None = None,
-                     env: Mapping[str, str] = os.environ) -> str:
+def recipe_plan_text(
+    cfg: LadderConfig, rcfg: RecipeConfig | None = None, env: Mapping[str, str] = os.environ
+) -> str:
     """What each stage would run, each cell's state and which decision it waits on; runs and
     writes nothing."""
     cfg = check(cfg)
@@ -179,4 +195,3 @@ def recipe_plan_text(cfg: LadderConfig, rcfg: RecipeConfig | None = None,
     book = Book(cfg, rcfg, env)
     rows = book.resolve_known()
     return plan_text(cfg, rows, rcfg, env, book.state, cfg.results_dir)
-

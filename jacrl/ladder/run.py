@@ -49,9 +49,19 @@ def command(cfg: LadderConfig, cell: Cell) -> list[str]:
     preloaded), else on python3. The cell travels as one parameter, `cell_json` (the notebook's
     others are for hand use)."""
     out = cell_dir(cfg, cell) / Path(cfg.notebook).name
-    cmd = [sys.executable, "-m", "jacrl.papermill_main", str(Path(cfg.notebook).resolve()),
-           str(out), "--cwd", str(find_root()), "--log-output", "--no-progress-bar",
-           "-k", for_cells()]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jacrl.papermill_main",
+        str(Path(cfg.notebook).resolve()),
+        str(out),
+        "--cwd",
+        str(find_root()),
+        "--log-output",
+        "--no-progress-bar",
+        "-k",
+        for_cells(),
+    ]
     return cmd + ["-r", "cell_json", cell.to_json()]
 
 
@@ -80,8 +90,13 @@ def notebook_error(nb_path: Path, log_path: Path) -> str:
 
 def kernel_env() -> dict[str, str]:
     """The cell's environment: ours + OpenBLAS preloaded (Linux) + this venv first on PATH."""
-    env = {**os.environ, **fast_blas_env(), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        **fast_blas_env(),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
 
@@ -106,9 +121,15 @@ def _die_with_parent(prctl):
 def _papermill(cmd: list[str], log_path: Path, timeout: int) -> tuple[int | None, str]:
     """Run the command, its output to log_path; (return code, "") or (None, the timeout)."""
     with open(log_path, "w") as logf:
-        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=kernel_env(),
-                                cwd=str(find_root()), start_new_session=True,
-                                preexec_fn=_die_with_parent(_prctl()))  # noqa: PLW1509 (no locks)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            env=kernel_env(),
+            cwd=str(find_root()),
+            start_new_session=True,
+            preexec_fn=_die_with_parent(_prctl()),
+        )  # noqa: PLW1509 (no locks)
         try:
             return proc.wait(timeout=timeout or None), ""
         except subprocess.TimeoutExpired:
@@ -124,9 +145,16 @@ def run_cell(cfg: LadderConfig, cell: Cell, log: Callable[[str], None] = print) 
     d = cell_dir(cfg, cell)
     d.mkdir(parents=True, exist_ok=True)
     cmd = command(cfg, cell)
-    status = {"key": cell.key, "cell": cell.name, "status": "running", "started": now(),
-              "pid": os.getpid(), "command": shlex.join(cmd), "planned": json.loads(cell.to_json()),
-              "key_parts": cell.key_parts}
+    status = {
+        "key": cell.key,
+        "cell": cell.name,
+        "status": "running",
+        "started": now(),
+        "pid": os.getpid(),
+        "command": shlex.join(cmd),
+        "planned": json.loads(cell.to_json()),
+        "key_parts": cell.key_parts,
+    }
     write_status(d / "status.json", status)
     t0 = time.time()
     log_path = d / "log.txt"
@@ -135,8 +163,11 @@ def run_cell(cfg: LadderConfig, cell: Cell, log: Callable[[str], None] = print) 
         status.update(status="done")
     else:
         if not error:
-            error = notebook_error(d / Path(cfg.notebook).name, log_path) if rc else \
-                "the notebook finished without writing both rows"
+            error = (
+                notebook_error(d / Path(cfg.notebook).name, log_path)
+                if rc
+                else "the notebook finished without writing both rows"
+            )
         status.update(status="failed", error=error, returncode=rc)
     status.update(finished=now(), seconds=round(time.time() - t0, 1))
     for stage, path in _artifact_paths(cell).items():
@@ -160,8 +191,9 @@ def _artifact_paths(cell: Cell) -> dict[str, str]:
 # -------------------------------------------------------------------------------------------
 
 
-def _run_once(cfg: LadderConfig, cell: Cell, results: Path, head: str,
-              log: Callable[[str], None]) -> dict:
+def _run_once(
+    cfg: LadderConfig, cell: Cell, results: Path, head: str, log: Callable[[str], None]
+) -> dict:
     """Run the cell unless its rows exist or another process holds it (then `busy`): concurrent
     `ladder run`s split the cells instead of doubling them."""
     skipped = {"key": cell.key, "cell": cell.name, "status": "skipped"}
@@ -178,14 +210,17 @@ def _run_once(cfg: LadderConfig, cell: Cell, results: Path, head: str,
             return skipped
         log(f"{head}: running (log: {cell_dir(cfg, cell) / 'log.txt'})")
         st = run_cell(cfg, cell, log)
-    log(f"{head}: {st['status']} in {st['seconds']:.0f} s"
-        + (f" — {st['error']}" if st.get("error") else ""))
+    log(
+        f"{head}: {st['status']} in {st['seconds']:.0f} s"
+        + (f" — {st['error']}" if st.get("error") else "")
+    )
     return st
 
 
 def local_engine(log: Callable[[str], None] = print, progress: bool = True) -> Engine:
     """The engine that runs the cells one after another in this process, each through
     papermill (`run_cell`), with a progress bar unless `progress` is False."""
+
     def engine(cfg: LadderConfig, cells: list[Cell]) -> list[dict]:
         results = cfg.results_file.resolve()
         bar = tqdm(total=len(cells), desc="ladder", unit="cell", disable=not progress)
@@ -201,8 +236,13 @@ def local_engine(log: Callable[[str], None] = print, progress: bool = True) -> E
     return engine
 
 
-def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = True,
-        cells: Sequence[Cell] | None = None, engine: Engine | None = None) -> list[dict]:
+def run(
+    cfg: LadderConfig,
+    log: Callable[[str], None] = print,
+    progress: bool = True,
+    cells: Sequence[Cell] | None = None,
+    engine: Engine | None = None,
+) -> list[dict]:
     """Run every cell whose rows are missing; keep going past failures. Returns the statuses,
     in plan order. `cells`: these cells instead of `plan(cfg)` (the recipe's stages,
     `run_recipe`); `cfg.recipe` is not read here. `engine`: where the cells run (None:
@@ -212,10 +252,12 @@ def run(cfg: LadderConfig, log: Callable[[str], None] = print, progress: bool = 
     cells = plan(cfg) if cells is None else list(cells)
     statuses = (engine or local_engine(log, progress))(cfg, cells)
     failed = [s for s in statuses if s["status"] == "failed"]
-    log(f"ladder: {len(cells)} cells, {sum(s['status'] == 'done' for s in statuses)} run, "
+    log(
+        f"ladder: {len(cells)} cells, {sum(s['status'] == 'done' for s in statuses)} run, "
         f"{sum(s['status'] == 'skipped' for s in statuses)} skipped, "
         f"{sum(s['status'] == 'busy' for s in statuses)} run elsewhere, {len(failed)} failed"
-        + (f" (see {cfg.results_dir}/cells/<key>/status.json)" if failed else ""))
+        + (f" (see {cfg.results_dir}/cells/<key>/status.json)" if failed else "")
+    )
     return statuses
 
 
@@ -227,23 +269,35 @@ def plan_text(cfg: LadderConfig, commands: bool = False) -> str:
     cells = plan(cfg)
     present = rows_by_key(cfg.results_file)
     table = [("cell", "stages", "key", "status")] + [
-        (c.name, "+".join(c.stages) or "-", c.key,
-         "done" if is_done(present, c.key) else state_text([cell_state(cell_dir(cfg, c))]))
-        for c in cells]
+        (
+            c.name,
+            "+".join(c.stages) or "-",
+            c.key,
+            "done" if is_done(present, c.key) else state_text([cell_state(cell_dir(cfg, c))]),
+        )
+        for c in cells
+    ]
     widths = [max(len(r[i]) for r in table) for i in range(3)]
-    lines = [f"{len(cells)} cells; rows -> {cfg.results_file}"
-             + ("" if commands else "; --commands: the command that runs each")]
+    lines = [
+        f"{len(cells)} cells; rows -> {cfg.results_file}"
+        + ("" if commands else "; --commands: the command that runs each")
+    ]
     for i, r in enumerate(table):
-        lines.append("  ".join(v.ljust(w) for v, w in zip(r[:3], widths,
-                                                          strict=True)) + "  " + r[3])
+        lines.append(
+            "  ".join(v.ljust(w) for v, w in zip(r[:3], widths, strict=True)) + "  " + r[3]
+        )
         if commands and i:
             lines.append("    " + shlex.join(command(cfg, cells[i - 1])))
     return "\n".join(lines)
 
 
-def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.PathLike | None = "",
-         include_stale: bool = False, check_figures: bool = True,
-         where: Sequence[str] = ()) -> tuple[str, list[Path]]:
+def show(
+    results_dir: str | os.PathLike | None = None,
+    figures_dir: str | os.PathLike | None = "",
+    include_stale: bool = False,
+    check_figures: bool = True,
+    where: Sequence[str] = (),
+) -> tuple[str, list[Path]]:
     """The printed table and the figures written (none when figures_dir is None; "" = the
     project's figures/). results_dir None: the project's results/; a file: that rows file. Stale
     rows (made with a model, adapter or tasks no longer on disk) are left out of both unless
@@ -274,7 +328,10 @@ def show(results_dir: str | os.PathLike | None = None, figures_dir: str | os.Pat
     if where and figures_dir is not None:  # a subset's figures say so, beside the whole rows'
         figures_dir = path_or(figures_dir or None, "figures") / report.where_folder(where)
         source = {**source, "where": list(where)}  # and record it in their stamp
-    figs = report.write_figures(rows, figures_dir or None, source) \
-        if figures_dir is not None and rows else []
+    figs = (
+        report.write_figures(rows, figures_dir or None, source)
+        if figures_dir is not None and rows
+        else []
+    )
     note = report.figures_note(figures_dir or None) if check_figures else ""
     return text + (f"\n\n{note}" if note else ""), figs

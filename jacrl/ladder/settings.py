@@ -63,8 +63,11 @@ class LadderConfig:
         "that have a conversion task (paired across formats)",
     )
     seed: int = _f(0, "evaluation sampling seed, and the training seed without train_seeds")
-    train_seeds: tuple[int, ...] = _f((), "train every trained cell once per seed, e.g. 0,1,2 "
-                                      "(replicates: distinct keys; () = seed only)")
+    train_seeds: tuple[int, ...] = _f(
+        (),
+        "train every trained cell once per seed, e.g. 0,1,2 "
+        "(replicates: distinct keys; () = seed only)",
+    )
     sft_iters: int = _f(SFTConfig.iters, "SFT iterations (every SFT run of a cell)")
     grpo_iters: int = _f(GRPOConfig.iters, "GRPO iterations")
     sft_iters_per_task: int = _f(
@@ -75,8 +78,10 @@ class LadderConfig:
     )
     sets: dict = field(
         default_factory=dict,
-        metadata={"help": "{stage: {knob: value}}: overrides of a stage's config (jacrl.stages), "
-                          "e.g. {'grpo': {'group_size': 2}}; `--set grpo.group_size=2`"},
+        metadata={
+            "help": "{stage: {knob: value}}: overrides of a stage's config (jacrl.stages), "
+            "e.g. {'grpo': {'group_size': 2}}; `--set grpo.group_size=2`"
+        },
     )
     reward_formula: str = _f(
         DEFAULT_FORMULA,
@@ -96,8 +101,11 @@ class LadderConfig:
     figures_dir: str = _f("", "where show writes PNGs ('' = the project's figures/)")
     artifacts_dir: str = _f("", "training artifacts ('' = the project's artifacts/)")
     notebook: str = _f("", f"the per-cell notebook ('' = the project's notebooks/{NOTEBOOK})")
-    report_to: str = _f("", "experiment tracking of every training stage, e.g. wandb ('' = none; "
-                        "in no key: tracking never changes an artifact)")
+    report_to: str = _f(
+        "",
+        "experiment tracking of every training stage, e.g. wandb ('' = none; "
+        "in no key: tracking never changes an artifact)",
+    )
     cell_timeout: int = _f(0, "seconds per cell before it is killed and marked failed (0 = none)")
     recipe: str = _f(
         "",
@@ -172,10 +180,13 @@ def validate(cfg: LadderConfig) -> LadderConfig:
         raise ValueError(f"unknown recipe {cfg.recipe!r}; choose {RECIPE!r} (or none)")
     check_formula(cfg.reward_formula)
     bad = [s for s in cfg.sets if s not in STAGES] + [
-        s for s, v in cfg.sets.items() if not isinstance(v, Mapping)]
+        s for s, v in cfg.sets.items() if not isinstance(v, Mapping)
+    ]
     if bad:
-        raise ValueError(f"sets {dict(cfg.sets)}: expected {{stage: {{knob: value}}}} with "
-                         f"stages of {', '.join(STAGES)}")
+        raise ValueError(
+            f"sets {dict(cfg.sets)}: expected {{stage: {{knob: value}}}} with "
+            f"stages of {', '.join(STAGES)}"
+        )
     return with_paths(cfg)
 
 

@@ -41,9 +41,14 @@ def stratified(tasks: Sequence[dict], n: int) -> list[dict]:
     return [tasks[i] for i in sorted(picked)]
 
 
-def cell_tasks(rung: str, data_dir: str | os.PathLike | None, gen_limit: int = 0,
-               mem_limit: int = 0, format: str = "hole",
-               paired: bool = False) -> dict[str, list[dict]]:
+def cell_tasks(
+    rung: str,
+    data_dir: str | os.PathLike | None,
+    gen_limit: int = 0,
+    mem_limit: int = 0,
+    format: str = "hole",
+    paired: bool = False,
+) -> dict[str, list[dict]]:
     """{"train": the rung's tasks, "valid", "gen": gen_limit holdout tasks sampled round-robin
     by family (`stratified`; 0 = the whole holdout), "mem": train[:mem_limit]}.
 
@@ -61,8 +66,12 @@ def cell_tasks(rung: str, data_dir: str | os.PathLike | None, gen_limit: int = 0
         conv = {meta(t)["id"]: t for t in conversion.read(data_dir)}
         pool, valid, hold = ([t for t in ts if meta(t)["id"] in conv] for ts in (pool, valid, hold))
     train = splits.rung_tasks(pool, rung)
-    out = {"train": train, "valid": valid, "gen": stratified(hold, gen_limit),
-           "mem": train[:mem_limit] if mem_limit else train}
+    out = {
+        "train": train,
+        "valid": valid,
+        "gen": stratified(hold, gen_limit),
+        "mem": train[:mem_limit] if mem_limit else train,
+    }
     if format == "conversion":
         out = {name: [conv[meta(t)["id"]] for t in ts] for name, ts in out.items()}
     return out

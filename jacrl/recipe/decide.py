@@ -55,11 +55,15 @@ GATE_THRESHOLD = 0.9  # mem pass rate a real model's SFT must reach on the first
 # reproduce the body from iteration 50-60), so the demo requires all of it.
 DEMO_GATE_THRESHOLD = 1.0
 RULE = "no-later-rung-better"
-RULE_TEXT = ("E = the smallest rung that no larger rung is significantly better than (its 95% "
-             "Wilson interval of sft gen pass@1 lies entirely above E's); ties go to the smaller "
-             "rung")
-SEEDS_TEXT = ("; at a rung with several training seeds the interval is the seeds x tasks "
-              "bootstrap of their mean pass@1")
+RULE_TEXT = (
+    "E = the smallest rung that no larger rung is significantly better than (its 95% "
+    "Wilson interval of sft gen pass@1 lies entirely above E's); ties go to the smaller "
+    "rung"
+)
+SEEDS_TEXT = (
+    "; at a rung with several training seeds the interval is the seeds x tasks "
+    "bootstrap of their mean pass@1"
+)
 
 
 @dataclass(frozen=True)
@@ -67,10 +71,16 @@ class RecipeConfig:
     """The recipe's own knobs (the ladder's configuration gives rungs, models, iterations...;
     the tuned arm is the `sft_grpo_tuned` condition of `jacrl.conditions`)."""
 
-    gate_threshold: float = _f(GATE_THRESHOLD, "stage 0: the first rung's sft mem pass rate must "
-                                               f"reach this (demo: {DEMO_GATE_THRESHOLD})")
-    elbow: str = _f("", "manual elbow: a rung for every model ('3') or per model "
-                        "('jac-tiny=3,qwen=5'); '' = the rule's")
+    gate_threshold: float = _f(
+        GATE_THRESHOLD,
+        "stage 0: the first rung's sft mem pass rate must "
+        f"reach this (demo: {DEMO_GATE_THRESHOLD})",
+    )
+    elbow: str = _f(
+        "",
+        "manual elbow: a rung for every model ('3') or per model "
+        "('jac-tiny=3,qwen=5'); '' = the rule's",
+    )
 
     def __post_init__(self):
         if not 0.0 <= self.gate_threshold <= 1.0:
@@ -168,20 +178,38 @@ def gate(cfg, rows: Sequence[Mapping], threshold: float = GATE_THRESHOLD) -> Gat
     for m in cfg.models:
         c = _count(idx.get((model_label(m), rung, "sft", "mem")))
         rate = c[0] / c[1] if c else None
-        mem.append({"model": model_label(m), "k": c[0] if c else None, "n": c[1] if c else None,
-                    "rate": rate})
+        mem.append(
+            {
+                "model": model_label(m),
+                "k": c[0] if c else None,
+                "n": c[1] if c else None,
+                "rate": rate,
+            }
+        )
         if c is None:
             absent.append(model_label(m))
         elif rate < threshold:
             low.append(f"{model_label(m)} {c[0]}/{c[1]} = {_pct(rate)}")
     where = f"sft mem on r{rung}"
     if low:
-        return Gate("fail", f"gate failed: {where} below {_pct(threshold)} for {', '.join(low)}; "
-                    "training, extraction, reward or evaluation is broken, so the recipe stops "
-                    "before the SFT curve", threshold, rung, mem)
+        return Gate(
+            "fail",
+            f"gate failed: {where} below {_pct(threshold)} for {', '.join(low)}; "
+            "training, extraction, reward or evaluation is broken, so the recipe stops "
+            "before the SFT curve",
+            threshold,
+            rung,
+            mem,
+        )
     if absent:
-        return Gate("pending", f"gate undecided: no sft mem row on r{rung} for "
-                    f"{', '.join(absent)} (cell not run yet, or failed)", threshold, rung, mem)
+        return Gate(
+            "pending",
+            f"gate undecided: no sft mem row on r{rung} for "
+            f"{', '.join(absent)} (cell not run yet, or failed)",
+            threshold,
+            rung,
+            mem,
+        )
     got = ", ".join(f"{x['model']} {x['k']}/{x['n']}" for x in mem)
     return Gate("pass", f"gate passed: {where} {got} >= {_pct(threshold)}", threshold, rung, mem)
 
@@ -208,8 +236,7 @@ class Elbow:
         return dataclasses.asdict(self)
 
 
-def curve(cfg, rows: Sequence[Mapping], model: str
-          ) -> dict[str, tuple[int, int] | SeedStat | None]:
+def curve(cfg, rows: Sequence[Mapping], model: str) -> dict[str, tuple[int, int] | SeedStat | None]:
     """{rung: (greedy passes, tasks) of the sft gen row, or None} in rung order; a rung with sft
     gen rows of several train seeds gets their `jacrl.report.seeds.SeedStat` instead."""
     from jacrl.report.seeds import seed_stat
@@ -230,17 +257,34 @@ def _point(rung: str, c) -> dict | None:
         if c[1] <= 0:
             return None
         lo, hi = wilson(*c)
-        return {"rung": rung, "k": c[0], "n": c[1], "rate": c[0] / c[1], "lo": lo, "hi": hi,
-                "beaten_by": []}
+        return {
+            "rung": rung,
+            "k": c[0],
+            "n": c[1],
+            "rate": c[0] / c[1],
+            "lo": lo,
+            "hi": hi,
+            "beaten_by": [],
+        }
     if c.tasks <= 0:
         return None
-    return {"rung": rung, "k": c.passes, "n": c.n_seeds * c.tasks, "rate": c.rate, "lo": c.lo,
-            "hi": c.hi, "beaten_by": [], "seeds": c.n_seeds, "seed_rates": list(c.per_seed),
-            "interval": c.method}
+    return {
+        "rung": rung,
+        "k": c.passes,
+        "n": c.n_seeds * c.tasks,
+        "rate": c.rate,
+        "lo": c.lo,
+        "hi": c.hi,
+        "beaten_by": [],
+        "seeds": c.n_seeds,
+        "seed_rates": list(c.per_seed),
+        "interval": c.method,
+    }
 
 
-def elbow(points: Mapping[str, tuple[int, int] | SeedStat | None],
-          override: str | None = None) -> Elbow:
+def elbow(
+    points: Mapping[str, tuple[int, int] | SeedStat | None], override: str | None = None
+) -> Elbow:
     """The elbow rung of a curve {rung: (k, n), a SeedStat (several train seeds) or None} (the
     rule and its cases: the module docstring); `override` (a rung of the curve) replaces the
     rule's pick. Figures are fractions; lo, hi the 95 % Wilson interval (the seeds x tasks
@@ -256,30 +300,44 @@ def elbow(points: Mapping[str, tuple[int, int] | SeedStat | None],
             continue
         figs.append(f)
     for i, a in enumerate(figs):
-        a["beaten_by"] = [b["rung"] for b in figs[i + 1:] if b["lo"] > a["hi"]]
+        a["beaten_by"] = [b["rung"] for b in figs[i + 1 :] if b["lo"] > a["hi"]]
     pick = next((f for f in figs if not f["beaten_by"]), None)
-    rising = bool(pick is not None and len(figs) > 1 and pick is figs[-1]
-                  and figs[-1]["lo"] > figs[-2]["hi"])
+    rising = bool(
+        pick is not None and len(figs) > 1 and pick is figs[-1] and figs[-1]["lo"] > figs[-2]["hi"]
+    )
     if pick is None:
         reason = "no rung has an sft gen row"
     elif pick is figs[0]:
         reason = "no larger rung is significantly better (flat or overlapping intervals)"
     else:
-        reason = (f"each smaller rung has a larger one significantly above it, none is above "
-                  f"r{pick['rung']}")
+        reason = (
+            f"each smaller rung has a larger one significantly above it, none is above "
+            f"r{pick['rung']}"
+        )
         reason += "; still rising at the last rung" if rising else ""
     if missing:
         reason += f" (no rows: {', '.join('r' + r for r in missing)})"
     seeded = [f for f in figs if f.get("seeds", 1) > 1]
     if seeded:
-        reason += (" (intervals across training seeds: "
-                   + ", ".join(f"r{f['rung']} {f['seeds']} seeds" for f in seeded) + ")")
+        reason += (
+            " (intervals across training seeds: "
+            + ", ".join(f"r{f['rung']} {f['seeds']} seeds" for f in seeded)
+            + ")"
+        )
     text = RULE_TEXT + (SEEDS_TEXT if seeded else "")
     rule_pick = pick["rung"] if pick else None
     if override is not None:
         said = f"picks r{rule_pick}" if rule_pick else "has no pick: no rows"
-        return Elbow(str(override), "manual", "set by hand", f"set by hand (the rule {said})",
-                     figs, missing, rule_pick, rising)
+        return Elbow(
+            str(override),
+            "manual",
+            "set by hand",
+            f"set by hand (the rule {said})",
+            figs,
+            missing,
+            rule_pick,
+            rising,
+        )
     return Elbow(rule_pick, RULE, text, reason, figs, missing, rule_pick, rising)
 
 
@@ -302,8 +360,9 @@ def parse_elbow(text: str, models: Sequence[str]) -> dict[str, str]:
 def elbows(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig()) -> dict[str, Elbow]:
     """{model label: its Elbow}, manual overrides applied."""
     manual = parse_elbow(rcfg.elbow, cfg.models)
-    return {model_label(m): elbow(curve(cfg, rows, m), manual.get(model_label(m)))
-            for m in cfg.models}
+    return {
+        model_label(m): elbow(curve(cfg, rows, m), manual.get(model_label(m))) for m in cfg.models
+    }
 
 
 # -------------------------------------------------------------------------------------------
@@ -313,8 +372,13 @@ def elbows(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig()) ->
 ARMS = ("sft_grpo", "sft_grpo_tuned")
 
 
-def grpo_vs_sft(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig(),
-                arms: Sequence[str] = ARMS, kind: str = "gen") -> dict[str, list[dict]]:
+def grpo_vs_sft(
+    cfg,
+    rows: Sequence[Mapping],
+    rcfg: RecipeConfig = RecipeConfig(),
+    arms: Sequence[str] = ARMS,
+    kind: str = "gen",
+) -> dict[str, list[dict]]:
     """{model label: per arm with rows at the model's E, the arm against sft there}: greedy
     pass@1 `arm - sft` (fractions) paired by train seed and task id with its 95 % seeds x tasks
     bootstrap interval `lo`-`hi` and `above0` (`jacrl.report.seeds.paired_stat`; with one seed a
@@ -338,10 +402,24 @@ def grpo_vs_sft(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig(
             if len(sft) == 1 and len(b) == 1:
                 _, x = outcomes({0: next(iter(sft.values())), 1: next(iter(b.values()))})
                 p = mcnemar_exact([bool(v) for v in x[0]], [bool(v) for v in x[1]])["p"]
-            out[label].append({
-                "condition": arm, "rung": e.rung, "sft_seeds": st.a_seeds,
-                "arm_seeds": st.b_seeds, "pairing": st.pairing, "seeds": st.seeds,
-                "n": st.tasks, "sft": st.a_rate, "arm": st.b_rate, "diff": st.diff, "lo": st.lo,
-                "hi": st.hi, "above0": st.above0, "better": st.lo > 0, "worse": st.hi < 0,
-                "mcnemar_p": p})
+            out[label].append(
+                {
+                    "condition": arm,
+                    "rung": e.rung,
+                    "sft_seeds": st.a_seeds,
+                    "arm_seeds": st.b_seeds,
+                    "pairing": st.pairing,
+                    "seeds": st.seeds,
+                    "n": st.tasks,
+                    "sft": st.a_rate,
+                    "arm": st.b_rate,
+                    "diff": st.diff,
+                    "lo": st.lo,
+                    "hi": st.hi,
+                    "above0": st.above0,
+                    "better": st.lo > 0,
+                    "worse": st.hi < 0,
+                    "mcnemar_p": p,
+                }
+            )
     return out

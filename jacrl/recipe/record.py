@@ -31,8 +31,19 @@ from jacrl.results import model_label
 
 RECIPE = "smart"
 # LadderConfig fields that do not change what the recipe's cells compute
-NOT_IN_KEY = frozenset({"conditions", "results_dir", "figures_dir", "artifacts_dir", "data_dir",
-                        "notebook", "cell_timeout", "batch_size", "recipe"})
+NOT_IN_KEY = frozenset(
+    {
+        "conditions",
+        "results_dir",
+        "figures_dir",
+        "artifacts_dir",
+        "data_dir",
+        "notebook",
+        "cell_timeout",
+        "batch_size",
+        "recipe",
+    }
+)
 RECORD_DIR = "recipe"  # under the results directory
 
 
@@ -43,14 +54,18 @@ def _fields(cfg) -> dict:
 
 def _portable(fields: dict) -> dict:
     """Folder fields project-relative, so a committed record reads the same on every checkout."""
-    return {k: display_path(v) if v and (k.endswith("_dir") or k == "notebook") else v
-            for k, v in fields.items()}
+    return {
+        k: display_path(v) if v and (k.endswith("_dir") or k == "notebook") else v
+        for k, v in fields.items()
+    }
 
 
 def plan_key(cfg, rcfg: RecipeConfig = RecipeConfig()) -> str:
     """'smart-<12 hex>' (see the module docstring)."""
-    ident = {"ladder": {k: v for k, v in _fields(cfg).items() if k not in NOT_IN_KEY},
-             "tuned": [float(v) for v in CONDITIONS["sft_grpo_tuned"].scale["grpo"].values()]}
+    ident = {
+        "ladder": {k: v for k, v in _fields(cfg).items() if k not in NOT_IN_KEY},
+        "tuned": [float(v) for v in CONDITIONS["sft_grpo_tuned"].scale["grpo"].values()],
+    }
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
     return f"{RECIPE}-{digest[:12]}"
 
@@ -64,9 +79,13 @@ def _state(idx: Mapping, spec: CellSpec) -> str:
     return "done" if done else "to run"
 
 
-def stages(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig(),
-           env: Mapping[str, str] = os.environ,
-           state: Callable[[CellSpec], str] | None = None) -> list[dict]:
+def stages(
+    cfg,
+    rows: Sequence[Mapping],
+    rcfg: RecipeConfig = RecipeConfig(),
+    env: Mapping[str, str] = os.environ,
+    state: Callable[[CellSpec], str] | None = None,
+) -> list[dict]:
     """Per stage: number, name, what it runs, what it needs, its status and its cells (each a
     CellSpec dict with `state`: `state(spec)` when given, else done | to run from the rows).
     Stage 3's sft_grpo arms of a model without an elbow appear as r<E> cells that wait."""
@@ -79,31 +98,58 @@ def stages(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig(),
         specs = planned_cells(st.number, cfg, rcfg, {m: e.rung for m, e in el.items()}, env)
         cells = [{**s.as_dict(), "state": state(s)} for s in specs]
         if st.number == 3:
-            cells += [{"stage": 3, "cell": f"rE/{m}/{c}", "rung": None, "model": m,
-                       "condition": c, "state": "waits for the elbow"}
-                      for m, e in el.items() if e.rung is None
-                      for c in ("sft_grpo", "sft_grpo_tuned")]
-            cells.sort(key=lambda c: (labels.index(model_label(c["model"])),
-                                      ORDER.index(c["condition"])))
+            cells += [
+                {
+                    "stage": 3,
+                    "cell": f"rE/{m}/{c}",
+                    "rung": None,
+                    "model": m,
+                    "condition": c,
+                    "state": "waits for the elbow",
+                }
+                for m, e in el.items()
+                if e.rung is None
+                for c in ("sft_grpo", "sft_grpo_tuned")
+            ]
+            cells.sort(
+                key=lambda c: (labels.index(model_label(c["model"])), ORDER.index(c["condition"]))
+            )
         done = sum(c["state"] == "done" for c in cells)
         if st.number == 0:
             status = g.status
         elif g.status != "pass":
             status = "stopped: the gate failed" if g.status == "fail" else "waits for the gate"
         elif st.number == 2:
-            status = "waits for stage 1" if not all(e.rung for e in el.values()) else \
-                "decided" if out[1]["status"] == "done" else \
-                "decided on the rows so far (stage 1 incomplete)"
+            status = (
+                "waits for stage 1"
+                if not all(e.rung for e in el.values())
+                else "decided"
+                if out[1]["status"] == "done"
+                else "decided on the rows so far (stage 1 incomplete)"
+            )
         else:
             status = "done" if done == len(cells) else f"{done} of {len(cells)} cells have rows"
-        out.append({"stage": st.number, "name": st.name, "runs": st.runs, "needs": st.needs,
-                    "status": status, "cells": cells})
+        out.append(
+            {
+                "stage": st.number,
+                "name": st.name,
+                "runs": st.runs,
+                "needs": st.needs,
+                "status": status,
+                "cells": cells,
+            }
+        )
     return out
 
 
-def build_record(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig(),
-                 keys: Mapping[str, str] | None = None, env: Mapping[str, str] = os.environ,
-                 state: Callable[[CellSpec], str] | None = None) -> dict:
+def build_record(
+    cfg,
+    rows: Sequence[Mapping],
+    rcfg: RecipeConfig = RecipeConfig(),
+    keys: Mapping[str, str] | None = None,
+    env: Mapping[str, str] = os.environ,
+    state: Callable[[CellSpec], str] | None = None,
+) -> dict:
     """The decision record from the rows so far. `keys`: {cell name (r<rung>/<label>/<cond>): cell
     key} added to the cells the runner has keys for."""
     g = gate(cfg, rows, rcfg.gate_threshold)
@@ -114,12 +160,14 @@ def build_record(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig
             if keys and c["cell"] in keys:
                 c["key"] = keys[c["cell"]]
     return {
-        "recipe": RECIPE, "plan_key": plan_key(cfg, rcfg),
+        "recipe": RECIPE,
+        "plan_key": plan_key(cfg, rcfg),
         "config": {"ladder": _portable(_fields(cfg)), "recipe": dataclasses.asdict(rcfg)},
         "gate": g.as_dict(),
         "curve": {m: e.figures for m, e in el.items()},
-        "elbow": {m: {k: v for k, v in e.as_dict().items() if k != "figures"}
-                  for m, e in el.items()},
+        "elbow": {
+            m: {k: v for k, v in e.as_dict().items() if k != "figures"} for m, e in el.items()
+        },
         "arms": [c for c in st[3]["cells"] if c["rung"] is not None] if g.status == "pass" else [],
         "stages": st,
         "stopped": None if g.status == "pass" else g.reason,
@@ -154,21 +202,28 @@ def read_records(results_dir: str | os.PathLike) -> list[dict]:
 
 
 def _figure(f: Mapping) -> str:
-    return (f"r{f['rung']} {f['k']}/{f['n']} {f['rate'] * 100:.0f}% "
-            f"[{f['lo'] * 100:.0f}-{f['hi'] * 100:.0f}]")
+    return (
+        f"r{f['rung']} {f['k']}/{f['n']} {f['rate'] * 100:.0f}% "
+        f"[{f['lo'] * 100:.0f}-{f['hi'] * 100:.0f}]"
+    )
 
 
 def record_text(record: Mapping) -> str:
     """A record for a reader: the gate, each model's curve (sft gen pass@1, 95% Wilson) and
     elbow, the arms launched and their state, or why the recipe stopped."""
-    lines = [f"recipe {record['recipe']} (plan {record['plan_key']}, written "
-             f"{record.get('written', '?')})",
-             f"gate: {record['gate']['reason'].removeprefix('gate ')}"]
+    lines = [
+        f"recipe {record['recipe']} (plan {record['plan_key']}, written "
+        f"{record.get('written', '?')})",
+        f"gate: {record['gate']['reason'].removeprefix('gate ')}",
+    ]
     for m, figs in record["curve"].items():
         e = record["elbow"][m]
         lines.append(f"curve {m}: " + ("  ".join(map(_figure, figs)) or "no rows yet"))
-        pick = f"E = r{e['rung']} ({e['rule']}): {e['reason']}" if e["rung"] else \
-            f"no E yet: {e['reason']}"
+        pick = (
+            f"E = r{e['rung']} ({e['rule']}): {e['reason']}"
+            if e["rung"]
+            else f"no E yet: {e['reason']}"
+        )
         if record.get("stopped") is None:  # a stopped recipe decides no elbow
             lines.append(f"elbow {m}: {pick}")
     for c in record["arms"]:
@@ -183,24 +238,33 @@ def _overrides(cell: Mapping) -> str:
     """The cell's overrides (stage.knob=value) and its condition's scales (stage.knob x f)."""
     o = cell.get("overrides") or {}
     scale = CONDITIONS[cell["condition"]].scale if cell["condition"] in CONDITIONS else {}
-    return " ".join([f"{stage}.{k}={v}" for stage in sorted(o)
-                     for k, v in sorted((o.get(stage) or {}).items())]
-                    + [f"{stage}.{k} x{f:g}" for stage in sorted(scale)
-                       for k, f in sorted(scale[stage].items())])
+    return " ".join(
+        [f"{stage}.{k}={v}" for stage in sorted(o) for k, v in sorted((o.get(stage) or {}).items())]
+        + [
+            f"{stage}.{k} x{f:g}"
+            for stage in sorted(scale)
+            for k, f in sorted(scale[stage].items())
+        ]
+    )
 
 
-def plan_text(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig(),
-              env: Mapping[str, str] = os.environ,
-              state: Callable[[CellSpec], str] | None = None,
-              results_dir: str | os.PathLike | None = None) -> str:
+def plan_text(
+    cfg,
+    rows: Sequence[Mapping],
+    rcfg: RecipeConfig = RecipeConfig(),
+    env: Mapping[str, str] = os.environ,
+    state: Callable[[CellSpec], str] | None = None,
+    results_dir: str | os.PathLike | None = None,
+) -> str:
     """What each stage would run, its state, and which decision each later stage waits on."""
     key = plan_key(cfg, rcfg)
     where = record_path(results_dir, key) if results_dir else f"<results>/{RECORD_DIR}/{key}.json"
     g, el = gate(cfg, rows, rcfg.gate_threshold), elbows(cfg, rows, rcfg)
     lines = [f"recipe {RECIPE} (plan {key}); decisions -> {where}"]
     for s in stages(cfg, rows, rcfg, env, state):
-        lines.append(f"stage {s['stage']} {s['name']}: {s['runs']}  [needs {s['needs']}; "
-                     f"{s['status']}]")
+        lines.append(
+            f"stage {s['stage']} {s['name']}: {s['runs']}  [needs {s['needs']}; {s['status']}]"
+        )
         for c in s["cells"]:
             extra = _overrides(c)
             lines.append(f"    {c['cell']}  {c['state']}" + (f"  ({extra})" if extra else ""))
@@ -212,6 +276,8 @@ def plan_text(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig(),
                 pick = f"E = r{e.rung} ({e.rule})" if e.rung else "no E yet"
                 lines.append(f"  -> {model_label(m)}: {pick}: {e.reason}")
         if s["stage"] == 3:
-            lines.append("  -> sft_grpo and sft_grpo_tuned run at each model's E (stage 2); "
-                         "raw_grpo needs only the gate")
+            lines.append(
+                "  -> sft_grpo and sft_grpo_tuned run at each model's E (stage 2); "
+                "raw_grpo needs only the gate"
+            )
     return "\n".join(lines)

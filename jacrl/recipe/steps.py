@@ -30,13 +30,22 @@ class Step:
 
 
 STEPS = (
-    Step(0, "gate", "sft on the first rung, every model; its mem eval must reach the threshold",
-          "nothing"),
+    Step(
+        0,
+        "gate",
+        "sft on the first rung, every model; its mem eval must reach the threshold",
+        "nothing",
+    ),
     Step(1, "curve", "base + sft on every rung, every model", "the gate (stage 0) passing"),
-    Step(2, "elbow", "no cells: the elbow rung E of each model's sft curve",
-          "stage 1's sft gen rows"),
-    Step(3, "grpo", "sft_grpo + sft_grpo_tuned at E; raw_grpo control on the first rung",
-          "the gate; the sft_grpo arms also the elbow (stage 2)"),
+    Step(
+        2, "elbow", "no cells: the elbow rung E of each model's sft curve", "stage 1's sft gen rows"
+    ),
+    Step(
+        3,
+        "grpo",
+        "sft_grpo + sft_grpo_tuned at E; raw_grpo control on the first rung",
+        "the gate; the sft_grpo arms also the elbow (stage 2)",
+    ),
 )
 
 
@@ -64,41 +73,69 @@ class CellSpec:
     def sets(self, cfg) -> dict[str, dict]:
         """{"sets": {stage: overrides}} of the ladder cell: the configuration's, then, for each
         stage this spec overrides, this spec's over them."""
-        return {"sets": {**cfg.sets, **{st: {**cfg.sets.get(st, {}), **o}
-                                        for st, o in self.overrides.items()}}}
+        return {
+            "sets": {
+                **cfg.sets,
+                **{st: {**cfg.sets.get(st, {}), **o} for st, o in self.overrides.items()},
+            }
+        }
 
     def as_dict(self) -> dict:
-        return {"stage": self.stage, "cell": self.name, "rung": self.rung, "model": self.model,
-                "condition": self.condition, "overrides": self.overrides, "why": self.why}
+        return {
+            "stage": self.stage,
+            "cell": self.name,
+            "rung": self.rung,
+            "model": self.model,
+            "condition": self.condition,
+            "overrides": self.overrides,
+            "why": self.why,
+        }
 
 
-def planned_cells(stage: int, cfg, rcfg: RecipeConfig = RecipeConfig(),
-                  elbow_rungs: Mapping[str, str | None] | None = None,
-                  env: Mapping[str, str] = os.environ) -> list[CellSpec]:
+def planned_cells(
+    stage: int,
+    cfg,
+    rcfg: RecipeConfig = RecipeConfig(),
+    elbow_rungs: Mapping[str, str | None] | None = None,
+    env: Mapping[str, str] = os.environ,
+) -> list[CellSpec]:
     """The cells of a stage, ignoring the gate; stage 3's sft_grpo arms only for the models in
     `elbow_rungs` ({label: E}) with an E. Each cell belongs to one stage (stage 1 leaves out
     stage 0's cell)."""
     first, rungs = first_rung(cfg), ordered_rungs(cfg)
     if stage == 0:
-        return [CellSpec(0, first, m, "sft", why="gate: sft mem on the first rung")
-                for m in cfg.models]
+        return [
+            CellSpec(0, first, m, "sft", why="gate: sft mem on the first rung") for m in cfg.models
+        ]
     if stage == 1:
-        return [CellSpec(1, r, m, c, why="the SFT curve") for r in rungs for m in cfg.models
-                for c in ("base", "sft") if not (r == first and c == "sft")]
+        return [
+            CellSpec(1, r, m, c, why="the SFT curve")
+            for r in rungs
+            for m in cfg.models
+            for c in ("base", "sft")
+            if not (r == first and c == "sft")
+        ]
     if stage != 3:
         return []
     out = []
     for m in cfg.models:
         e = (elbow_rungs or {}).get(model_label(m))
         if e is not None:
-            out += [CellSpec(3, e, m, "sft_grpo", why=f"GRPO at the elbow r{e}, default arm"),
-                    CellSpec(3, e, m, "sft_grpo_tuned", why=f"GRPO at the elbow r{e}, tuned arm")]
+            out += [
+                CellSpec(3, e, m, "sft_grpo", why=f"GRPO at the elbow r{e}, default arm"),
+                CellSpec(3, e, m, "sft_grpo_tuned", why=f"GRPO at the elbow r{e}, tuned arm"),
+            ]
         out.append(CellSpec(3, first, m, "raw_grpo", why="raw_grpo control on the first rung"))
     return out
 
 
-def stage_cells(stage: int, cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig(),
-                env: Mapping[str, str] = os.environ) -> list[CellSpec]:
+def stage_cells(
+    stage: int,
+    cfg,
+    rows: Sequence[Mapping],
+    rcfg: RecipeConfig = RecipeConfig(),
+    env: Mapping[str, str] = os.environ,
+) -> list[CellSpec]:
     """The cells a runner should run for `stage`, given the rows so far: stage 0 always; later
     stages only once the gate passed; stage 3 at each model's elbow (from the rows)."""
     if stage > 0 and gate(cfg, rows, rcfg.gate_threshold).status != "pass":
@@ -111,4 +148,3 @@ def stop_reason(cfg, rows: Sequence[Mapping], rcfg: RecipeConfig = RecipeConfig(
     """The gate's one-line reason when it did not pass (the recipe stops), else None."""
     g = gate(cfg, rows, rcfg.gate_threshold)
     return None if g.status == "pass" else g.reason
-

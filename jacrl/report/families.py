@@ -48,27 +48,41 @@ def family_table(rows: list[dict]) -> pd.DataFrame:
     """One line per (model, rung, condition label, kind, family): greedy `passed` of `tasks`, the
     last row of each cell winning (as `frame`); sorted model, kind, rung order, condition order,
     family. Empty when no row has per-task or per-family outcomes."""
-    recs = [{"model": m, "rung": r, "condition": condition_label(c, fmt, paired), "kind": k,
-             "family": fam, "passed": p, "tasks": n, "_c": c, "_v": _variant_rank(fmt, paired)}
-            for (m, r, c, k, fmt, paired), row in latest_rows(rows).items()
-            for fam, (p, n) in sorted(_family_counts(row).items())]
+    recs = [
+        {
+            "model": m,
+            "rung": r,
+            "condition": condition_label(c, fmt, paired),
+            "kind": k,
+            "family": fam,
+            "passed": p,
+            "tasks": n,
+            "_c": c,
+            "_v": _variant_rank(fmt, paired),
+        }
+        for (m, r, c, k, fmt, paired), row in latest_rows(rows).items()
+        for fam, (p, n) in sorted(_family_counts(row).items())
+    ]
     df = pd.DataFrame(recs, columns=FAMILY_COLUMNS + ["_c", "_v"])
     if df.empty:
         return df.drop(columns=["_c", "_v"])
     rr = {r: i for i, r in enumerate(_order(set(df.rung), RUNGS))}
     cr = {c: i for i, c in enumerate(_order(set(df._c), COND_ORDER))}
-    df = df.assign(_k=df.kind.map({k: i for i, k in enumerate(KINDS)}), _r=df.rung.map(rr),
-                   _o=df._c.map(cr))
-    return df.sort_values(["model", "_k", "_r", "_o", "_v", "family"]) \
-             .drop(columns=["_c", "_v", "_k", "_r", "_o"]).reset_index(drop=True)
+    df = df.assign(
+        _k=df.kind.map({k: i for i, k in enumerate(KINDS)}), _r=df.rung.map(rr), _o=df._c.map(cr)
+    )
+    return (
+        df.sort_values(["model", "_k", "_r", "_o", "_v", "family"])
+        .drop(columns=["_c", "_v", "_k", "_r", "_o"])
+        .reset_index(drop=True)
+    )
 
 
 def _grid(sub: pd.DataFrame) -> tuple[list[str], list[str], dict]:
     """(line labels, families + `all`, {(line, family): (passed, tasks)}) of one panel."""
     lines = list(dict.fromkeys(f"r{r} {c}" for r, c in zip(sub.rung, sub.condition, strict=True)))
     fams = sorted(set(sub.family))
-    cells = {(f"r{r.rung} {r.condition}", r.family): (r.passed, r.tasks)
-             for r in sub.itertuples()}
+    cells = {(f"r{r.rung} {r.condition}", r.family): (r.passed, r.tasks) for r in sub.itertuples()}
     for line in lines:
         got = [cells[line, f] for f in fams if (line, f) in cells]
         cells[line, ALL] = (sum(p for p, _ in got), sum(n for _, n in got))
@@ -79,15 +93,28 @@ def _heat_panel(ax, sub: pd.DataFrame, cmap):
     """One model and kind: a line per (rung, condition), a column per family, each cell its
     passes/tasks on the colour of their share. Returns the image (for the colour bar)."""
     lines, fams, cells = _grid(sub)
-    share = [[cells[ln, f][0] / cells[ln, f][1] if cells.get((ln, f), (0, 0))[1] else math.nan
-              for f in fams] for ln in lines]
+    share = [
+        [
+            cells[ln, f][0] / cells[ln, f][1] if cells.get((ln, f), (0, 0))[1] else math.nan
+            for f in fams
+        ]
+        for ln in lines
+    ]
     im = ax.imshow(share, cmap=cmap, vmin=0, vmax=1, aspect="auto")
     for i, ln in enumerate(lines):
         for j, f in enumerate(fams):
             p, n = cells.get((ln, f), (0, 0))
             dark = n and p / n > 0.6  # white text on the dark end of the scale
-            ax.text(j, i, f"{p}/{n}" if n else "·", ha="center", va="center", fontsize=8,
-                    color="white" if dark else "black", weight="bold" if f == ALL else None)
+            ax.text(
+                j,
+                i,
+                f"{p}/{n}" if n else "·",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white" if dark else "black",
+                weight="bold" if f == ALL else None,
+            )
     ax.set_xticks(range(len(fams)), fams, fontsize=8)
     ax.set_yticks(range(len(lines)), lines, fontsize=8)
     ax.axvline(len(fams) - 1.5, color="black", linewidth=1.2)  # the `all` column apart
@@ -108,15 +135,20 @@ def plot_families(rows: list[dict]):
     ft = family_table(rows)
     models = sorted(set(ft.model)) or ["(no rows)"]
     kinds = [k for k in KINDS if k in set(ft.kind)] or ["gen"]
-    n_lines = [max(1, len(set(zip(ft[ft.model == m].rung, ft[ft.model == m].condition,
-                                  strict=True))))
-               for m in models]  # each model's panels as tall as its lines need
+    n_lines = [
+        max(1, len(set(zip(ft[ft.model == m].rung, ft[ft.model == m].condition, strict=True))))
+        for m in models
+    ]  # each model's panels as tall as its lines need
     n_fams = [len(set(ft[ft.kind == k].family)) + 1 for k in kinds]
     height = 0.9 + sum(0.8 + 0.26 * n for n in n_lines)
-    fig, axes = plt.subplots(len(models), len(kinds), squeeze=False, layout="constrained",
-                             figsize=(1.8 + 0.62 * sum(n_fams) + 1.6 * len(kinds), height),
-                             gridspec_kw={"width_ratios": n_fams,
-                                          "height_ratios": [0.8 + 0.26 * n for n in n_lines]})
+    fig, axes = plt.subplots(
+        len(models),
+        len(kinds),
+        squeeze=False,
+        layout="constrained",
+        figsize=(1.8 + 0.62 * sum(n_fams) + 1.6 * len(kinds), height),
+        gridspec_kw={"width_ratios": n_fams, "height_ratios": [0.8 + 0.26 * n for n in n_lines]},
+    )
     cmap = plt.get_cmap("Blues").with_extremes(bad="#eeeeee")
     im = None
     for i, model in enumerate(models):
@@ -128,8 +160,10 @@ def plot_families(rows: list[dict]):
             im = _heat_panel(axes[i][j], sub, cmap)
             axes[i][j].set_title(f"{model}: {KIND_TITLES.get(kind, kind)}", fontsize=10)
     if im is not None:
-        fig.colorbar(im, ax=axes, shrink=min(0.6, 3.5 / height),
-                     label="greedy pass@1 (share of the tasks)")
-    fig.suptitle("greedy passes / tasks per task family (family: the task id's prefix)",
-                 fontsize=10)
+        fig.colorbar(
+            im, ax=axes, shrink=min(0.6, 3.5 / height), label="greedy pass@1 (share of the tasks)"
+        )
+    fig.suptitle(
+        "greedy passes / tasks per task family (family: the task id's prefix)", fontsize=10
+    )
     return fig

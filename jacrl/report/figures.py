@@ -41,9 +41,12 @@ def _styles(labels_: list[str]) -> dict[str, dict]:
     for lab in labels_:
         cond, _, fmt = lab.partition("/")
         i = conds.index(cond)
-        out[lab] = {"color": f"C{i % 10}", "marker": MARKERS[i % len(MARKERS)],
-                    "linestyle": {"": "-", "hole": "-."}.get(fmt, "--"),
-                    "fillstyle": {"": "full", "hole": "left"}.get(fmt, "none")}
+        out[lab] = {
+            "color": f"C{i % 10}",
+            "marker": MARKERS[i % len(MARKERS)],
+            "linestyle": {"": "-", "hole": "-."}.get(fmt, "--"),
+            "fillstyle": {"": "full", "hole": "left"}.get(fmt, "none"),
+        }
     return out
 
 
@@ -57,6 +60,7 @@ def _offsets(n: int) -> list[float]:
 def _rung_ticks(ax, sub: pd.DataFrame, rungs: list[str]) -> None:
     """Each rung's tick says how many tasks its rows were graded on (what the interval width
     follows)."""
+
     def n_of(r):
         ns = sorted(set(sub[sub.rung == r].tasks))
         return "" if not ns else f"\nn={ns[0]}" if len(ns) == 1 else f"\nn={ns[0]}-{ns[-1]}"
@@ -65,17 +69,29 @@ def _rung_ticks(ax, sub: pd.DataFrame, rungs: list[str]) -> None:
     ax.set_xlim(-0.6, len(rungs) - 0.4)
 
 
-def _draw_condition(ax, line: pd.DataFrame, x: list[float], value: str, style: dict,
-                    label: str, interval: bool) -> None:
+def _draw_condition(
+    ax, line: pd.DataFrame, x: list[float], value: str, style: dict, label: str, interval: bool
+) -> None:
     """One condition's curve; with `interval` its Wilson intervals as error bars."""
     y = line[value].to_numpy(float)
     yerr = [y - line.ci_lo.to_numpy(float), line.ci_hi.to_numpy(float) - y] if interval else None
-    ax.errorbar(x, y, yerr=yerr, label=label, capsize=3, elinewidth=1.3, markersize=6,
-                linewidth=1.1, markeredgewidth=0.8, **style)
+    ax.errorbar(
+        x,
+        y,
+        yerr=yerr,
+        label=label,
+        capsize=3,
+        elinewidth=1.3,
+        markersize=6,
+        linewidth=1.1,
+        markeredgewidth=0.8,
+        **style,
+    )
 
 
-def _curve_panel(ax, sub: pd.DataFrame, conds: list[str], rungs: list[str], value: str,
-                 interval: bool) -> None:
+def _curve_panel(
+    ax, sub: pd.DataFrame, conds: list[str], rungs: list[str], value: str, interval: bool
+) -> None:
     xpos = {r: i for i, r in enumerate(rungs)}
     offsets = dict(zip(conds, _offsets(len(conds)), strict=True))
     styles = _styles(conds)
@@ -89,8 +105,15 @@ def _curve_panel(ax, sub: pd.DataFrame, conds: list[str], rungs: list[str], valu
     _rung_ticks(ax, sub, rungs)
     absent = [c for c in conds if sub[(sub.condition == c) & sub[value].notna()].empty]
     if absent:  # every condition accounted for: those without a value here are named
-        ax.text(0.01, 0.98, f"no value here: {', '.join(absent)}", transform=ax.transAxes,
-                fontsize=7, va="top", color="0.35")
+        ax.text(
+            0.01,
+            0.98,
+            f"no value here: {', '.join(absent)}",
+            transform=ax.transAxes,
+            fontsize=7,
+            va="top",
+            color="0.35",
+        )
     ax.set_ylim(-4, 104)
     ax.set_yticks(range(0, 101, 20))
     ax.grid(alpha=0.3, axis="y")
@@ -104,8 +127,15 @@ def _figure_legend(fig, axes, order: list[str]) -> None:
             seen.setdefault(name, h)
     names = [c for c in order if c in seen]
     if names:
-        fig.legend([seen[c] for c in names], names, loc="outside lower center",
-                   ncol=min(len(names), 4), title="condition", frameon=False, fontsize=9)
+        fig.legend(
+            [seen[c] for c in names],
+            names,
+            loc="outside lower center",
+            ncol=min(len(names), 4),
+            title="condition",
+            frameon=False,
+            fontsize=9,
+        )
 
 
 def _temperatures(sub: pd.DataFrame, value: str) -> str:
@@ -129,29 +159,44 @@ def plot_curves(rows: list[dict], value: str = "pass1_pct", band: bool = True):
     models = sorted(set(df.model)) or ["(no rows)"]
     kinds = [k for k in KINDS if k in set(df.kind)] or ["gen"]
     rungs = _order(set(df.rung), RUNGS) if not df.empty else list(RUNGS)
-    fig, axes = plt.subplots(len(kinds), len(models), squeeze=False, sharey=True,
-                             figsize=(1.2 + 4.8 * len(models), 1.4 + 3.0 * len(kinds)),
-                             layout="constrained")
+    fig, axes = plt.subplots(
+        len(kinds),
+        len(models),
+        squeeze=False,
+        sharey=True,
+        figsize=(1.2 + 4.8 * len(models), 1.4 + 3.0 * len(kinds)),
+        layout="constrained",
+    )
     interval = band and value == "pass1_pct"
-    what = "greedy pass@1 %" if value == "pass1_pct" else \
-        "unbiased pass@k %" if value == "passk_pct" else value
+    what = (
+        "greedy pass@1 %"
+        if value == "pass1_pct"
+        else "unbiased pass@k %"
+        if value == "passk_pct"
+        else value
+    )
     for i, kind in enumerate(kinds):
         for j, model in enumerate(models):
             ax = axes[i][j]
-            _curve_panel(ax, df[(df.kind == kind) & (df.model == model)], conds, rungs, value,
-                         interval)
-            ax.set_title(f"{model}: {KIND_TITLES.get(kind, kind)}"
-                         + _temperatures(df[(df.kind == kind) & (df.model == model)], value),
-                         fontsize=10)
+            _curve_panel(
+                ax, df[(df.kind == kind) & (df.model == model)], conds, rungs, value, interval
+            )
+            ax.set_title(
+                f"{model}: {KIND_TITLES.get(kind, kind)}"
+                + _temperatures(df[(df.kind == kind) & (df.model == model)], value),
+                fontsize=10,
+            )
             ax.set_ylabel(f"{kind} {what}" if j == 0 else "")
-            ax.set_xlabel("rung (training tasks); n = tasks graded" if i == len(kinds) - 1
-                          else "")
+            ax.set_xlabel("rung (training tasks); n = tasks graded" if i == len(kinds) - 1 else "")
     _figure_legend(fig, axes, conds)
     k = sorted({int(x) for x in df.k.dropna()}) if value == "passk_pct" and not df.empty else []
-    fig.suptitle(f"ladder: {what}" + (f" (k = {', '.join(map(str, k))})" if k else "")
-                 + ("\nbars: 95 % Wilson interval" if interval else "\nno interval drawn")
-                 + "; conditions side by side within each rung",
-                 fontsize=10)
+    fig.suptitle(
+        f"ladder: {what}"
+        + (f" (k = {', '.join(map(str, k))})" if k else "")
+        + ("\nbars: 95 % Wilson interval" if interval else "\nno interval drawn")
+        + "; conditions side by side within each rung",
+        fontsize=10,
+    )
     return fig
 
 
@@ -159,16 +204,23 @@ def _training_records(metrics: str | os.PathLike) -> tuple[list[dict], Path]:
     path = Path(metrics)
     if path.is_dir():
         path = path / "metrics.jsonl"
-    recs = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] \
-        if path.is_file() else []
+    recs = (
+        [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        if path.is_file()
+        else []
+    )
     return recs, path
 
 
 def _training_series(stage: str) -> list[tuple[str, str]]:
     """A stage's panels: (column, title); SFT's one panel holds train and val loss together."""
     if stage == "grpo":
-        return [("reward_mean", "reward mean ± σ"), ("group_reward_std", "within-group σ"),
-                ("kl", "KL"), ("truncated", "truncated share")]
+        return [
+            ("reward_mean", "reward mean ± σ"),
+            ("group_reward_std", "within-group σ"),
+            ("kl", "KL"),
+            ("truncated", "truncated share"),
+        ]
     return [("train_loss", "loss (every logged point)")]
 
 
@@ -201,8 +253,12 @@ def _draw_training(axes, recs: list[dict], label: str = "") -> None:
                 ax.plot(e["iteration"], e[more], marker="o", ls="--", label=more.replace("_", " "))
                 ax.legend(fontsize=7, frameon=False)
             if col == "reward_mean" and "reward_std" in d and d["reward_std"].notna().all():
-                ax.fill_between(d["iteration"], (d[col] - d["reward_std"]).clip(0, 1),
-                                (d[col] + d["reward_std"]).clip(0, 1), alpha=0.2)  # rewards: 0..1
+                ax.fill_between(
+                    d["iteration"],
+                    (d[col] - d["reward_std"]).clip(0, 1),
+                    (d[col] + d["reward_std"]).clip(0, 1),
+                    alpha=0.2,
+                )  # rewards: 0..1
         ax.set_title(f"{label}: {title}" if label else title, fontsize=9)
         ax.set_xlabel("iteration")
         ax.grid(alpha=0.3)
@@ -233,16 +289,20 @@ def plot_training_runs(runs: Sequence[tuple[str, str | os.PathLike]], title: str
     cols = max([_panels(r) for _, r in loaded] or [1])
     fig = plt.figure(figsize=(3.6 * cols, 2.7 * max(1, len(loaded))), layout="constrained")
     # a row per run, as wide as the figure: each row has the panels its stage has, no blanks
-    for sf, (label, recs) in zip(fig.subfigures(max(1, len(loaded)), 1, squeeze=False)[:, 0],
-                                 loaded, strict=False):
+    for sf, (label, recs) in zip(
+        fig.subfigures(max(1, len(loaded)), 1, squeeze=False)[:, 0], loaded, strict=False
+    ):
         _draw_training(sf.subplots(1, max(1, _panels(recs)), squeeze=False)[0], recs, label)
     fig.suptitle(title or "training curves")
     return fig
 
 
-def write_training_figure(runs: Sequence[tuple[str, str | os.PathLike]],
-                          out_dir: str | os.PathLike | None = None,
-                          name: str = "training.png", title: str = "") -> Path:
+def write_training_figure(
+    runs: Sequence[tuple[str, str | os.PathLike]],
+    out_dir: str | os.PathLike | None = None,
+    name: str = "training.png",
+    title: str = "",
+) -> Path:
     """`plot_training_runs(runs)` saved as figures/<name> (the project's figures/ by default) and,
     beside it, as .svg and .pdf, with each run's metrics file as a source of its provenance. The
     metrics live in git-ignored folders (results/cells/, artifacts/), so they are marked `local`:
@@ -272,20 +332,34 @@ def plot_formats(rows: list[dict]):
     models = sorted(set(fc.model)) or ["(no rows)"]
     kinds = [k for k in KINDS if k in set(fc.kind)] or ["gen"]
     width = max(6.0, 1.5 * max([len(fc[fc.kind == k]) for k in kinds] or [1]))
-    fig, axes = plt.subplots(len(kinds), len(models), squeeze=False, sharey=True,
-                             figsize=(width * len(models), 3.2 * len(kinds)))
+    fig, axes = plt.subplots(
+        len(kinds),
+        len(models),
+        squeeze=False,
+        sharey=True,
+        figsize=(width * len(models), 3.2 * len(kinds)),
+    )
     for i, kind in enumerate(kinds):
         for j, model in enumerate(models):
             ax, sub = axes[i][j], fc[(fc.kind == kind) & (fc.model == model)]
             sub = sub.reset_index(drop=True)
             for off, side, name in ((-0.2, "hole", "hole-fill"), (0.2, "conv", "conversion")):
                 pct = sub[f"{side}_pct"]
-                ax.bar(sub.index + off, pct, width=0.4, label=name, capsize=3,
-                       yerr=[pct - sub[f"{side}_lo"], sub[f"{side}_hi"] - pct])
+                ax.bar(
+                    sub.index + off,
+                    pct,
+                    width=0.4,
+                    label=name,
+                    capsize=3,
+                    yerr=[pct - sub[f"{side}_lo"], sub[f"{side}_hi"] - pct],
+                )
             for x, r in sub.iterrows():
                 ax.annotate(f"p={r.p:.2g}", (x, 102), ha="center", va="bottom", fontsize=7)
-            ax.set_xticks(sub.index, [f"r{r.rung} {r.condition} (n={r.n})"
-                                      for r in sub.itertuples()], fontsize=7)
+            ax.set_xticks(
+                sub.index,
+                [f"r{r.rung} {r.condition} (n={r.n})" for r in sub.itertuples()],
+                fontsize=7,
+            )
             ax.set_ylim(0, 135)
             ax.set_yticks(range(0, 101, 20))
             ax.set_ylabel(f"{kind} pass@1 %")
@@ -298,8 +372,11 @@ def plot_formats(rows: list[dict]):
     return fig
 
 
-def write_figures(rows: list[dict], out_dir: str | os.PathLike | None = None,
-                  source: str | os.PathLike | dict | None = None) -> list[Path]:
+def write_figures(
+    rows: list[dict],
+    out_dir: str | os.PathLike | None = None,
+    source: str | os.PathLike | dict | None = None,
+) -> list[Path]:
     """figures/ladder.png (pass@1 curves with Wilson error bars) and figures/ladder_passk.png, in
     the project's figures/ by default, figures/formats.png (`plot_formats`) when the rows hold a
     hole-fill vs conversion comparison and figures/ladder_families.png (`plot_families`) when they
@@ -312,13 +389,20 @@ def write_figures(rows: list[dict], out_dir: str | os.PathLike | None = None,
 
     if not any(cell_of(r) for r in rows):
         raise ValueError("no ladder rows to plot")
-    src = source if isinstance(source, dict) else \
-        source_stamp(source) if source is not None else rows_stamp(rows)
+    src = (
+        source
+        if isinstance(source, dict)
+        else source_stamp(source)
+        if source is not None
+        else rows_stamp(rows)
+    )
     plt = _pyplot()
     out = path_or(out_dir, "figures")
     out.mkdir(parents=True, exist_ok=True)
-    figs = [("ladder.png", lambda: plot_curves(rows, "pass1_pct")),
-            ("ladder_passk.png", lambda: plot_curves(rows, "passk_pct"))]
+    figs = [
+        ("ladder.png", lambda: plot_curves(rows, "pass1_pct")),
+        ("ladder_passk.png", lambda: plot_curves(rows, "passk_pct")),
+    ]
     if not format_comparison(rows).empty:
         figs.append(("formats.png", lambda: plot_formats(rows)))
     if not family_table(rows).empty:

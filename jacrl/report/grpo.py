@@ -22,8 +22,13 @@ import pandas as pd
 from jacrl import jsonl
 
 TIERS = ("exact", "runs", "compiles", "none", "empty")  # best first, as `jacrl.reward` grades
-TIER_COLORS = {"exact": "tab:green", "runs": "tab:blue", "compiles": "tab:orange",
-               "none": "tab:red", "empty": "tab:gray"}
+TIER_COLORS = {
+    "exact": "tab:green",
+    "runs": "tab:blue",
+    "compiles": "tab:orange",
+    "none": "tab:red",
+    "empty": "tab:gray",
+}
 TIMINGS = ("generation_s", "reward_s", "update_s")
 
 
@@ -59,12 +64,15 @@ def tier_table(art: str | os.PathLike) -> pd.DataFrame:
     `rollouts`, `reward_mean` and `exact_share` (rounded to 4 places)."""
     df = pd.DataFrame(rollouts(art))
     if df.empty:
-        return pd.DataFrame(columns=[*TIERS, "rollouts", "reward_mean", "exact_share"],
-                            index=pd.Index([], name="step"))
+        return pd.DataFrame(
+            columns=[*TIERS, "rollouts", "reward_mean", "exact_share"],
+            index=pd.Index([], name="step"),
+        )
     counts = pd.crosstab(df["step"], df["tier"]).reindex(columns=_tiers(df["tier"]), fill_value=0)
     counts.columns.name = None
-    out = counts.assign(rollouts=counts.sum(axis=1),
-                        reward_mean=df.groupby("step")["reward"].mean().round(4))
+    out = counts.assign(
+        rollouts=counts.sum(axis=1), reward_mean=df.groupby("step")["reward"].mean().round(4)
+    )
     return out.assign(exact_share=(out["exact"] / out["rollouts"]).round(4))
 
 
@@ -93,8 +101,9 @@ def plot_tiers(art: str | os.PathLike, title: str = ""):
         share = (table[tier] / table["rollouts"]).astype(float)
         ax.bar(steps, share, bottom=bottom, label=tier, color=TIER_COLORS.get(tier), width=0.8)
         bottom = bottom + share
-    ax.plot(steps, table["reward_mean"].astype(float), color="black", marker="o",
-            label="mean reward")
+    ax.plot(
+        steps, table["reward_mean"].astype(float), color="black", marker="o", label="mean reward"
+    )
     ax.set_ylim(0, 1.05)
     _steps_axis(ax)
     ax.set_ylabel("share of rollouts · mean reward")
@@ -115,15 +124,27 @@ def last_groups(art: str | os.PathLike, k: int = 2, lines: int = 2) -> pd.DataFr
     """The rollouts of the last `k` steps, sorted by step and group: step, group, task_id, tier,
     reward, advantage, truncated, tokens and `body`, the extracted body's first `lines`
     non-blank lines."""
-    cols = ["step", "group", "task_id", "tier", "reward", "advantage", "truncated", "tokens",
-            "body"]
+    cols = [
+        "step",
+        "group",
+        "task_id",
+        "tier",
+        "reward",
+        "advantage",
+        "truncated",
+        "tokens",
+        "body",
+    ]
     df = pd.DataFrame(rollouts(art))
     if df.empty:
         return pd.DataFrame(columns=cols)
     last = sorted(set(df["step"]))[-k:] if k > 0 else []
     df = df[df["step"].isin(last)].assign(body=lambda d: [_head(b, lines) for b in d["body"]])
-    return df.reindex(columns=cols).sort_values(["step", "group"], kind="stable") \
-             .reset_index(drop=True)
+    return (
+        df.reindex(columns=cols)
+        .sort_values(["step", "group"], kind="stable")
+        .reset_index(drop=True)
+    )
 
 
 def step_timings(metrics: str | os.PathLike) -> pd.DataFrame:

@@ -73,10 +73,16 @@ def in_table_order(df):
         return df
     rr = {r: i for i, r in enumerate(_order(set(df.rung), RUNGS))}
     cr = {c: i for i, c in enumerate(_order(set(df.condition), COND_ORDER))}
-    df = df.assign(_r=df.rung.map(rr), _c=df.condition.map(cr),
-                   _v=[_variant_rank(f, p) for f, p in zip(df.format, df.paired, strict=True)])
-    return df.sort_values(["model", "_r", "_c", "_v", "kind"]) \
-             .drop(columns=["_r", "_c", "_v"]).reset_index(drop=True)
+    df = df.assign(
+        _r=df.rung.map(rr),
+        _c=df.condition.map(cr),
+        _v=[_variant_rank(f, p) for f, p in zip(df.format, df.paired, strict=True)],
+    )
+    return (
+        df.sort_values(["model", "_r", "_c", "_v", "kind"])
+        .drop(columns=["_r", "_c", "_v"])
+        .reset_index(drop=True)
+    )
 
 
 def _passk(row: dict) -> tuple[float, int | None]:

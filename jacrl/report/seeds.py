@@ -36,8 +36,15 @@ import numpy as np
 import pandas as pd
 
 from jacrl.conditions import CONDITIONS
-from jacrl.report.rows import COND_ORDER, _order, _variant_rank, cell_of, condition_label, \
-    in_table_order, variant_of
+from jacrl.report.rows import (
+    COND_ORDER,
+    _order,
+    _variant_rank,
+    cell_of,
+    condition_label,
+    in_table_order,
+    variant_of,
+)
 from jacrl.splits import RUNGS
 from jacrl.stats import wilson
 
@@ -49,7 +56,8 @@ NO_OUTCOMES = "none (no per-task outcomes)"
 # each condition against base, and each one that continues the sft adapter against sft
 DEFAULT_PAIRS: tuple[tuple[str, str], ...] = tuple(
     [("base", c) for c in CONDITIONS if c != "base"]
-    + [("sft", c) for c, cond in CONDITIONS.items() if cond.shares_sft])
+    + [("sft", c) for c, cond in CONDITIONS.items() if cond.shares_sft]
+)
 
 
 def train_seed(row: Mapping) -> int:
@@ -79,8 +87,9 @@ def _draw_counts(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray
     return rng.multinomial(n, np.full(n, 1.0 / n), size=resamples)
 
 
-def bootstrap_means(x: np.ndarray, resamples: int = RESAMPLES,
-                    rng_seed: int = RNG_SEED) -> np.ndarray:
+def bootstrap_means(
+    x: np.ndarray, resamples: int = RESAMPLES, rng_seed: int = RNG_SEED
+) -> np.ndarray:
     """The two-way bootstrap of a seeds x tasks matrix: `resamples` means, each over seeds drawn
     with replacement (whole rows) and tasks drawn with replacement (whole columns). The seed and
     task draws are independent streams of `rng_seed`; the task draws do not depend on the number
@@ -91,8 +100,9 @@ def bootstrap_means(x: np.ndarray, resamples: int = RESAMPLES,
     if resamples < 1:
         raise ValueError(f"resamples must be >= 1, got {resamples}")
     s, t = x.shape
-    seed_rng, task_rng = (np.random.default_rng(q) for q in np.random.SeedSequence(rng_seed)
-                          .spawn(2))
+    seed_rng, task_rng = (
+        np.random.default_rng(q) for q in np.random.SeedSequence(rng_seed).spawn(2)
+    )
     ws = _draw_counts(seed_rng, s, resamples)  # (B, S)
     wt = _draw_counts(task_rng, t, resamples)  # (B, T)
     return np.einsum("bs,st,bt->b", ws, x, wt) / (s * t)
@@ -143,8 +153,9 @@ class SeedStat:
         return float(np.std(self.per_seed, ddof=1)) if len(self.per_seed) > 1 else math.nan
 
 
-def seed_stat(by_seed: Mapping[int, Mapping], resamples: int = RESAMPLES,
-              rng_seed: int = RNG_SEED) -> SeedStat | None:
+def seed_stat(
+    by_seed: Mapping[int, Mapping], resamples: int = RESAMPLES, rng_seed: int = RNG_SEED
+) -> SeedStat | None:
     """The SeedStat of one group's rows {train seed: row}; None when it has no graded task."""
     seeds = tuple(by_seed)
     if len(seeds) == 1:
@@ -161,8 +172,17 @@ def seed_stat(by_seed: Mapping[int, Mapping], resamples: int = RESAMPLES,
             return None
         rates = tuple(k / n for k, n in counts)
         same = len({n for _, n in counts}) == 1
-        return SeedStat(seeds, counts[0][1] if same else 0, float(np.mean(rates)), math.nan,
-                        math.nan, rates, sum(k for k, _ in counts), NO_OUTCOMES, same)
+        return SeedStat(
+            seeds,
+            counts[0][1] if same else 0,
+            float(np.mean(rates)),
+            math.nan,
+            math.nan,
+            rates,
+            sum(k for k, _ in counts),
+            NO_OUTCOMES,
+            same,
+        )
     ids, x = got
     lo, hi = interval(bootstrap_means(x, resamples, rng_seed))
     # a percentile bootstrap collapses at 0 or 1 (all seeds fail every task: [0, 0]); the tasks
@@ -170,17 +190,44 @@ def seed_stat(by_seed: Mapping[int, Mapping], resamples: int = RESAMPLES,
     w_lo, w_hi = wilson(float(x.mean()) * len(ids), len(ids))
     lo, hi = min(lo, w_lo), max(hi, w_hi)
     same = all({t["id"] for t in r["per_task"]} == set(ids) for r in by_seed.values())
-    return SeedStat(seeds, len(ids), float(x.mean()), lo, hi, tuple(float(v) for v in
-                    x.mean(axis=1)), int(x.sum()), BOOTSTRAP, same)
+    return SeedStat(
+        seeds,
+        len(ids),
+        float(x.mean()),
+        lo,
+        hi,
+        tuple(float(v) for v in x.mean(axis=1)),
+        int(x.sum()),
+        BOOTSTRAP,
+        same,
+    )
 
 
 # -------------------------------------------------------------------------------------------
 # tables
 # -------------------------------------------------------------------------------------------
 
-SEED_COLUMNS = ["model", "rung", "condition", "format", "paired", "kind", "seeds", "train_seeds",
-                "tasks", "pass1_pct", "ci_lo", "ci_hi", "interval", "seed_pct", "seed_sd_pct",
-                "same_ids", "passk_pct", "sampled1_pct", "temperature"]
+SEED_COLUMNS = [
+    "model",
+    "rung",
+    "condition",
+    "format",
+    "paired",
+    "kind",
+    "seeds",
+    "train_seeds",
+    "tasks",
+    "pass1_pct",
+    "ci_lo",
+    "ci_hi",
+    "interval",
+    "seed_pct",
+    "seed_sd_pct",
+    "same_ids",
+    "passk_pct",
+    "sampled1_pct",
+    "temperature",
+]
 
 
 def _pct(x: float) -> float:
@@ -203,8 +250,9 @@ def _passk(row: Mapping) -> tuple[int, float] | None:
     return k, float(pk[str(k)])
 
 
-def seed_summary(rows: Iterable[Mapping], resamples: int = RESAMPLES,
-                 rng_seed: int = RNG_SEED) -> pd.DataFrame:
+def seed_summary(
+    rows: Iterable[Mapping], resamples: int = RESAMPLES, rng_seed: int = RNG_SEED
+) -> pd.DataFrame:
     """One line per cell group: `seeds` (how many train seeds), `train_seeds` ("0,1,2"),
     `tasks` per seed, `pass1_pct` the mean greedy pass@1 over seeds with its 95 % interval
     `ci_lo`-`ci_hi` (percent; `interval` says which: Wilson with one seed, else the seeds x tasks
@@ -222,18 +270,31 @@ def seed_summary(rows: Iterable[Mapping], resamples: int = RESAMPLES,
         same_k = all(pk) and len({p[0] for p in pk}) == 1
         temps = {r.get("temperature") for r in rs if r.get("n")}
         one_t = len(temps) == 1 and all(r.get("n") for r in rs)
-        recs.append({
-            "model": model, "rung": rung, "condition": cond, "format": fmt, "paired": paired,
-            "kind": kind, "seeds": st.n_seeds, "train_seeds": ",".join(map(str, st.seeds)),
-            "tasks": st.tasks, "pass1_pct": _pct(st.rate), "ci_lo": _pct(st.lo),
-            "ci_hi": _pct(st.hi), "interval": st.method,
-            "seed_pct": tuple(_pct(v) for v in st.per_seed), "seed_sd_pct": _pct(st.sd),
-            "same_ids": st.same_ids,
-            "passk_pct": _mean_of(rs, lambda r: _passk(r)[1]) if same_k else math.nan,
-            "sampled1_pct": _mean_of(rs, lambda r: (r.get("pass_at_k") or {}).get("1"))
-            if one_t else math.nan,
-            "temperature": next(iter(temps)) if one_t else math.nan,
-        })
+        recs.append(
+            {
+                "model": model,
+                "rung": rung,
+                "condition": cond,
+                "format": fmt,
+                "paired": paired,
+                "kind": kind,
+                "seeds": st.n_seeds,
+                "train_seeds": ",".join(map(str, st.seeds)),
+                "tasks": st.tasks,
+                "pass1_pct": _pct(st.rate),
+                "ci_lo": _pct(st.lo),
+                "ci_hi": _pct(st.hi),
+                "interval": st.method,
+                "seed_pct": tuple(_pct(v) for v in st.per_seed),
+                "seed_sd_pct": _pct(st.sd),
+                "same_ids": st.same_ids,
+                "passk_pct": _mean_of(rs, lambda r: _passk(r)[1]) if same_k else math.nan,
+                "sampled1_pct": _mean_of(rs, lambda r: (r.get("pass_at_k") or {}).get("1"))
+                if one_t
+                else math.nan,
+                "temperature": next(iter(temps)) if one_t else math.nan,
+            }
+        )
     return in_table_order(pd.DataFrame(recs, columns=SEED_COLUMNS))
 
 
@@ -244,9 +305,15 @@ def seed_lines(summary: pd.DataFrame) -> dict[tuple[str, str, str, str], dict]:
     out = {}
     for r in summary[summary.seeds > 1].itertuples() if not summary.empty else ():
         out[(r.model, r.rung, condition_label(r.condition, r.format, r.paired), r.kind)] = {
-            "pass1_pct": r.pass1_pct, "ci_lo": r.ci_lo, "ci_hi": r.ci_hi,
-            "passk_pct": r.passk_pct, "sampled1_pct": r.sampled1_pct,
-            "temperature": r.temperature, "seeds": r.seeds, "tasks": r.tasks}
+            "pass1_pct": r.pass1_pct,
+            "ci_lo": r.ci_lo,
+            "ci_hi": r.ci_hi,
+            "passk_pct": r.passk_pct,
+            "sampled1_pct": r.sampled1_pct,
+            "temperature": r.temperature,
+            "seeds": r.seeds,
+            "tasks": r.tasks,
+        }
     return out
 
 
@@ -262,17 +329,27 @@ def seed_table(summary: pd.DataFrame, min_seeds: int = 1) -> pd.DataFrame:
     if summary.empty:
         return summary
     sub = summary[summary.seeds >= min_seeds]
-    return pd.DataFrame({
-        "model": sub.model, "rung": sub.rung,
-        "condition": [condition_label(c, f, p) for c, f, p in
-                      zip(sub.condition, sub.format, sub.paired, strict=True)],
-        "kind": sub.kind, "seeds": sub.seeds, "tasks": sub.tasks,
-        "pass@1 [95% CI]": [_fmt_ci(*x) for x in zip(sub.pass1_pct, sub.ci_lo, sub.ci_hi,
-                                                     strict=True)],
-        "per seed": ["  ".join(f"{s}: {v:.1f}" for s, v in zip(ts.split(","), vals, strict=False))
-                     for ts, vals in zip(sub.train_seeds, sub.seed_pct, strict=True)],
-        "sd": [f"{v:.1f}" if not math.isnan(v) else "·" for v in sub.seed_sd_pct],
-    }).reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "model": sub.model,
+            "rung": sub.rung,
+            "condition": [
+                condition_label(c, f, p)
+                for c, f, p in zip(sub.condition, sub.format, sub.paired, strict=True)
+            ],
+            "kind": sub.kind,
+            "seeds": sub.seeds,
+            "tasks": sub.tasks,
+            "pass@1 [95% CI]": [
+                _fmt_ci(*x) for x in zip(sub.pass1_pct, sub.ci_lo, sub.ci_hi, strict=True)
+            ],
+            "per seed": [
+                "  ".join(f"{s}: {v:.1f}" for s, v in zip(ts.split(","), vals, strict=False))
+                for ts, vals in zip(sub.train_seeds, sub.seed_pct, strict=True)
+            ],
+            "sd": [f"{v:.1f}" if not math.isnan(v) else "·" for v in sub.seed_sd_pct],
+        }
+    ).reset_index(drop=True)
 
 
 # -------------------------------------------------------------------------------------------
@@ -297,8 +374,12 @@ class PairedStat:
     above0: float  # share of resamples whose mean difference is above 0
 
 
-def paired_stat(a: Mapping[int, Mapping], b: Mapping[int, Mapping], resamples: int = RESAMPLES,
-                rng_seed: int = RNG_SEED) -> PairedStat | None:
+def paired_stat(
+    a: Mapping[int, Mapping],
+    b: Mapping[int, Mapping],
+    resamples: int = RESAMPLES,
+    rng_seed: int = RNG_SEED,
+) -> PairedStat | None:
     """b - a of two groups' rows ({train seed: row}), paired by train seed and task id: on the
     seeds both have, or, when one group has a single seed and the other several, that seed
     against each of the other's. None when nothing pairs (no shared seed or task id, or a row
@@ -319,28 +400,77 @@ def paired_stat(a: Mapping[int, Mapping], b: Mapping[int, Mapping], resamples: i
     if got is None:
         return None
     _, x = got
-    xa, xb = x[:len(seeds)], x[len(seeds):]
+    xa, xb = x[: len(seeds)], x[len(seeds) :]
     d = xb - xa
     means = bootstrap_means(d, resamples, rng_seed)
     lo, hi = interval(means)
-    return PairedStat(na, nb, pairing, len(seeds), x.shape[1], float(xa.mean()),
-                      float(xb.mean()), float(d.mean()), lo, hi, float(np.mean(means > 0)))
+    return PairedStat(
+        na,
+        nb,
+        pairing,
+        len(seeds),
+        x.shape[1],
+        float(xa.mean()),
+        float(xb.mean()),
+        float(d.mean()),
+        lo,
+        hi,
+        float(np.mean(means > 0)),
+    )
 
 
-COMPARE_COLUMNS = ["model", "rung", "kind", "vs", "a", "b", "a_seeds", "b_seeds", "pairing",
-                   "seeds", "n", "a_pct", "b_pct", "diff_pct", "lo", "hi", "above0"]
+COMPARE_COLUMNS = [
+    "model",
+    "rung",
+    "kind",
+    "vs",
+    "a",
+    "b",
+    "a_seeds",
+    "b_seeds",
+    "pairing",
+    "seeds",
+    "n",
+    "a_pct",
+    "b_pct",
+    "diff_pct",
+    "lo",
+    "hi",
+    "above0",
+]
 
 
 def _rec(model, rung, kind, vs, a_label, b_label, st: PairedStat, cond, fmt, paired) -> dict:
-    return {"model": model, "rung": rung, "kind": kind, "vs": vs, "a": a_label, "b": b_label,
-            "a_seeds": st.a_seeds, "b_seeds": st.b_seeds, "pairing": st.pairing,
-            "seeds": st.seeds, "n": st.tasks, "a_pct": _pct(st.a_rate), "b_pct": _pct(st.b_rate),
-            "diff_pct": _pct(st.diff), "lo": _pct(st.lo), "hi": _pct(st.hi),
-            "above0": round(st.above0, 4), "condition": cond, "format": fmt, "paired": paired}
+    return {
+        "model": model,
+        "rung": rung,
+        "kind": kind,
+        "vs": vs,
+        "a": a_label,
+        "b": b_label,
+        "a_seeds": st.a_seeds,
+        "b_seeds": st.b_seeds,
+        "pairing": st.pairing,
+        "seeds": st.seeds,
+        "n": st.tasks,
+        "a_pct": _pct(st.a_rate),
+        "b_pct": _pct(st.b_rate),
+        "diff_pct": _pct(st.diff),
+        "lo": _pct(st.lo),
+        "hi": _pct(st.hi),
+        "above0": round(st.above0, 4),
+        "condition": cond,
+        "format": fmt,
+        "paired": paired,
+    }
 
 
-def seed_comparisons(rows: Iterable[Mapping], pairs: Sequence[tuple[str, str]] = DEFAULT_PAIRS,
-                     resamples: int = RESAMPLES, rng_seed: int = RNG_SEED) -> pd.DataFrame:
+def seed_comparisons(
+    rows: Iterable[Mapping],
+    pairs: Sequence[tuple[str, str]] = DEFAULT_PAIRS,
+    resamples: int = RESAMPLES,
+    rng_seed: int = RNG_SEED,
+) -> pd.DataFrame:
     """Paired comparisons over seeds x tasks, b - a in percentage points (`diff_pct`, its 95 %
     interval `lo`-`hi`, `above0` the share of resamples above 0): `vs` `condition` for each
     (a, b) of `pairs` at the same model, rung, kind, format and paired (default: each condition
@@ -357,24 +487,50 @@ def seed_comparisons(rows: Iterable[Mapping], pairs: Sequence[tuple[str, str]] =
                 continue
             st = paired_stat(a, b, resamples, rng_seed)
             if st is not None:
-                recs.append(_rec(model, rung, kind, "condition",
-                                 condition_label(a_cond, fmt, paired),
-                                 condition_label(b_cond, fmt, paired), st, cond, fmt, paired))
+                recs.append(
+                    _rec(
+                        model,
+                        rung,
+                        kind,
+                        "condition",
+                        condition_label(a_cond, fmt, paired),
+                        condition_label(b_cond, fmt, paired),
+                        st,
+                        cond,
+                        fmt,
+                        paired,
+                    )
+                )
         hole = groups.get((model, rung, cond, kind, "hole", True))
         if fmt == "conversion" and hole is not None:
             st = paired_stat(hole, b, resamples, rng_seed)
             if st is not None:
-                recs.append(_rec(model, rung, kind, "format", condition_label(cond, "hole", True),
-                                 condition_label(cond, fmt, paired), st, cond, fmt, paired))
+                recs.append(
+                    _rec(
+                        model,
+                        rung,
+                        kind,
+                        "format",
+                        condition_label(cond, "hole", True),
+                        condition_label(cond, fmt, paired),
+                        st,
+                        cond,
+                        fmt,
+                        paired,
+                    )
+                )
     df = pd.DataFrame(recs, columns=COMPARE_COLUMNS + ["condition", "format", "paired"])
     if df.empty:
         return df[COMPARE_COLUMNS]
     df = df.assign(_vs=df.vs.map({"condition": 0, "format": 1}).astype(int))
     rr = {r: i for i, r in enumerate(_order(set(df.rung), RUNGS))}
     cr = {c: i for i, c in enumerate(_order(set(df.condition), COND_ORDER))}
-    df = df.assign(_r=df.rung.map(rr), _c=df.condition.map(cr),
-                   _v=[_variant_rank(f, p) for f, p in zip(df.format, df.paired, strict=True)],
-                   _k=df.kind.map({"gen": 0, "mem": 1}))
+    df = df.assign(
+        _r=df.rung.map(rr),
+        _c=df.condition.map(cr),
+        _v=[_variant_rank(f, p) for f, p in zip(df.format, df.paired, strict=True)],
+        _k=df.kind.map({"gen": 0, "mem": 1}),
+    )
     df = df.sort_values(["model", "_k", "_r", "_vs", "_c", "_v", "a"])
     return df[COMPARE_COLUMNS].reset_index(drop=True)
 
@@ -385,11 +541,21 @@ def comparison_table(comparisons: pd.DataFrame, min_seeds: int = 1) -> pd.DataFr
     if comparisons.empty:
         return comparisons
     c = comparisons[comparisons[["a_seeds", "b_seeds"]].max(axis=1) >= min_seeds]
-    return pd.DataFrame({
-        "model": c.model, "rung": c.rung, "kind": c.kind, "a": c.a, "b": c.b,
-        "seeds": [f"{x}/{y}" for x, y in zip(c.a_seeds, c.b_seeds, strict=True)], "n": c.n,
-        "a %": c.a_pct, "b %": c.b_pct,
-        "b - a [95% CI]": [f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]"
-                           for d, lo, hi in zip(c.diff_pct, c.lo, c.hi, strict=True)],
-        "P(>0)": c.above0,
-    }).reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "model": c.model,
+            "rung": c.rung,
+            "kind": c.kind,
+            "a": c.a,
+            "b": c.b,
+            "seeds": [f"{x}/{y}" for x, y in zip(c.a_seeds, c.b_seeds, strict=True)],
+            "n": c.n,
+            "a %": c.a_pct,
+            "b %": c.b_pct,
+            "b - a [95% CI]": [
+                f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]"
+                for d, lo, hi in zip(c.diff_pct, c.lo, c.hi, strict=True)
+            ],
+            "P(>0)": c.above0,
+        }
+    ).reset_index(drop=True)

@@ -15,8 +15,8 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from jacrl.stages import STAGES
 from jacrl.report.rows import cell_of, condition_label, variant_of
+from jacrl.stages import STAGES
 
 EVAL_KEYS = ("n", "k", "temperature", "max_tokens", "gen_limit", "mem_limit")
 ROW_SEEDS = ("seed", "train_seed")  # the row's own fields: evaluation and training seeds
@@ -55,8 +55,9 @@ def _equal(value: object, want: str) -> bool:
     0.0002), lists item by item, anything else as written (case-blind)."""
     if isinstance(value, (list, tuple)):
         parts = want.split(",")
-        return len(parts) == len(value) and all(_equal(v, p) for v, p in zip(value, parts,
-                                                                             strict=True))
+        return len(parts) == len(value) and all(
+            _equal(v, p) for v, p in zip(value, parts, strict=True)
+        )
     if not isinstance(value, bool):
         try:
             return math.isclose(float(value), float(want), rel_tol=1e-9)
@@ -109,8 +110,9 @@ def _known_text(known: set[str]) -> str:
     names = [k for k in EVAL_KEYS + ROW_SEEDS if k in known]
     stages = sorted({k.partition(".")[0] for k in known if "." in k})
     eg = "sft" if "sft" in stages else stages[0] if stages else ""
-    return ", ".join(names) + (f" and STAGE.FIELD of {', '.join(stages)}, e.g. {eg}.iters"
-                               if stages else "")
+    return ", ".join(names) + (
+        f" and STAGE.FIELD of {', '.join(stages)}, e.g. {eg}.iters" if stages else ""
+    )
 
 
 def where_rows(rows: list[dict], where: Sequence[str]) -> list[dict]:
@@ -123,13 +125,18 @@ def where_rows(rows: list[dict], where: Sequence[str]) -> list[dict]:
     known = {k for s in every for k in s}
     for key in conds:
         if key not in known:
-            raise ValueError(f"--where {key}: no row has that setting (rows have "
-                             f"{_known_text(known)})")
-    kept = [r for r, s in zip(rows, every,
-                              strict=True) if all(_keeps(s, k, w) for k, w in conds.items())]
+            raise ValueError(
+                f"--where {key}: no row has that setting (rows have {_known_text(known)})"
+            )
+    kept = [
+        r
+        for r, s in zip(rows, every, strict=True)
+        if all(_keeps(s, k, w) for k, w in conds.items())
+    ]
     if not kept:
-        have = "; ".join(f"{k} = {', '.join(_ordered({shown(s[k]) for s in every if k in s}))}"
-                         for k in conds)
+        have = "; ".join(
+            f"{k} = {', '.join(_ordered({shown(s[k]) for s in every if k in s}))}" for k in conds
+        )
         raise ValueError(f"no row where {where_text(where)} (rows have {have})")
     return kept
 
@@ -169,17 +176,23 @@ def mixed_lines(rows: list[dict]) -> list[str]:
         diff = _differing([settings_of(r) for r in rs])
         if diff:
             last = settings_of(rs[-1])
-            lines.append(f"  r{rung} {model} {condition_label(cond, fmt, paired)} {kind}: "
-                         f"{len(rs)} rows, {_diff_text(diff)} — shown: "
-                         + ", ".join(f"{k}={shown(last.get(k, '—'))}" for k in diff))
-    evals = _differing([{k: v for k, v in settings_of(rs[-1]).items() if k in EVAL_KEYS}
-                        for rs in cells.values()])
+            lines.append(
+                f"  r{rung} {model} {condition_label(cond, fmt, paired)} {kind}: "
+                f"{len(rs)} rows, {_diff_text(diff)} — shown: "
+                + ", ".join(f"{k}={shown(last.get(k, '—'))}" for k in diff)
+            )
+    evals = _differing(
+        [{k: v for k, v in settings_of(rs[-1]).items() if k in EVAL_KEYS} for rs in cells.values()]
+    )
     if evals:
         lines.append(f"  the table's cells were evaluated with other settings: {_diff_text(evals)}")
     if not lines:
         return []
-    return ["rows made with other settings (the table shows each cell's last row, or its "
-            "seeds' mean; `ladder show --where KEY=VALUE` picks, e.g. --where n=8):", *lines]
+    return [
+        "rows made with other settings (the table shows each cell's last row, or its "
+        "seeds' mean; `ladder show --where KEY=VALUE` picks, e.g. --where n=8):",
+        *lines,
+    ]
 
 
 def settings_parts(rows: list[dict], where: Sequence[str], total: int) -> list[str]:

@@ -52,8 +52,11 @@ class _Disk:
             from jacrl.tasks import read_tasks
 
             try:
-                recs = read_tasks(project().tasks) if fmt == "hole" else \
-                    conversion.read(project().data)
+                recs = (
+                    read_tasks(project().tasks)
+                    if fmt == "hole"
+                    else conversion.read(project().data)
+                )
                 self._tasks[fmt] = {t["meta"]["id"]: t for t in recs}
             except (ProjectNotFound, OSError, ValueError):
                 self._tasks[fmt] = {}
@@ -115,8 +118,10 @@ def mark_stale(rows: list[dict]) -> list[dict]:
     """The rows, each with `stale` set to its reasons joined ("" when fresh) and `rebuilt` to its
     `rebuilt_note`."""
     disk = _Disk()
-    return [{**r, "stale": ", ".join(stale_reasons(r, disk)), "rebuilt": rebuilt_note(r, disk)}
-            for r in rows]
+    return [
+        {**r, "stale": ", ".join(stale_reasons(r, disk)), "rebuilt": rebuilt_note(r, disk)}
+        for r in rows
+    ]
 
 
 # -------------------------------------------------------------------------------------------
@@ -146,8 +151,9 @@ def figure_stale_reasons(path: str | os.PathLike) -> list[str]:
         if not p.is_file():
             out.append(f"{src['path']} missing")
         elif (now := source_stamp(p))["sha256"] != src.get("sha256"):
-            out.append(f"{src['path']} changed ({src.get('rows')} rows when drawn, "
-                       f"{now['rows']} now)")
+            out.append(
+                f"{src['path']} changed ({src.get('rows')} rows when drawn, {now['rows']} now)"
+            )
     return out
 
 
@@ -155,8 +161,9 @@ def stale_figures(figures_dir: str | os.PathLike) -> dict[Path, str]:
     """{figure: its reasons, joined} for each figure (.png, .svg, .pdf) in the folder that
     `figure_stale_reasons` flags; {} for a missing folder or when every figure is fresh."""
     d = Path(figures_dir)
-    figs = sorted(p for p in d.iterdir() if p.suffix.lower() in FIGURE_SUFFIXES) \
-        if d.is_dir() else []
+    figs = (
+        sorted(p for p in d.iterdir() if p.suffix.lower() in FIGURE_SUFFIXES) if d.is_dir() else []
+    )
     return {p: ", ".join(why) for p in figs if (why := figure_stale_reasons(p))}
 
 
@@ -176,10 +183,13 @@ def figures_note(figures_dir: str | os.PathLike | None) -> str:
     same: dict[tuple[str, str], list[Path]] = {}  # a figure's .png, .svg and .pdf: one line
     for p, why in stale.items():
         same.setdefault((p.stem, why), []).append(p)
-    lines = [f"{len(same)} figure(s) in {d} not drawn from the rows on disk now (redraw them: "
-             "`jacrl ladder show`, `jacrl demo`):"]
+    lines = [
+        f"{len(same)} figure(s) in {d} not drawn from the rows on disk now (redraw them: "
+        "`jacrl ladder show`, `jacrl demo`):"
+    ]
     for (_, why), paths in same.items():
         first, *rest = sorted(paths, key=lambda p: FIGURE_SUFFIXES.index(p.suffix.lower()))
-        lines.append(f"  {first.name}: {why}"
-                     + (f"; also {', '.join(p.name for p in rest)}" if rest else ""))
+        lines.append(
+            f"  {first.name}: {why}" + (f"; also {', '.join(p.name for p in rest)}" if rest else "")
+        )
     return "\n".join(lines)

@@ -51,8 +51,9 @@ def _lines(data: bytes) -> list[dict]:
 
 
 def _versions(rows: Sequence[dict]) -> list[str]:
-    return sorted({str(cv) for r in rows
-                   if (cv := (r.get("provenance") or {}).get("code_version"))})
+    return sorted(
+        {str(cv) for r in rows if (cv := (r.get("provenance") or {}).get("code_version"))}
+    )
 
 
 def source_stamp(path: str | os.PathLike) -> dict:
@@ -70,15 +71,23 @@ def source_stamp(path: str | os.PathLike) -> dict:
         except (ValueError, AttributeError):
             cv = None
         versions = [cv] if cv else []
-    return {"path": str(p), "sha256": sha256_bytes(data), "rows": len(rows),
-            "code_versions": versions}
+    return {
+        "path": str(p),
+        "sha256": sha256_bytes(data),
+        "rows": len(rows),
+        "code_versions": versions,
+    }
 
 
 def rows_stamp(rows: Sequence[dict]) -> dict:
     """The stamp of rows held in memory (no file to check against later: path null)."""
     data = "".join(json.dumps(r, sort_keys=True, default=str) + "\n" for r in rows).encode()
-    return {"path": None, "sha256": sha256_bytes(data), "rows": len(rows),
-            "code_versions": _versions(rows)}
+    return {
+        "path": None,
+        "sha256": sha256_bytes(data),
+        "rows": len(rows),
+        "code_versions": _versions(rows),
+    }
 
 
 def _recorded(src: dict, fig_dir: Path) -> dict:
@@ -97,21 +106,32 @@ def located(recorded: str, figure: str | os.PathLike) -> Path:
     return p if p.is_absolute() else (Path(figure).resolve().parent / p).resolve()
 
 
-def save_figure(fig, path: str | os.PathLike, sources: Sequence[dict],
-                drawn_rows: int | None = None, dpi: int = 110) -> Path:
+def save_figure(
+    fig,
+    path: str | os.PathLike,
+    sources: Sequence[dict],
+    drawn_rows: int | None = None,
+    dpi: int = 110,
+) -> Path:
     """fig saved as `path` (.png, .svg or .pdf) with the provenance of `sources` (stamps from
     `source_stamp` / `rows_stamp`) inside the file."""
     path = Path(path)
     fmt = path.suffix.lower()
     if fmt not in FIGURE_SUFFIXES:
         raise ValueError(f"{path}: a figure is one of {', '.join(FIGURE_SUFFIXES)}")
-    rec = {"figure": path.name, "drawn_rows": drawn_rows,
-           "sources": [_recorded(s, path.parent) for s in sources]}
+    rec = {
+        "figure": path.name,
+        "drawn_rows": drawn_rows,
+        "sources": [_recorded(s, path.parent) for s in sources],
+    }
     text = json.dumps(rec, sort_keys=True)
     # no dates and fixed SVG ids: the same figure gives the same bytes, so a redraw of unchanged
     # rows leaves tracked figures unchanged
-    meta = {".png": {KEY: text}, ".svg": {"Description": f"{KEY} {text}", "Date": None},
-            ".pdf": {"Subject": f"{KEY} {text}", "CreationDate": None}}[fmt]
+    meta = {
+        ".png": {KEY: text},
+        ".svg": {"Description": f"{KEY} {text}", "Date": None},
+        ".pdf": {"Subject": f"{KEY} {text}", "CreationDate": None},
+    }[fmt]
     import matplotlib
 
     with matplotlib.rc_context({"svg.hashsalt": KEY}):
@@ -119,8 +139,9 @@ def save_figure(fig, path: str | os.PathLike, sources: Sequence[dict],
     return path
 
 
-def save_formats(fig, png: str | os.PathLike, sources: Sequence[dict],
-                 drawn_rows: int | None = None) -> Path:
+def save_formats(
+    fig, png: str | os.PathLike, sources: Sequence[dict], drawn_rows: int | None = None
+) -> Path:
     """fig saved as `png` and, beside it, as .svg and .pdf (for papers: vector, any size), each
     carrying the provenance of `sources` (`save_figure`). Returns the PNG's path."""
     png = Path(png)
@@ -144,11 +165,16 @@ def _raw(path: Path) -> str | None:
         text = node.text if node is not None else None
     elif fmt == ".pdf":
         m = re.search(rb"/Subject \(((?:[^\\)]|\\.)*)\)", path.read_bytes(), re.S)
-        text = re.sub(r"\\(.)", lambda g: {"n": "\n", "r": "\r"}.get(g[1], g[1]),
-                      m[1].decode("latin-1")) if m else None
+        text = (
+            re.sub(
+                r"\\(.)", lambda g: {"n": "\n", "r": "\r"}.get(g[1], g[1]), m[1].decode("latin-1")
+            )
+            if m
+            else None
+        )
     else:
         return None
-    return text[len(KEY) + 1:] if text and text.startswith(KEY + " ") else None
+    return text[len(KEY) + 1 :] if text and text.startswith(KEY + " ") else None
 
 
 def read_stamp(path: str | os.PathLike) -> dict | None:

@@ -32,9 +32,29 @@ from jacrl.results import KINDS
 from jacrl.splits import RUNGS
 from jacrl.stats import mcnemar_exact, wilson
 
-COLUMNS = ["model", "rung", "condition", "format", "paired", "kind", "tasks", "pass1", "pass1_pct",
-           "ci_lo", "ci_hi", "k", "passk_pct", "run_pct", "near_pct", "avg_osim", "truncation_pct",
-           "cell_key", "stale", "sampled1_pct", "temperature"]
+COLUMNS = [
+    "model",
+    "rung",
+    "condition",
+    "format",
+    "paired",
+    "kind",
+    "tasks",
+    "pass1",
+    "pass1_pct",
+    "ci_lo",
+    "ci_hi",
+    "k",
+    "passk_pct",
+    "run_pct",
+    "near_pct",
+    "avg_osim",
+    "truncation_pct",
+    "cell_key",
+    "stale",
+    "sampled1_pct",
+    "temperature",
+]
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
@@ -45,17 +65,31 @@ def frame(rows: list[dict]) -> pd.DataFrame:
         n, p = int(row.get("tasks", 0)), int(row.get("pass1", 0))
         lo, hi = wilson(p, n) if n else (math.nan, math.nan)
         passk, k = _passk(row)
-        recs.append({
-            "model": model, "rung": rung, "condition": cond, "format": fmt, "paired": paired,
-            "kind": kind, "tasks": n,
-            "pass1": p, "pass1_pct": round(100 * p / n, 2) if n else math.nan,
-            "ci_lo": round(100 * lo, 2), "ci_hi": round(100 * hi, 2), "k": k,
-            "passk_pct": passk, "run_pct": row.get("run_pct"), "near_pct": row.get("near_pct"),
-            "avg_osim": row.get("avg_osim"), "truncation_pct": row.get("truncation_pct"),
-            "cell_key": row.get("cell_key", ""), "stale": row.get("stale", ""),
-            "sampled1_pct": (row.get("pass_at_k") or {}).get("1", math.nan),
-            "temperature": row.get("temperature") if row.get("n") else math.nan,
-        })
+        recs.append(
+            {
+                "model": model,
+                "rung": rung,
+                "condition": cond,
+                "format": fmt,
+                "paired": paired,
+                "kind": kind,
+                "tasks": n,
+                "pass1": p,
+                "pass1_pct": round(100 * p / n, 2) if n else math.nan,
+                "ci_lo": round(100 * lo, 2),
+                "ci_hi": round(100 * hi, 2),
+                "k": k,
+                "passk_pct": passk,
+                "run_pct": row.get("run_pct"),
+                "near_pct": row.get("near_pct"),
+                "avg_osim": row.get("avg_osim"),
+                "truncation_pct": row.get("truncation_pct"),
+                "cell_key": row.get("cell_key", ""),
+                "stale": row.get("stale", ""),
+                "sampled1_pct": (row.get("pass_at_k") or {}).get("1", math.nan),
+                "temperature": row.get("temperature") if row.get("n") else math.nan,
+            }
+        )
     df = pd.DataFrame(recs, columns=COLUMNS)
     if df.empty:
         return df
@@ -79,8 +113,9 @@ def pivot(df: pd.DataFrame, value: str = "pass1_pct", kind: str = "gen") -> pd.D
         return pd.DataFrame()
     names, conds = labels(sub)
     sub = sub.assign(condition=names)
-    table = sub.pivot_table(index=["model", "condition"], columns="rung", values=value,
-                            aggfunc="last", dropna=False)
+    table = sub.pivot_table(
+        index=["model", "condition"], columns="rung", values=value, aggfunc="last", dropna=False
+    )
     table = table.reindex(columns=_order(set(sub.rung), RUNGS))
     models = sorted(set(sub.model))
     idx = [(m, c) for m in models for c in conds if (m, c) in table.index]
@@ -113,8 +148,10 @@ def ladder_table(rows: list[dict]) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame()
     names, conds = labels(df)
-    lines = {(r.model, r.rung, name, r.kind): r._asdict()
-             for r, name in zip(df.itertuples(), names, strict=True)}
+    lines = {
+        (r.model, r.rung, name, r.kind): r._asdict()
+        for r, name in zip(df.itertuples(), names, strict=True)
+    }
     for key, seeded in seed_lines(seed_summary(rows)).items():
         if key in lines:
             lines[key] = {**lines[key], **seeded}
@@ -125,8 +162,9 @@ def ladder_table(rows: list[dict]) -> pd.DataFrame:
         for c in conds:
             if not any((m, r, c, k) in lines for r in rungs for k in KINDS):
                 continue
-            out[(m, c)] = {r: fmt_cell(lines.get((m, r, c, "gen")), lines.get((m, r, c, "mem")))
-                           for r in rungs}
+            out[(m, c)] = {
+                r: fmt_cell(lines.get((m, r, c, "gen")), lines.get((m, r, c, "mem"))) for r in rungs
+            }
     table = pd.DataFrame.from_dict(out, orient="index", columns=rungs)
     table.index = pd.MultiIndex.from_tuples(table.index, names=["model", "condition"])
     return table
@@ -146,8 +184,11 @@ def _sorted(df: pd.DataFrame, cond: str = "condition") -> pd.DataFrame:
     cr = {c: i for i, c in enumerate(_order(set(df[cond]), COND_ORDER))}
     df = df.assign(_k=df.kind.map({"gen": 0, "mem": 1}), _r=df.rung.map(rr), _c=df[cond].map(cr))
     by = ["model", "_k", "_r", "_c"] + (["_v"] if "_v" in df else [])
-    return df.sort_values(by).drop(columns=["_k", "_r", "_c", "_v"], errors="ignore") \
-             .reset_index(drop=True)
+    return (
+        df.sort_values(by)
+        .drop(columns=["_k", "_r", "_c", "_v"], errors="ignore")
+        .reset_index(drop=True)
+    )
 
 
 def mcnemar_vs_base(rows: list[dict]) -> pd.DataFrame:
@@ -170,18 +211,58 @@ def mcnemar_vs_base(rows: list[dict]) -> pd.DataFrame:
         if not ids:
             continue
         m = mcnemar_exact([b[i] for i in ids], [x[i] for i in ids])
-        recs.append({"model": model, "rung": rung, "condition": condition_label(cond, fmt, paired),
-                     "kind": kind, "n": len(ids), "base_pass": sum(b[i] for i in ids),
-                     "cond_pass": sum(x[i] for i in ids), "lost": m["b"], "gained": m["c"],
-                     "p": round(m["p"], 4), "_c0": cond, "_v": _variant_rank(fmt, paired)})
-    cols = ["model", "rung", "condition", "kind", "n", "base_pass", "cond_pass", "lost", "gained",
-            "p", "_c0", "_v"]
+        recs.append(
+            {
+                "model": model,
+                "rung": rung,
+                "condition": condition_label(cond, fmt, paired),
+                "kind": kind,
+                "n": len(ids),
+                "base_pass": sum(b[i] for i in ids),
+                "cond_pass": sum(x[i] for i in ids),
+                "lost": m["b"],
+                "gained": m["c"],
+                "p": round(m["p"], 4),
+                "_c0": cond,
+                "_v": _variant_rank(fmt, paired),
+            }
+        )
+    cols = [
+        "model",
+        "rung",
+        "condition",
+        "kind",
+        "n",
+        "base_pass",
+        "cond_pass",
+        "lost",
+        "gained",
+        "p",
+        "_c0",
+        "_v",
+    ]
     return _sorted(pd.DataFrame(recs, columns=cols), "_c0").drop(columns=["_c0"])
 
 
-FORMAT_COLUMNS = ["model", "rung", "condition", "kind", "n", "same_ids", "hole_pass", "hole_pct",
-                  "hole_lo", "hole_hi", "conv_pass", "conv_pct", "conv_lo", "conv_hi",
-                  "hole_only", "conv_only", "p"]
+FORMAT_COLUMNS = [
+    "model",
+    "rung",
+    "condition",
+    "kind",
+    "n",
+    "same_ids",
+    "hole_pass",
+    "hole_pct",
+    "hole_lo",
+    "hole_hi",
+    "conv_pass",
+    "conv_pct",
+    "conv_lo",
+    "conv_hi",
+    "hole_only",
+    "conv_only",
+    "p",
+]
 
 
 def format_comparison(rows: list[dict]) -> pd.DataFrame:
@@ -207,13 +288,25 @@ def format_comparison(rows: list[dict]) -> pd.DataFrame:
         ids = sorted(set(h) & set(x))
         if not ids:
             continue
-        rec = {"model": model, "rung": rung, "condition": cond, "kind": kind, "n": len(ids),
-               "same_ids": set(h) == set(x)}
+        rec = {
+            "model": model,
+            "rung": rung,
+            "condition": cond,
+            "kind": kind,
+            "n": len(ids),
+            "same_ids": set(h) == set(x),
+        }
         for side, d in (("hole", h), ("conv", x)):
             passed = sum(d[i] for i in ids)
             lo, hi = wilson(passed, len(ids))
-            rec.update({f"{side}_pass": passed, f"{side}_pct": round(100 * passed / len(ids), 2),
-                        f"{side}_lo": round(100 * lo, 2), f"{side}_hi": round(100 * hi, 2)})
+            rec.update(
+                {
+                    f"{side}_pass": passed,
+                    f"{side}_pct": round(100 * passed / len(ids), 2),
+                    f"{side}_lo": round(100 * lo, 2),
+                    f"{side}_hi": round(100 * hi, 2),
+                }
+            )
         m = mcnemar_exact([h[i] for i in ids], [x[i] for i in ids])
         rec.update(hole_only=m["b"], conv_only=m["c"], p=round(m["p"], 4))
         recs.append(rec)
@@ -224,11 +317,27 @@ def format_table(comparison: pd.DataFrame) -> pd.DataFrame:
     """`format_comparison` for printing: each side as `pass@1 [lo-hi]`."""
     if comparison.empty:
         return comparison
-    ci = {side: [f"{r[f'{side}_pct']:.1f} [{r[f'{side}_lo']:.0f}-{r[f'{side}_hi']:.0f}]"
-                 for _, r in comparison.iterrows()] for side in ("hole", "conv")}
+    ci = {
+        side: [
+            f"{r[f'{side}_pct']:.1f} [{r[f'{side}_lo']:.0f}-{r[f'{side}_hi']:.0f}]"
+            for _, r in comparison.iterrows()
+        ]
+        for side in ("hole", "conv")
+    }
     return comparison.assign(hole=ci["hole"], conversion=ci["conv"])[
-        ["model", "rung", "condition", "kind", "n", "hole", "conversion", "hole_only",
-         "conv_only", "p"]]
+        [
+            "model",
+            "rung",
+            "condition",
+            "kind",
+            "n",
+            "hole",
+            "conversion",
+            "hole_only",
+            "conv_only",
+            "p",
+        ]
+    ]
 
 
 def _fresh_rows(rows: list[dict], include_stale: bool) -> tuple[list[dict], str]:
@@ -236,14 +345,20 @@ def _fresh_rows(rows: list[dict], include_stale: bool) -> tuple[list[dict], str]
     left out unless include_stale, and rows whose adapter is a rebuild of the same key."""
     stale = [r for r in rows if r["stale"]]
     rebuilt = [r for r in rows if r["rebuilt"] and not r["stale"]]
-    note = (f"{len(rebuilt)} row(s) kept whose adapter on disk is a rebuild of the same key "
-            f"({'; '.join(sorted({r['rebuilt'] for r in rebuilt}))}); " if rebuilt else "")
+    note = (
+        f"{len(rebuilt)} row(s) kept whose adapter on disk is a rebuild of the same key "
+        f"({'; '.join(sorted({r['rebuilt'] for r in rebuilt}))}); "
+        if rebuilt
+        else ""
+    )
     if stale:
         why = sorted({r["stale"] for r in stale})
-        note += (f"{len(stale)} stale row(s) ({'; '.join(why)}) "
-                 + ("included, marked in the `stale` column" if include_stale else
-                    "left out: made with a model, adapter or tasks that are no longer on disk "
-                    "(--include-stale shows them)"))
+        note += f"{len(stale)} stale row(s) ({'; '.join(why)}) " + (
+            "included, marked in the `stale` column"
+            if include_stale
+            else "left out: made with a model, adapter or tasks that are no longer on disk "
+            "(--include-stale shows them)"
+        )
         if not include_stale:
             rows = [r for r in rows if not r["stale"]]
     return rows, note
@@ -266,41 +381,64 @@ def show_text(rows: list[dict], include_stale: bool = False, where: Sequence[str
     n = sorted(set(gen.tasks)) if not gen.empty else []
     summary = seed_summary(rows)
     seeded = not summary.empty and bool((summary.seeds > 1).any())
-    with pd.option_context("display.width", 200, "display.max_columns", 20,
-                           "display.max_colwidth", 40):
+    with pd.option_context(
+        "display.width", 200, "display.max_columns", 20, "display.max_colwidth", 40
+    ):
         parts = [
-            ("gen pass@1 % [95% Wilson CI]  p@K unbiased pass@K %  m<mem recall %, greedy"
-             "[/sampled pass@1 at the rollout temperature T]>"
-             f"  (holdout n = {', '.join(map(str, n)) or '·'})"),
-            ("(N seeds): the mean over N training seeds, its CI a seeds x tasks bootstrap (each "
-             "seed's value below); a cell without it: 1 seed" if seeded else
-             "1 training seed behind every number"),
+            (
+                "gen pass@1 % [95% Wilson CI]  p@K unbiased pass@K %  m<mem recall %, greedy"
+                "[/sampled pass@1 at the rollout temperature T]>"
+                f"  (holdout n = {', '.join(map(str, n)) or '·'})"
+            ),
+            (
+                "(N seeds): the mean over N training seeds, its CI a seeds x tasks bootstrap (each "
+                "seed's value below); a cell without it: 1 seed"
+                if seeded
+                else "1 training seed behind every number"
+            ),
             table.to_string(),
             "",
-            ("read pass@k and the intervals: a rung differs from another only where the CIs do "
-             "not overlap"),
+            (
+                "read pass@k and the intervals: a rung differs from another only where the CIs do "
+                "not overlap"
+            ),
         ]
         mc = mcnemar_vs_base(rows)
         if not mc.empty:
-            parts += ["", ("paired exact McNemar vs base (same tasks; lost = base right, cond "
-                           "wrong; gained = the reverse)")
-                      + ("; one run per cell: its last row, one train seed" if seeded else ""),
-                      mc.to_string(index=False)]
+            parts += [
+                "",
+                (
+                    "paired exact McNemar vs base (same tasks; lost = base right, cond "
+                    "wrong; gained = the reverse)"
+                )
+                + ("; one run per cell: its last row, one train seed" if seeded else ""),
+                mc.to_string(index=False),
+            ]
         fc = format_table(format_comparison(rows))
         if not fc.empty:
-            parts += ["", "hole-fill vs conversion on the same task ids: greedy pass@1 % [95% "
-                      "Wilson CI]", "(hole_only = hole-fill right, conversion wrong; conv_only = "
-                      "the reverse; p = exact McNemar)", fc.to_string(index=False)]
+            parts += [
+                "",
+                "hole-fill vs conversion on the same task ids: greedy pass@1 % [95% Wilson CI]",
+                "(hole_only = hole-fill right, conversion wrong; conv_only = "
+                "the reverse; p = exact McNemar)",
+                fc.to_string(index=False),
+            ]
         if seeded:
-            parts += ["", "across training seeds: mean greedy pass@1 % [95% seeds x tasks "
-                      "bootstrap CI], each seed's value (train seed: %), their sd",
-                      seed_table(summary, min_seeds=2).to_string(index=False)]
+            parts += [
+                "",
+                "across training seeds: mean greedy pass@1 % [95% seeds x tasks "
+                "bootstrap CI], each seed's value (train seed: %), their sd",
+                seed_table(summary, min_seeds=2).to_string(index=False),
+            ]
             ct = comparison_table(seed_comparisons(rows), min_seeds=2)
             if not ct.empty:
-                parts += ["", "paired over train seeds x task ids: b - a in points [95% "
-                          "bootstrap CI], P(>0) = share of resamples above 0 (seeds a/b: a "
-                          "single seed is paired with each of the other's)",
-                          ct.to_string(index=False)]
+                parts += [
+                    "",
+                    "paired over train seeds x task ids: b - a in points [95% "
+                    "bootstrap CI], P(>0) = share of resamples above 0 (seeds a/b: a "
+                    "single seed is paired with each of the other's)",
+                    ct.to_string(index=False),
+                ]
     parts += settings_parts(rows, where, total)
     if note:
         parts += ["", note]

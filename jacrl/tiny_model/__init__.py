@@ -14,8 +14,23 @@ whole pipeline (SFT, GRPO, eval) runs without any download. A build, `build_tiny
 
 from jacrl.tiny_model.build import build_tiny_model
 from jacrl.tiny_model.config import BuildResult, TinyModelConfig
-from jacrl.tiny_model.data import (CHAT_TEMPLATE, SPECIAL_TOKENS, jaclang_jac_files, split_files,
-                                   train_tokenizer, wrap_tokenizer)
+from jacrl.tiny_model.data import (
+    CHAT_TEMPLATE,
+    SPECIAL_TOKENS,
+    jaclang_jac_files,
+    split_files,
+    train_tokenizer,
+    wrap_tokenizer,
+)
 
-__all__ = ["CHAT_TEMPLATE", "SPECIAL_TOKENS", "BuildResult", "TinyModelConfig", "build_tiny_model",
-           "jaclang_jac_files", "split_files", "train_tokenizer", "wrap_tokenizer"]
+__all__ = [
+    "CHAT_TEMPLATE",
+    "SPECIAL_TOKENS",
+    "BuildResult",
+    "TinyModelConfig",
+    "build_tiny_model",
+    "jaclang_jac_files",
+    "split_files",
+    "train_tokenizer",
+    "wrap_tokenizer",
+]

@@ -54,14 +54,22 @@ def build_tiny_model(
     _save(tmp, model, model_cfg, data)
     weights = tmp / "model.safetensors"
     result = BuildResult(
-        out_dir=out_dir, params=n_params, weights_bytes=weights.stat().st_size,
-        train_files=len(data.train_files), val_files=len(data.val_files),
-        train_tokens=len(data.train_ids), val_tokens=len(data.val_ids),
+        out_dir=out_dir,
+        params=n_params,
+        weights_bytes=weights.stat().st_size,
+        train_files=len(data.train_files),
+        val_files=len(data.val_files),
+        train_tokens=len(data.train_ids),
+        val_tokens=len(data.val_ids),
         tokens_seen=cfg.steps * cfg.batch_size * cfg.seq_len,
-        train_loss=curves.train_loss, val_loss=curves.val_loss,
+        train_loss=curves.train_loss,
+        val_loss=curves.val_loss,
         unigram_val_loss=data.unigram_val_loss,
-        wall_s=time.time() - t_start, cpu_s=time.process_time() - cpu_start,
-        train_s=curves.train_s, train_cpu_s=curves.train_cpu_s, sha256=file_sha256(weights),
+        wall_s=time.time() - t_start,
+        cpu_s=time.process_time() - cpu_start,
+        train_s=curves.train_s,
+        train_cpu_s=curves.train_cpu_s,
+        sha256=file_sha256(weights),
     )
     metrics = {"config": dataclasses.asdict(cfg), **dataclasses.asdict(result)}
     metrics["out_dir"] = display_path(out_dir)
@@ -72,8 +80,10 @@ def build_tiny_model(
         shutil.rmtree(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp.rename(out_dir)
-    log(f"saved {display_path(out_dir)} ({result.weights_bytes / 1e6:.1f} MB weights) in "
-        f"{result.wall_s:.0f}s")
+    log(
+        f"saved {display_path(out_dir)} ({result.weights_bytes / 1e6:.1f} MB weights) in "
+        f"{result.wall_s:.0f}s"
+    )
     return result
 
 
@@ -105,9 +115,14 @@ def _check_tokenizer_roundtrip(model_dir: Path, tok, texts: list[str]) -> None:
 def _model_card(cfg: TinyModelConfig, r: BuildResult, model_cfg: dict, command: str | None) -> str:
     """MODEL_CARD.md from the build's numbers: its sections in order, each from its own part."""
     v = versions("tokenizers", "transformers", "numpy")  # what the bit-identical claim needs
-    sections = [_card_intro(v), _card_architecture(cfg, r, model_cfg), _card_data(cfg, r, v),
-                _card_training(cfg, r, model_cfg), _card_build(cfg, r, v, command),
-                _card_knobs(cfg)]
+    sections = [
+        _card_intro(v),
+        _card_architecture(cfg, r, model_cfg),
+        _card_data(cfg, r, v),
+        _card_training(cfg, r, model_cfg),
+        _card_build(cfg, r, v, command),
+        _card_knobs(cfg),
+    ]
     return "\n\n## ".join(sections)
 
 
@@ -115,7 +130,7 @@ def _card_intro(v: dict) -> str:
     return f"""# jac-tiny
 
 A tiny Qwen2-architecture causal LM with its own byte-level BPE tokenizer, trained **from scratch
-and fully offline** on the `.jac` files bundled with jaclang {v['jaclang']}. It is the embedded
+and fully offline** on the `.jac` files bundled with jaclang {v["jaclang"]}. It is the embedded
 default model of jacrl: it makes the whole pipeline (SFT, GRPO, evaluation) runnable on a CPU with
 no download. It writes Jac-looking text but not correct programs; it is a test fixture, not a
 useful coder."""
@@ -126,25 +141,25 @@ def _card_architecture(cfg: TinyModelConfig, r: BuildResult, model_cfg: dict) ->
 | | |
 |---|---|
 | type | `qwen2` (mlx-lm `Qwen2ForCausalLM`), fp32 |
-| hidden / intermediate | {model_cfg['hidden_size']} / {model_cfg['intermediate_size']} |
-| layers / heads / kv heads | {model_cfg['num_hidden_layers']} / \
-{model_cfg['num_attention_heads']} / {model_cfg['num_key_value_heads']} |
-| vocab | {model_cfg['vocab_size']} (byte-level BPE, Qwen2 NFC + split regex) |
+| hidden / intermediate | {model_cfg["hidden_size"]} / {model_cfg["intermediate_size"]} |
+| layers / heads / kv heads | {model_cfg["num_hidden_layers"]} / \
+{model_cfg["num_attention_heads"]} / {model_cfg["num_key_value_heads"]} |
+| vocab | {model_cfg["vocab_size"]} (byte-level BPE, Qwen2 NFC + split regex) |
 | embeddings | tied input/output |
 | parameters | {r.params:,} ({r.params / 1e6:.2f}M) |
 | model.safetensors | {r.weights_bytes:,} bytes, sha256 `{r.sha256}` |
 | trained context | {cfg.seq_len} tokens (rope_theta {cfg.rope_theta:g}; longer prompts are \
 out of distribution) |
 
-Tokenizer: special tokens `<|endoftext|>` (id {model_cfg['pad_token_id']}, pad), `<|im_start|>`,
-`<|im_end|>` (id {model_cfg['eos_token_id']}, EOS). ChatML chat template with system, user and
+Tokenizer: special tokens `<|endoftext|>` (id {model_cfg["pad_token_id"]}, pad), `<|im_start|>`,
+`<|im_end|>` (id {model_cfg["eos_token_id"]}, EOS). ChatML chat template with system, user and
 assistant roles. Files are separated by `<|im_end|>` in the training stream, so the model learns
 to stop."""
 
 
 def _card_data(cfg: TinyModelConfig, r: BuildResult, v: dict) -> str:
     return f"""Data
-All `.jac` files bundled with the installed jaclang {v['jaclang']} package (nothing from this
+All `.jac` files bundled with the installed jaclang {v["jaclang"]} package (nothing from this
 repo's `drivers/` or `data/`), split by file with a hash of the package-relative path
 ({cfg.val_fraction:.0%} validation):
 
@@ -160,8 +175,9 @@ The tokenizer was trained on the train split only."""
 def _card_training(cfg: TinyModelConfig, r: BuildResult, model_cfg: dict) -> str:
     final_val = r.val_loss[-1][1]
     final_train = r.train_loss[-1][1] if r.train_loss else float("nan")
-    curve = "\n".join(f"| {s} | {loss:.4f} | {math.exp(min(loss, 50)):.1f} |"
-                      for s, loss in r.val_loss)
+    curve = "\n".join(
+        f"| {s} | {loss:.4f} | {math.exp(min(loss, 50)):.1f} |" for s, loss in r.val_loss
+    )
     return f"""Training
 All parameters (embeddings included) trained with a custom MLX loop: random {cfg.seq_len}-token
 windows of the packed train stream, batch {cfg.batch_size}, AdamW (lr {cfg.lr:g}, \
@@ -174,7 +190,7 @@ weight decay {cfg.weight_decay:g}), linear warmup {cfg.warmup_fraction:.0%} then
 ({r.tokens_seen / r.train_tokens:.2f} epochs)
 * final train loss (mean of the last {cfg.log_every} steps): {final_train:.4f}
 * **final validation loss: {final_val:.4f}** (perplexity {math.exp(final_val):.1f}; \
-ln(vocab) = {math.log(model_cfg['vocab_size']):.2f};
+ln(vocab) = {math.log(model_cfg["vocab_size"]):.2f};
   a unigram model of the train split scores {r.unigram_val_loss:.4f} on validation)
 
 | step | val loss | val ppl |
@@ -186,8 +202,9 @@ def _card_build(cfg: TinyModelConfig, r: BuildResult, v: dict, command: str | No
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     blas = os.environ.get("LD_PRELOAD") or "reference BLAS bundled with mlx (slow)"
     threads = os.environ.get("OPENBLAS_NUM_THREADS", "default")
-    cmd = command or (f"jacrl tiny-model --out {display_path(r.out_dir)} --steps {cfg.steps} "
-                      f"--seed {cfg.seed}")
+    cmd = command or (
+        f"jacrl tiny-model --out {display_path(r.out_dir)} --steps {cfg.steps} --seed {cfg.seed}"
+    )
     tok_per_s = r.tokens_seen / r.train_s if r.train_s else 0.0
     return f"""Build
 ```
@@ -198,7 +215,7 @@ def _card_build(cfg: TinyModelConfig, r: BuildResult, v: dict, command: str | No
 ({r.tokens_seen / max(r.train_cpu_s, 1e-9):,.0f} tokens per CPU-second)
 * machine: {platform.machine()}, {cpus()} CPUs available, load average {load}
 * BLAS: `{blas}`, OPENBLAS_NUM_THREADS={threads}
-* versions: {', '.join(f'{k} {val}' for k, val in v.items())}
+* versions: {", ".join(f"{k} {val}" for k, val in v.items())}
 
 The step count is sized so that a build takes at most about 10 minutes on 2 idle CPU cores
 with OpenBLAS. The machine this was built on was shared with other jobs, so wall time

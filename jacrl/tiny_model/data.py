@@ -71,8 +71,9 @@ def jaclang_jac_files() -> tuple[Path, list[Path]]:
     return root, files
 
 
-def split_files(root: Path, files: list[Path],
-                val_fraction: float) -> tuple[list[Path], list[Path]]:
+def split_files(
+    root: Path, files: list[Path], val_fraction: float
+) -> tuple[list[Path], list[Path]]:
     """Deterministic by-file split: a file's side depends only on its package-relative path."""
 
     def bucket(p: Path) -> float:
@@ -94,8 +95,16 @@ def _read(p: Path) -> str:
 
 def train_tokenizer(texts: list[str], vocab_size: int, min_frequency: int = 2):
     """Byte-level BPE with Qwen2's normalizer and pre-tokenizer (see QWEN2_PAT)."""
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
-    from tokenizers import processors, trainers
+    from tokenizers import (
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
 
     tok = Tokenizer(models.BPE())
     tok.normalizer = normalizers.NFC()
@@ -168,12 +177,16 @@ def corpus(cfg: TinyModelConfig, log: Callable[[str], None]) -> Corpus:
     val_ids = _pack(tok, val_texts, eos_id)
     T = cfg.seq_len
     if len(train_ids) <= T + 1 or len(val_ids) <= T + 1:
-        raise ModelError(f"corpus too small for seq_len {T}: {len(train_ids)}/{len(val_ids)} "
-                         "tokens")
-    log(f"tokenizer: vocab {tok.get_vocab_size()}, {len(train_ids)} train / {len(val_ids)} val "
-        "tokens")
+        raise ModelError(
+            f"corpus too small for seq_len {T}: {len(train_ids)}/{len(val_ids)} tokens"
+        )
+    log(
+        f"tokenizer: vocab {tok.get_vocab_size()}, {len(train_ids)} train / {len(val_ids)} val "
+        "tokens"
+    )
     # Baseline for the card: val cross-entropy of add-one-smoothed train unigram frequencies.
     counts = np.bincount(train_ids, minlength=tok.get_vocab_size()) + 1.0
     unigram_val_loss = float(-np.log(counts[val_ids] / counts.sum()).mean())
-    return Corpus(train_files, val_files, val_texts, tok, hf_tok, train_ids, val_ids,
-                  unigram_val_loss)
+    return Corpus(
+        train_files, val_files, val_texts, tok, hf_tok, train_ids, val_ids, unigram_val_loss
+    )

@@ -49,8 +49,9 @@ def init_model(cfg: TinyModelConfig, data: Corpus, log: Callable[[str], None]):
     from mlx_lm.models import qwen2
 
     tok = data.tok
-    model_cfg = qwen2_config(cfg, tok.get_vocab_size(), tok.token_to_id(IM_END),
-                             tok.token_to_id(PAD))
+    model_cfg = qwen2_config(
+        cfg, tok.get_vocab_size(), tok.token_to_id(IM_END), tok.token_to_id(PAD)
+    )
     mx.random.seed(cfg.seed)
     model = qwen2.Model(qwen2.ModelArgs.from_dict(model_cfg))
     # nn.Embedding initialises N(0, 1); with tied weights that gives huge initial logits.
@@ -108,8 +109,9 @@ def _step_fn(model, cfg: TinyModelConfig):
         ],
         [warmup],
     )
-    opt = optim.AdamW(learning_rate=schedule, betas=list(cfg.adam_betas),
-                      weight_decay=cfg.weight_decay)
+    opt = optim.AdamW(
+        learning_rate=schedule, betas=list(cfg.adam_betas), weight_decay=cfg.weight_decay
+    )
     grad_fn = nn.value_and_grad(model, _loss_fn())
     state = [model.state, opt.state]
 
@@ -157,8 +159,9 @@ def pretrain(model, data: Corpus, cfg: TinyModelConfig, log: Callable[[str], Non
         if it % cfg.log_every == 0 or it == cfg.steps:
             now = time.time()
             train_hist.append((it, acc / n_acc))
-            log(f"step {it} train_loss {acc / n_acc:.4f} "
-                f"{n_acc * B * T / (now - t_last):.0f} tok/s")
+            log(
+                f"step {it} train_loss {acc / n_acc:.4f} {n_acc * B * T / (now - t_last):.0f} tok/s"
+            )
             t_last, acc, n_acc = now, 0.0, 0
         if it % cfg.eval_every == 0 or it == cfg.steps:
             val_hist.append((it, val_loss()))

@@ -33,5 +33,15 @@ from jacrl.train.rft import rft, star
 from jacrl.train.sft import fenced, gold_body, gold_records, sft
 from jacrl.train.tracking import report_services
 
-__all__ = ["Artifact", "dpo", "fenced", "gold_body", "gold_records", "grpo", "report_services",
-           "rft", "sft", "star"]
+__all__ = [
+    "Artifact",
+    "dpo",
+    "fenced",
+    "gold_body",
+    "gold_records",
+    "grpo",
+    "report_services",
+    "rft",
+    "sft",
+    "star",
+]

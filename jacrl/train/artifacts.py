@@ -35,7 +35,6 @@ from pathlib import Path
 from jacrl.blas import blas_record
 from jacrl.models import resolve
 from jacrl.project import path_or
-from jacrl.stages import STAGES
 from jacrl.provenance import (
     adapter_weights_hash,
     code_of,
@@ -43,6 +42,7 @@ from jacrl.provenance import (
     sha256_bytes,
     versions,
 )
+from jacrl.stages import STAGES
 
 COMPLETE = "COMPLETE"
 
@@ -69,20 +69,22 @@ class Artifact:
 
 DETERMINISM = {
     "scope": "a rebuild of this key in a process with the same BLAS library, OpenBLAS kernel "
-             "family and thread count (`blas`) writes the same adapter bytes (weights_hash); "
-             "`thread_invariant`: whether it does at another thread count too",
+    "family and thread count (`blas`) writes the same adapter bytes (weights_hash); "
+    "`thread_invariant`: whether it does at another thread count too",
     "otherwise": "another BLAS library or kernel family rounds differently and training "
-                 "amplifies it (jac-tiny, 30 SFT steps, reference BLAS vs OpenBLAS SkylakeX: "
-                 "every weight differs, max |dw| 0.021 against max |w| 0.088)",
+    "amplifies it (jac-tiny, 30 SFT steps, reference BLAS vs OpenBLAS SkylakeX: "
+    "every weight differs, max |dw| 0.021 against max |w| 0.088)",
 }
 # Whether an OpenBLAS kernel family's adapter bytes are the same at any thread count, measured on
 # jac-tiny (8 SFT steps, 1 vs 2 and 4 threads, OpenBLAS 0.3.21 on an AMD EPYC with AVX-512):
 # SkylakeX and Cooperlake: the same bytes; Haswell (what OPENBLAS_CORETYPE=Haswell forces) and Zen
 # (Haswell's kernels): 2 and 4 threads agree, 1 thread gives other bytes. Other families: unknown.
 THREAD_INVARIANT = {"SkylakeX": True, "Cooperlake": True, "Haswell": False, "Zen": False}
-GRADED_CAVEAT = ("the training data or rewards come from sandboxed runs with time-outs (CPU "
-                 "time, several times the gold run's, with a wall-clock backstop): a run that "
-                 "crosses one on an overloaded machine changes a reward, and the adapter with it")
+GRADED_CAVEAT = (
+    "the training data or rewards come from sandboxed runs with time-outs (CPU "
+    "time, several times the gold run's, with a wall-clock backstop): a run that "
+    "crosses one on an overloaded machine changes a reward, and the adapter with it"
+)
 
 
 def determinism(stage: str) -> dict:
@@ -91,8 +93,12 @@ def determinism(stage: str) -> dict:
     (every generator seeded, bytes not verified), its scope, what breaks it,
     `jacrl.blas.blas_record()` and `thread_invariant` (`THREAD_INVARIANT`; None: not measured)."""
     blas = blas_record()
-    rec = {"level": "bitwise" if blas["library"] else "seeded", **DETERMINISM, "blas": blas,
-           "thread_invariant": THREAD_INVARIANT.get(blas["openblas_core"])}
+    rec = {
+        "level": "bitwise" if blas["library"] else "seeded",
+        **DETERMINISM,
+        "blas": blas,
+        "thread_invariant": THREAD_INVARIANT.get(blas["openblas_core"]),
+    }
     if stage in STAGES and STAGES[stage].grades:  # its data or rewards come from sandboxed runs
         rec["caveat"] = GRADED_CAVEAT
     return rec
@@ -107,8 +113,15 @@ def artifact_key(parts: dict) -> str:
     return hash_json(parts)
 
 
-def key_parts(condition: str, stage: str, base: Path, data: dict, cfg, parent: Artifact | None,
-              extra: dict | None = None) -> dict:
+def key_parts(
+    condition: str,
+    stage: str,
+    base: Path,
+    data: dict,
+    cfg,
+    parent: Artifact | None,
+    extra: dict | None = None,
+) -> dict:
     """What an artifact's key is computed from (stored in its manifest as `key_parts`)."""
     return {
         "condition": condition,
@@ -126,8 +139,9 @@ def resolve_base(model, parent: Artifact | None) -> Path:
     """The base model's directory; a parent artifact must have been trained on the same one."""
     base = resolve(model)
     if parent is not None and Path(parent.base_model).resolve() != base:
-        raise ValueError(f"parent artifact {parent.path} was trained on {parent.base_model}, "
-                         f"not {base}")
+        raise ValueError(
+            f"parent artifact {parent.path} was trained on {parent.base_model}, not {base}"
+        )
     return base
 
 
@@ -152,8 +166,14 @@ def _finish(tmp: Path, manifest: dict) -> None:
         os.fsync(f.fileno())
 
 
-def build_artifact(condition: str, parts: dict, base: Path, out_root: str | os.PathLike | None,
-                   build: Callable[[Path], dict], log: Callable[[str], None] = print) -> Artifact:
+def build_artifact(
+    condition: str,
+    parts: dict,
+    base: Path,
+    out_root: str | os.PathLike | None,
+    build: Callable[[Path], dict],
+    log: Callable[[str], None] = print,
+) -> Artifact:
     """Reuse `<out_root>/<condition>-<key16>` if complete with the same key; else run
     `build(tmp_dir) -> manifest extras` in a temp dir under a lock, write the manifest, then the
     COMPLETE marker, then move it into place. out_root None: the project's artifacts/."""
@@ -178,7 +198,9 @@ def build_artifact(condition: str, parts: dict, base: Path, out_root: str | os.P
         try:
             extras = build(tmp)
             manifest = {
-                "key": key, "condition": condition, "name": name,
+                "key": key,
+                "condition": condition,
+                "name": name,
                 "base_model": {"path": str(base), "files": parts["base_model"]},
                 "key_parts": parts,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -51,27 +51,42 @@ from jacrl.train.tracking import Tracking, metrics_log, tracking
 PAIRS = "pairs.jsonl"
 
 
-def build_pairs(tasks: Sequence[dict], completions: Sequence[Sequence[str]],
-                cfg: DPOConfig, split: str = "train") -> tuple[list[dict], list[str]]:
+def build_pairs(
+    tasks: Sequence[dict],
+    completions: Sequence[Sequence[str]],
+    cfg: DPOConfig,
+    split: str = "train",
+) -> tuple[list[dict], list[str]]:
     """(pair rows, ids of the tasks that gave none) from each task's sampled completions, graded
     with the fenced gold by cfg.reward_formula (the rule: this module's docstring). A gold that
     fails the verifier is a ValueError: the task is broken."""
-    flat = [(i, j, c) for i, cs in enumerate(completions)
-            for j, c in enumerate([fenced(gold_body(tasks[i])), *cs])]
-    scored = score_completions([c for _, _, c in flat], [tasks[i]["answer"] for i, _, _ in flat],
-                               formula=cfg.reward_formula)
+    flat = [
+        (i, j, c)
+        for i, cs in enumerate(completions)
+        for j, c in enumerate([fenced(gold_body(tasks[i])), *cs])
+    ]
+    scored = score_completions(
+        [c for _, _, c in flat],
+        [tasks[i]["answer"] for i, _, _ in flat],
+        formula=cfg.reward_formula,
+    )
     per_task: list[list[tuple[int, str, object]]] = [[] for _ in tasks]
-    for (i, j, c), s in zip(flat, scored):
+    for (i, j, c), s in zip(flat, scored, strict=True):
         per_task[i].append((j, c, s))
     rows, without = [], []
-    for task, graded in zip(tasks, per_task):
+    for task, graded in zip(tasks, per_task, strict=True):
         (_, gold, gold_s), samples = graded[0], graded[1:]
         if not gold_s.exact:
-            raise ValueError(f"task {task_id(task)}: its gold body fails the verifier "
-                             f"({gold_s.tier}); rebuild the tasks")
+            raise ValueError(
+                f"task {task_id(task)}: its gold body fails the verifier "
+                f"({gold_s.tier}); rebuild the tasks"
+            )
         passing = [g for g in samples if g[2].exact]
-        chosen, chosen_s, source = ((passing[0][1], passing[0][2], f"sample {passing[0][0]}")
-                                    if passing else (gold, gold_s, "gold"))
+        chosen, chosen_s, source = (
+            (passing[0][1], passing[0][2], f"sample {passing[0][0]}")
+            if passing
+            else (gold, gold_s, "gold")
+        )
         failing, seen = [], set()
         for j, c, s in samples:
             if not s.exact and c not in seen:
@@ -80,52 +95,94 @@ def build_pairs(tasks: Sequence[dict], completions: Sequence[Sequence[str]],
         failing.sort(key=lambda g: (-g[2].score, g[0]))
         if not failing:
             without.append(task_id(task))
-        for rank, (j, c, s) in enumerate(failing[:cfg.pairs_per_task], start=1):
-            rows.append({
-                "split": split, "task": task_id(task), "prompt": task["prompt"],
-                "chosen": chosen, "chosen_source": source,
-                "chosen_reward": round(chosen_s.score, 4), "chosen_tier": chosen_s.tier,
-                "rejected": c, "rejected_sample": j, "rejected_reward": round(s.score, 4),
-                "rejected_tier": s.tier, "rank": rank,
-                "reason": f"chosen: {source} (passes); rejected: sample {j}, {s.tier}, reward "
-                          f"{s.score:.3f}, failure {rank} of {len(failing)} by reward"})
+        for rank, (j, c, s) in enumerate(failing[: cfg.pairs_per_task], start=1):
+            rows.append(
+                {
+                    "split": split,
+                    "task": task_id(task),
+                    "prompt": task["prompt"],
+                    "chosen": chosen,
+                    "chosen_source": source,
+                    "chosen_reward": round(chosen_s.score, 4),
+                    "chosen_tier": chosen_s.tier,
+                    "rejected": c,
+                    "rejected_sample": j,
+                    "rejected_reward": round(s.score, 4),
+                    "rejected_tier": s.tier,
+                    "rank": rank,
+                    "reason": f"chosen: {source} (passes); rejected: sample {j}, {s.tier}, reward "
+                    f"{s.score:.3f}, failure {rank} of {len(failing)} by reward",
+                }
+            )
     return rows, without
 
 
 def require_pairs(rows: list[dict], tasks: int, cfg: DPOConfig) -> None:
     """RuntimeError (one line) when no task gave a pair: nothing to train on."""
     if not rows:
-        raise RuntimeError(f"DPO: none of {tasks} tasks had a failing sample among "
-                           f"{cfg.samples} (no pair to train on); sample more or hotter")
+        raise RuntimeError(
+            f"DPO: none of {tasks} tasks had a failing sample among "
+            f"{cfg.samples} (no pair to train on); sample more or hotter"
+        )
 
 
-def sample_pairs(base: Path, adapter: Path, tasks: Sequence[dict], cfg: DPOConfig, seed: int,
-                 split: str = "train") -> tuple[list[dict], list[str], dict]:
+def sample_pairs(
+    base: Path,
+    adapter: Path,
+    tasks: Sequence[dict],
+    cfg: DPOConfig,
+    seed: int,
+    split: str = "train",
+) -> tuple[list[dict], list[str], dict]:
     """Sample cfg.samples completions per task from base + adapter (seeded) and `build_pairs`
     them. Returns (rows, tasks without a pair, sampling counts for the manifest)."""
     t0 = time.time()
     lm, tok = load(base, adapter)
-    outs = generate(lm, tok, [t["prompt"] for t in tasks], n=cfg.samples,
-                    temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=seed)
+    outs = generate(
+        lm,
+        tok,
+        [t["prompt"] for t in tasks],
+        n=cfg.samples,
+        temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens,
+        seed=seed,
+    )
     rows, without = build_pairs(tasks, [[s.text for s in ss] for ss in outs], cfg, split)
-    info = {"samples_total": cfg.samples * len(tasks), "tasks": len(tasks),
-            "tasks_without_pair": without, "sample_s": round(time.time() - t0, 2)}
+    info = {
+        "samples_total": cfg.samples * len(tasks),
+        "tasks": len(tasks),
+        "tasks_without_pair": without,
+        "sample_s": round(time.time() - t0, 2),
+    }
     return rows, without, info
 
 
 def _pairs_summary(rows: list[dict], info: dict) -> dict:
     """What the manifest says of the train pairs: how many, from where, the reward margin."""
     margins = [r["chosen_reward"] - r["rejected_reward"] for r in rows]
-    return {**info, "pairs": len(rows), "tasks_with_pair": len({r["task"] for r in rows}),
-            "chosen_from_samples": sum(r["chosen_source"] != "gold" for r in rows),
-            "chosen_from_gold": sum(r["chosen_source"] == "gold" for r in rows),
-            "reward_margin_mean": round(sum(margins) / len(margins), 4) if margins else None}
+    return {
+        **info,
+        "pairs": len(rows),
+        "tasks_with_pair": len({r["task"] for r in rows}),
+        "chosen_from_samples": sum(r["chosen_source"] != "gold" for r in rows),
+        "chosen_from_gold": sum(r["chosen_source"] == "gold" for r in rows),
+        "reward_margin_mean": round(sum(margins) / len(margins), 4) if margins else None,
+    }
 
 
-def dpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
-        cfg: DPOConfig | None = None, out_root: str | os.PathLike | None = None, *,
-        parent: Artifact, condition: str = "sft_dpo", log: Callable[[str], None] = print,
-        report_to: str | None = None, project: str | None = None) -> Artifact:
+def dpo(
+    model,
+    train_tasks: Sequence[dict],
+    valid_tasks: Sequence[dict] | None = None,
+    cfg: DPOConfig | None = None,
+    out_root: str | os.PathLike | None = None,
+    *,
+    parent: Artifact,
+    condition: str = "sft_dpo",
+    log: Callable[[str], None] = print,
+    report_to: str | None = None,
+    project: str | None = None,
+) -> Artifact:
     """DPO continuing `parent`'s adapter (required: the SFT policy the pairs are sampled from and
     the frozen reference) on verifier-built pairs (`build_pairs`). valid_tasks: pairs built the
     same way for validation, only when cfg.steps_per_eval > 0. Raises when no task gives a pair.
@@ -133,33 +190,46 @@ def dpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None =
     build (`jacrl.train.tracking`; no key changes)."""
     cfg = cfg if cfg is not None else DPOConfig()
     if parent is None:
-        raise ValueError("DPO needs a parent artifact (the SFT adapter it samples from and "
-                         "continues)")
+        raise ValueError(
+            "DPO needs a parent artifact (the SFT adapter it samples from and continues)"
+        )
     isolation = reward_isolation()  # refuses here, before any work, without a sandbox
     base = resolve_base(model, parent)
-    data = {"train_tasks": data_hash(train_tasks),
-            "valid_tasks": data_hash(valid_tasks) if valid_tasks else None}
+    data = {
+        "train_tasks": data_hash(train_tasks),
+        "valid_tasks": data_hash(valid_tasks) if valid_tasks else None,
+    }
     parts = key_parts(condition, "dpo", base, data, cfg, parent, {"system_prompt": SYSTEM_PROMPT})
     track = tracking(report_to, project, condition, parts, cfg)
 
     def build(tmp: Path) -> dict:
         rows, without, info = sample_pairs(base, parent.adapter_path, train_tasks, cfg, cfg.seed)
         summary = _pairs_summary(rows, info)
-        log(f"dpo: {len(rows)} pairs from {summary['tasks_with_pair']}/{len(train_tasks)} tasks"
-            + (f"; no failing sample (no pair): {', '.join(without)}" if without else ""))
+        log(
+            f"dpo: {len(rows)} pairs from {summary['tasks_with_pair']}/{len(train_tasks)} tasks"
+            + (f"; no failing sample (no pair): {', '.join(without)}" if without else "")
+        )
         require_pairs(rows, len(train_tasks), cfg)
         val = []
         if valid_tasks and cfg.steps_per_eval > 0:
-            val = sample_pairs(base, parent.adapter_path, valid_tasks, cfg, cfg.seed + 1,
-                               "valid")[0]
+            val = sample_pairs(base, parent.adapter_path, valid_tasks, cfg, cfg.seed + 1, "valid")[
+                0
+            ]
         jsonl.write(tmp / PAIRS, rows + val)
         trained = train_dpo(base, rows, val, cfg, tmp, parent, track)
-        log(f"dpo ({cfg.loss_type}, beta {cfg.beta}): loss {trained['first_loss']} -> "
-            f"{trained['last_loss']}, margin {trained['last_margin']}")
-        return {"stage": "dpo", "isolation": isolation,
-                "data": {**data, "pairs_hash": hash_json(rows), "valid_pairs": len(val)},
-                "pairs": summary, "sampled_from": str(parent.path),
-                "hyperparameters": dataclasses.asdict(cfg), "summary": trained}
+        log(
+            f"dpo ({cfg.loss_type}, beta {cfg.beta}): loss {trained['first_loss']} -> "
+            f"{trained['last_loss']}, margin {trained['last_margin']}"
+        )
+        return {
+            "stage": "dpo",
+            "isolation": isolation,
+            "data": {**data, "pairs_hash": hash_json(rows), "valid_pairs": len(val)},
+            "pairs": summary,
+            "sampled_from": str(parent.path),
+            "hyperparameters": dataclasses.asdict(cfg),
+            "summary": trained,
+        }
 
     return build_artifact(condition, parts, base, out_root, build, log)
 
@@ -207,12 +277,24 @@ def _dataset(rows: list[dict], tok, cfg: DPOConfig):
     max_seq_length is an error (the trainer would cut the response's end off)."""
     from mlx_lm_lora.trainer.datasets import DPODataset
 
-    ds = DPODataset([{"prompt": r["prompt"], "chosen": r["chosen"], "rejected": r["rejected"],
-                      "system": SYSTEM_PROMPT} for r in rows], tok)
+    ds = DPODataset(
+        [
+            {
+                "prompt": r["prompt"],
+                "chosen": r["chosen"],
+                "rejected": r["rejected"],
+                "system": SYSTEM_PROMPT,
+            }
+            for r in rows
+        ],
+        tok,
+    )
     longest = max(max(len(ds[i]["chosen"]), len(ds[i]["rejected"])) for i in range(len(ds)))
     if longest > cfg.max_seq_length:
-        raise ValueError(f"a DPO pair has {longest} tokens > max_seq_length={cfg.max_seq_length}"
-                         f"; raise max_seq_length")
+        raise ValueError(
+            f"a DPO pair has {longest} tokens > max_seq_length={cfg.max_seq_length}"
+            f"; raise max_seq_length"
+        )
     return ds, longest
 
 
@@ -227,8 +309,15 @@ def _reference(base: Path, adapter: Path):
     return ref
 
 
-def train_dpo(base: Path, rows: list[dict], val: list[dict], cfg: DPOConfig, out_dir: Path,
-              parent: Artifact, track: Tracking | None = None) -> dict:
+def train_dpo(
+    base: Path,
+    rows: list[dict],
+    val: list[dict],
+    cfg: DPOConfig,
+    out_dir: Path,
+    parent: Artifact,
+    track: Tracking | None = None,
+) -> dict:
     """mlx-lm-lora DPO of base + the parent's adapter (trained further) against the frozen
     starting policy on pair rows; writes adapters + adapter_config.json + metrics.jsonl into
     out_dir (and, with `track`, the same records to its runs); returns the manifest's summary."""
@@ -243,27 +332,47 @@ def train_dpo(base: Path, rows: list[dict], val: list[dict], cfg: DPOConfig, out
     val_ds = _dataset(val, tok, cfg)[0] if val else None
     batch = max(1, min(cfg.batch_size, len(rows), len(val) if val else len(rows)))
     args = dt.DPOTrainingArgs(
-        batch_size=batch, iters=cfg.iters, val_batches=cfg.val_batches,
+        batch_size=batch,
+        iters=cfg.iters,
+        val_batches=cfg.val_batches,
         steps_per_report=cfg.steps_per_report,
         steps_per_eval=cfg.steps_per_eval if cfg.steps_per_eval > 0 else cfg.iters + 1,
-        steps_per_save=cfg.iters + 1, max_seq_length=cfg.max_seq_length,
-        adapter_file=str(out_dir / "adapters.safetensors"), grad_checkpoint=False,
-        beta=cfg.beta, loss_type=cfg.loss_type, delta=cfg.delta)
+        steps_per_save=cfg.iters + 1,
+        max_seq_length=cfg.max_seq_length,
+        adapter_file=str(out_dir / "adapters.safetensors"),
+        grad_checkpoint=False,
+        beta=cfg.beta,
+        loss_type=cfg.loss_type,
+        delta=cfg.delta,
+    )
     t0 = time.time()
     with metrics_log(out_dir / "metrics.jsonl", "dpo", track) as metrics, _adapted(dt):
-        dt.train_dpo(model=policy, ref_model=ref, optimizer=optim.Adam(cfg.learning_rate),
-                     train_dataset=train_ds, val_dataset=val_ds, args=args,
-                     training_callback=metrics, loss_type=cfg.loss_type)
+        dt.train_dpo(
+            model=policy,
+            ref_model=ref,
+            optimizer=optim.Adam(cfg.learning_rate),
+            train_dataset=train_ds,
+            val_dataset=val_ds,
+            args=args,
+            training_callback=metrics,
+            loss_type=cfg.loss_type,
+        )
     wall = time.time() - t0
     tr = metrics.train
     return {
-        "adapter": acfg, "adapter_inherited_from": parent.key,
-        "reference_model": "base + parent adapter", "reference_weights": "copy",
-        "pairs": len(rows), "valid_pairs": len(val), "batch_size": batch,
-        "longest_pair_tokens": longest, "trainable_params": trainable(policy),
+        "adapter": acfg,
+        "adapter_inherited_from": parent.key,
+        "reference_model": "base + parent adapter",
+        "reference_weights": "copy",
+        "pairs": len(rows),
+        "valid_pairs": len(val),
+        "batch_size": batch,
+        "longest_pair_tokens": longest,
+        "trainable_params": trainable(policy),
         "first_loss": tr[0]["train_loss"] if tr else None,
         "last_loss": tr[-1]["train_loss"] if tr else None,
         "last_margin": tr[-1]["train_margins"] if tr else None,
         "last_accuracy": tr[-1]["train_accuracies"] if tr else None,
-        "train_s": round(wall, 2), "s_per_iter": round(wall / cfg.iters, 3),
+        "train_s": round(wall, 2),
+        "s_per_iter": round(wall / cfg.iters, 3),
     }

@@ -50,11 +50,19 @@ from jacrl.train.reference import frozen_view
 from jacrl.train.tracking import Tracking, metrics_log, tracking
 
 
-def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
-         cfg: GRPOConfig | None = None, out_root: str | os.PathLike | None = None, *,
-         parent: Artifact | None = None, condition: str = "grpo",
-         log: Callable[[str], None] = print, report_to: str | None = None,
-         project: str | None = None) -> Artifact:
+def grpo(
+    model,
+    train_tasks: Sequence[dict],
+    valid_tasks: Sequence[dict] | None = None,
+    cfg: GRPOConfig | None = None,
+    out_root: str | os.PathLike | None = None,
+    *,
+    parent: Artifact | None = None,
+    condition: str = "grpo",
+    log: Callable[[str], None] = print,
+    report_to: str | None = None,
+    project: str | None = None,
+) -> Artifact:
     """GRPO with mlx-lm-lora and `jac_behavioral`. With `parent`, continues the parent's adapter
     (its LoRA shape wins over cfg.lora_*) and the KL reference is base + parent adapter.
     out_root None: the project's artifacts/. report_to / project: experiment tracking of the
@@ -73,18 +81,26 @@ def grpo(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
         if val:
             jsonl.write(tmp / "data" / "valid.jsonl", val)
         summary = train_grpo(base, records, val, cfg, tmp, parent, track=track)
-        log(f"grpo ({cfg.reward_formula}): reward {summary['first_reward_mean']} -> "
+        log(
+            f"grpo ({cfg.reward_formula}): reward {summary['first_reward_mean']} -> "
             f"{summary['last_reward_mean']}, "
-            f"kl {summary['last_kl']}, truncated {summary['truncated_mean']}")
-        return {"stage": "grpo", "isolation": isolation, "data": data,
-                "hyperparameters": dataclasses.asdict(cfg),
-                "parent_path": str(parent.path) if parent else None, "summary": summary}
+            f"kl {summary['last_kl']}, truncated {summary['truncated_mean']}"
+        )
+        return {
+            "stage": "grpo",
+            "isolation": isolation,
+            "data": data,
+            "hyperparameters": dataclasses.asdict(cfg),
+            "parent_path": str(parent.path) if parent else None,
+            "summary": summary,
+        }
 
     return build_artifact(condition, parts, base, out_root, build, log)
 
 
-def calibrate_temperature(policy, tok, records: list[dict], cfg: GRPOConfig,
-                          log: Callable[[str], None] = print) -> tuple[float, list[dict]]:
+def calibrate_temperature(
+    policy, tok, records: list[dict], cfg: GRPOConfig, log: Callable[[str], None] = print
+) -> tuple[float, list[dict]]:
     """The rollout temperature for this starting policy: the highest of cfg.temperature_grid at
     which group_size rollouts per prompt (the first 8 prompts, GRPO's own top-p/top-k) keep at
     least cfg.calibration_floor of the greedy policy's mean reward on the same prompts; the lowest
@@ -96,12 +112,21 @@ def calibrate_temperature(policy, tok, records: list[dict], cfg: GRPOConfig,
     prompts, answers = [r["prompt"] for r in records[:8]], [r["answer"] for r in records[:8]]
 
     def mean_reward(temp: float, n: int) -> float:
-        samples = generate(policy, tok, prompts, n=n, temperature=temp, seed=cfg.seed,
-                           max_tokens=cfg.max_completion_length, top_p=cfg.top_p if temp else 0.0,
-                           top_k=cfg.top_k if temp else 0)
+        samples = generate(
+            policy,
+            tok,
+            prompts,
+            n=n,
+            temperature=temp,
+            seed=cfg.seed,
+            max_tokens=cfg.max_completion_length,
+            top_p=cfg.top_p if temp else 0.0,
+            top_k=cfg.top_k if temp else 0,
+        )
         texts = [s.text for row in samples for s in row]
-        scored = score_completions(texts, [a for a in answers for _ in range(n)],
-                                   formula=cfg.reward_formula)
+        scored = score_completions(
+            texts, [a for a in answers for _ in range(n)], formula=cfg.reward_formula
+        )
         return sum(s.score for s in scored) / len(scored)
 
     greedy = mean_reward(0.0, 1)
@@ -111,11 +136,15 @@ def calibrate_temperature(policy, tok, records: list[dict], cfg: GRPOConfig,
         got = mean_reward(temp, cfg.group_size)
         rows.append({"temperature": temp, "reward_mean": round(got, 4)})
         if got >= cfg.calibration_floor * greedy:
-            log(f"grpo: rollout temperature {temp} (reward {got:.3f} >= "
-                f"{cfg.calibration_floor} x greedy {greedy:.3f})")
+            log(
+                f"grpo: rollout temperature {temp} (reward {got:.3f} >= "
+                f"{cfg.calibration_floor} x greedy {greedy:.3f})"
+            )
             return temp, rows
-    log(f"grpo: no temperature keeps {cfg.calibration_floor} x greedy {greedy:.3f}: "
-        f"the lowest, {grid[-1]}")
+    log(
+        f"grpo: no temperature keeps {cfg.calibration_floor} x greedy {greedy:.3f}: "
+        f"the lowest, {grid[-1]}"
+    )
     return grid[-1], rows
 
 
@@ -125,14 +154,25 @@ def _training_args(cfg: GRPOConfig, batch: int, out_dir: Path):
     from mlx_lm_lora.trainer.grpo_trainer import GRPOTrainingArgs  # heavy: only when training
 
     return GRPOTrainingArgs(
-        batch_size=batch, iters=cfg.iters, val_batches=cfg.val_batches,
+        batch_size=batch,
+        iters=cfg.iters,
+        val_batches=cfg.val_batches,
         steps_per_report=cfg.steps_per_report,
         steps_per_eval=cfg.steps_per_eval if cfg.steps_per_eval > 0 else cfg.iters + 1,
-        steps_per_save=cfg.iters + 1, max_seq_length=cfg.max_seq_length,
-        adapter_file=str(out_dir / "adapters.safetensors"), grad_checkpoint=False,
-        group_size=cfg.group_size, beta=cfg.beta, epsilon=cfg.epsilon,
-        max_completion_length=cfg.max_completion_length, temperature=cfg.temperature,
-        top_p=cfg.top_p, top_k=cfg.top_k, min_p=cfg.min_p, grpo_loss_type=cfg.loss_type)
+        steps_per_save=cfg.iters + 1,
+        max_seq_length=cfg.max_seq_length,
+        adapter_file=str(out_dir / "adapters.safetensors"),
+        grad_checkpoint=False,
+        group_size=cfg.group_size,
+        beta=cfg.beta,
+        epsilon=cfg.epsilon,
+        max_completion_length=cfg.max_completion_length,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        top_k=cfg.top_k,
+        min_p=cfg.min_p,
+        grpo_loss_type=cfg.loss_type,
+    )
 
 
 def _reference(policy, base: Path, adapter_in: Path | None, how: str):
@@ -152,9 +192,16 @@ def _mean(key: str, rows: list[dict]) -> float | None:
     return round(sum(vals) / len(vals), 4) if vals else None
 
 
-def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig, out_dir: Path,
-               parent: Artifact | None = None, reference: str = "shared",
-               track: Tracking | None = None) -> dict:
+def train_grpo(
+    base: Path,
+    records: list[dict],
+    val: list[dict],
+    cfg: GRPOConfig,
+    out_dir: Path,
+    parent: Artifact | None = None,
+    reference: str = "shared",
+    track: Tracking | None = None,
+) -> dict:
     """GRPO of `base` (+ the parent's adapter, trained further) on {prompt, answer, system}
     records; writes adapters + adapter_config.json + metrics.jsonl into out_dir (and, with
     `track`, the same records to its runs); returns a summary for the manifest. With beta > 0
@@ -179,46 +226,102 @@ def train_grpo(base: Path, records: list[dict], val: list[dict], cfg: GRPOConfig
         seed_all(cfg.seed)  # training starts from the same random state either way
         cfg = dataclasses.replace(cfg, temperature=temp)
     t0 = time.time()
-    with metrics_log(out_dir / "metrics.jsonl", "grpo", track) as metrics, \
-            rollout_concurrency(rollout), shared_prompt_groups(cfg.group_size), grpo_hooks(
-            reward, cfg.advantage, cfg.min_group_span, out_dir / "rollouts.jsonl", metrics,
-            cfg.max_completion_length, tok.eos_token_ids, cfg.dynamic_sampling,
-            cfg.max_draws) as hooks:
-        _train_grpo(model=policy, ref_model=ref, tokenizer=tok, loss_fn=shared_prompt_loss,
-                    iterate_batches=hooks.batches,
-                    optimizer=optim.Adam(learning_rate=cfg.learning_rate),
-                    train_dataset=train_ds, val_dataset=val_ds, reward_funcs=[reward],
-                    args=_training_args(cfg, batch, out_dir), training_callback=metrics,
-                    end_answer_token="")
-    return _summary(cfg, metrics, time.time() - t0, reward, acfg, parent, ref, reference, batch,
-                    rollout, policy, prompt_tokens, calibration)
+    with (
+        metrics_log(out_dir / "metrics.jsonl", "grpo", track) as metrics,
+        rollout_concurrency(rollout),
+        shared_prompt_groups(cfg.group_size),
+        grpo_hooks(
+            reward,
+            cfg.advantage,
+            cfg.min_group_span,
+            out_dir / "rollouts.jsonl",
+            metrics,
+            cfg.max_completion_length,
+            tok.eos_token_ids,
+            cfg.dynamic_sampling,
+            cfg.max_draws,
+        ) as hooks,
+    ):
+        _train_grpo(
+            model=policy,
+            ref_model=ref,
+            tokenizer=tok,
+            loss_fn=shared_prompt_loss,
+            iterate_batches=hooks.batches,
+            optimizer=optim.Adam(learning_rate=cfg.learning_rate),
+            train_dataset=train_ds,
+            val_dataset=val_ds,
+            reward_funcs=[reward],
+            args=_training_args(cfg, batch, out_dir),
+            training_callback=metrics,
+            end_answer_token="",
+        )
+    return _summary(
+        cfg,
+        metrics,
+        time.time() - t0,
+        reward,
+        acfg,
+        parent,
+        ref,
+        reference,
+        batch,
+        rollout,
+        policy,
+        prompt_tokens,
+        calibration,
+    )
 
 
-def _summary(cfg, metrics, wall, reward, acfg, parent, ref, reference, batch, rollout, policy,
-             prompt_tokens, calibration) -> dict:
+def _summary(
+    cfg,
+    metrics,
+    wall,
+    reward,
+    acfg,
+    parent,
+    ref,
+    reference,
+    batch,
+    rollout,
+    policy,
+    prompt_tokens,
+    calibration,
+) -> dict:
     """The manifest's summary of a GRPO run: its settings as resolved and its metrics' means."""
     tr, steps = metrics.train, metrics.steps
     return {
-        "adapter": acfg, "adapter_inherited_from": parent.key if parent else None,
+        "adapter": acfg,
+        "adapter_inherited_from": parent.key if parent else None,
         "reward_formula": reward.formula,
-        "batch_size": batch, "rollout_batch": rollout, "trainable_params": trainable(policy),
+        "batch_size": batch,
+        "rollout_batch": rollout,
+        "trainable_params": trainable(policy),
         "max_prompt_tokens": max(prompt_tokens),
-        "reference_model": "base + parent adapter" if (ref is not None and parent) else
-                           ("base" if ref is not None else "none (beta = 0)"),
+        "reference_model": "base + parent adapter"
+        if (ref is not None and parent)
+        else ("base" if ref is not None else "none (beta = 0)"),
         "reference_weights": reference if ref is not None else None,
         "update_loss": "shared prompt" if shares_prompt(policy) else "mlx-lm-lora",
         "first_reward_mean": tr[0]["reward_mean"] if tr else None,
         "last_reward_mean": tr[-1]["reward_mean"] if tr else None,
-        "reward_mean": _mean("reward_mean", tr), "reward_std": _mean("reward_std", tr),
+        "reward_mean": _mean("reward_mean", tr),
+        "reward_std": _mean("reward_std", tr),
         "group_reward_std": _mean("group_reward_std", tr),
-        "last_kl": tr[-1]["kl"] if tr else None, "truncated_mean": _mean("truncated", tr),
-        "train_s": round(wall, 2), "s_per_iter": round(wall / max(1, cfg.iters), 3),
-        "temperature": cfg.temperature, "temperature_calibration": calibration,
-        "advantage": cfg.advantage, "min_group_span": cfg.min_group_span,
+        "last_kl": tr[-1]["kl"] if tr else None,
+        "truncated_mean": _mean("truncated", tr),
+        "train_s": round(wall, 2),
+        "s_per_iter": round(wall / max(1, cfg.iters), 3),
+        "temperature": cfg.temperature,
+        "temperature_calibration": calibration,
+        "advantage": cfg.advantage,
+        "min_group_span": cfg.min_group_span,
         "groups_skipped_mean": _mean("groups_skipped", steps),
-        "dynamic_sampling": cfg.dynamic_sampling, "draws_mean": _mean("draws", steps),
+        "dynamic_sampling": cfg.dynamic_sampling,
+        "draws_mean": _mean("draws", steps),
         "rollouts_discarded": sum(s.get("rollouts_discarded", 0) for s in steps),
-        "exact_share_first": _share(steps[:1]), "exact_share_last": _share(steps[-1:]),
+        "exact_share_first": _share(steps[:1]),
+        "exact_share_last": _share(steps[-1:]),
         "seconds": {k: _mean(k, steps) for k in ("generation_s", "reward_s", "update_s")},
     }
 
@@ -232,8 +335,10 @@ def _datasets(records: list[dict], val: list[dict], tok, cfg: GRPOConfig):
     if max(prompt_tokens) > cfg.max_seq_length:
         # mlx-lm-lora keeps only the first max_seq_length prompt tokens: the end of the prompt
         # (the task's code and the assistant header) would be cut off.
-        raise ValueError(f"a GRPO prompt has {max(prompt_tokens)} tokens > max_seq_length="
-                         f"{cfg.max_seq_length}; raise max_seq_length")
+        raise ValueError(
+            f"a GRPO prompt has {max(prompt_tokens)} tokens > max_seq_length="
+            f"{cfg.max_seq_length}; raise max_seq_length"
+        )
     val_ds = CacheDataset(GRPODataset(val, tok)) if val and cfg.steps_per_eval > 0 else None
     return train_ds, val_ds, prompt_tokens
 

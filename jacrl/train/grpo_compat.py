@@ -21,7 +21,6 @@ from pathlib import Path
 from jacrl import jsonl
 from jacrl.train.mlx_compat import MetricsLog
 
-
 # -------------------------------------------------------------------------------------------
 # GRPO: rollout decoding
 # -------------------------------------------------------------------------------------------
@@ -94,7 +93,7 @@ def fill_batch(draw, need: int, min_span: float, max_draws: int):
             (kept if len(kept) < need and has_signal(g.rewards, min_span) else passed).append(g)
     short = need - len(kept)
     if short > 0:
-        kept, passed = kept + passed[len(passed) - short:], passed[:len(passed) - short]
+        kept, passed = kept + passed[len(passed) - short :], passed[: len(passed) - short]
     return kept, passed, draws
 
 
@@ -153,33 +152,53 @@ class _StepLog:
         for c, text, s, a in zip(g.completions, g.texts, g.scored, adv, strict=True):
             ids = c.tolist()
             truncated = len(ids) >= self.max_tokens and (not ids or ids[-1] not in self.eos)
-            rows.append({"step": self.step, "group": group, "task_id": s.task_id,
-                         "completion": text, "body": s.body, "tier": s.tier,
-                         "reason": s.reason, "reward": s.score, "advantage": round(float(a), 6),
-                         "truncated": truncated, "tokens": len(ids), "discarded": discarded})
+            rows.append(
+                {
+                    "step": self.step,
+                    "group": group,
+                    "task_id": s.task_id,
+                    "completion": text,
+                    "body": s.body,
+                    "tier": s.tier,
+                    "reason": s.reason,
+                    "reward": s.score,
+                    "advantage": round(float(a), 6),
+                    "truncated": truncated,
+                    "tokens": len(ids),
+                    "discarded": discarded,
+                }
+            )
         return rows
 
     def rewarded(self, adv, skipped: float, seconds: float, kind: str) -> None:
         self.step += 1
         rows, at = [], 0
         for k, g in enumerate(self.kept):
-            rows += self._rows(g, k, adv[at:at + len(g.scored)], False)
+            rows += self._rows(g, k, adv[at : at + len(g.scored)], False)
             at += len(g.scored)
-        dropped = [r for g in self.discarded for r in self._rows(g, None, [0.0] * len(g.scored),
-                                                                 True)]
+        dropped = [
+            r for g in self.discarded for r in self._rows(g, None, [0.0] * len(g.scored), True)
+        ]
         with open(self.rollouts, "a") as f:
             f.writelines(jsonl.dumps(r) for r in rows + dropped)
         drawn = len(self.kept) + len(self.discarded)
         with_signal = round((1 - skipped) * len(self.kept))
-        self.pending = {"step": self.step, "advantage": kind, "generation_s": round(self.gen_s, 4),
-                        "reward_s": round(self.reward_s + seconds, 4),
-                        "t_rewarded": time.perf_counter(),
-                        "reward_mean": round(sum(r["reward"] for r in rows) / len(rows), 6),
-                        "exact": sum(r["tier"] == "exact" for r in rows), "rollouts": len(rows),
-                        "draws": self.draws, "groups_drawn": drawn, "groups_kept": with_signal,
-                        "groups_skipped": round(1 - with_signal / drawn, 4),
-                        "rollouts_discarded": len(dropped),
-                        "truncated": round(sum(r["truncated"] for r in rows) / len(rows), 4)}
+        self.pending = {
+            "step": self.step,
+            "advantage": kind,
+            "generation_s": round(self.gen_s, 4),
+            "reward_s": round(self.reward_s + seconds, 4),
+            "t_rewarded": time.perf_counter(),
+            "reward_mean": round(sum(r["reward"] for r in rows) / len(rows), 6),
+            "exact": sum(r["tier"] == "exact" for r in rows),
+            "rollouts": len(rows),
+            "draws": self.draws,
+            "groups_drawn": drawn,
+            "groups_kept": with_signal,
+            "groups_skipped": round(1 - with_signal / drawn, 4),
+            "rollouts_discarded": len(dropped),
+            "truncated": round(sum(r["truncated"] for r in rows) / len(rows), 4),
+        }
 
     def validation(self, evaluate):
         """`evaluate` run as validation: its rollouts pass through, and it ends the step before."""
@@ -224,16 +243,25 @@ def _draw_groups(generate, reward_fn, batch, kw, clock: list[float]) -> list[_Gr
     t0 = time.perf_counter()
     comps, texts, idx = generate(**{**kw, "prompt_tokens": batch[0]})
     t1 = time.perf_counter()
-    reward_fn(prompts=[batch[2][i] for i in idx], completions=texts,
-              answer=[batch[3][i] for i in idx], types=None)
+    reward_fn(
+        prompts=[batch[2][i] for i in idx],
+        completions=texts,
+        answer=[batch[3][i] for i in idx],
+        types=None,
+    )
     clock[0] += t1 - t0
     clock[1] += time.perf_counter() - t1
     groups = []
     for u in dict.fromkeys(idx):
         rows = [i for i, x in enumerate(idx) if x == u]
-        groups.append(_Group(tuple(None if part is None else part[u] for part in batch),
-                             [comps[i] for i in rows], [texts[i] for i in rows],
-                             [reward_fn.last[i] for i in rows]))
+        groups.append(
+            _Group(
+                tuple(None if part is None else part[u] for part in batch),
+                [comps[i] for i in rows],
+                [texts[i] for i in rows],
+                [reward_fn.last[i] for i in rows],
+            )
+        )
     return groups
 
 
@@ -255,8 +283,17 @@ def _fill_in_place(batch, batches, draw, min_span: float, max_draws: int):
 
 
 @contextlib.contextmanager
-def grpo_hooks(reward_fn, kind: str, min_span: float, rollouts: Path, metrics: MetricsLog,
-               max_tokens: int, eos_ids, dynamic: bool = False, max_draws: int = 1):
+def grpo_hooks(
+    reward_fn,
+    kind: str,
+    min_span: float,
+    rollouts: Path,
+    metrics: MetricsLog,
+    max_tokens: int,
+    eos_ids,
+    dynamic: bool = False,
+    max_draws: int = 1,
+):
     """mlx-lm-lora's GRPO trainer with our advantages (`group_advantages` replaces its σ-normalised
     ones), every training rollout written to `rollouts` (JSON lines: step, group, task id,
     completion, extracted body, tier, reason, reward, advantage, truncated, tokens, discarded)
@@ -288,8 +325,11 @@ def grpo_hooks(reward_fn, kind: str, min_span: float, rollouts: Path, metrics: M
         else:
             kept, discarded, draws = draw(batch), [], 1
         log.drawn(kept, discarded, draws, *clock)
-        return ([c for g in kept for c in g.completions], [t for g in kept for t in g.texts],
-                [k for k, g in enumerate(kept) for _ in g.completions])
+        return (
+            [c for g in kept for c in g.completions],
+            [t for g in kept for t in g.texts],
+            [k for k, g in enumerate(kept) for _ in g.completions],
+        )
 
     def rewards(batch, texts, indices, reward_funcs, reward_weights):
         if log.validating:

@@ -36,8 +36,10 @@ class _Prefixed:
     def update_and_fetch(self, keys, values):
         import mlx.core as mx
 
-        return (mx.concatenate([self.keys, keys], axis=2),
-                mx.concatenate([self.values, values], axis=2))
+        return (
+            mx.concatenate([self.keys, keys], axis=2),
+            mx.concatenate([self.values, values], axis=2),
+        )
 
 
 def _group_logps(model, prompt: list[int], completions: list):
@@ -55,8 +57,9 @@ def _group_logps(model, prompt: list[int], completions: list):
     first = model(mx.array(prompt, dtype=mx.int32)[None], cache=cache)[:, -1:]  # -> token 1
     logits = [mx.repeat(first, g, axis=0)]
     if width > 1:  # right padding is never attended (causal) and is masked out of the loss
-        cache = [_Prefixed(mx.repeat(c.keys, g, axis=0), mx.repeat(c.values, g, axis=0))
-                 for c in cache]
+        cache = [
+            _Prefixed(mx.repeat(c.keys, g, axis=0), mx.repeat(c.values, g, axis=0)) for c in cache
+        ]
         logits.append(model(tokens[:, :-1], cache=cache))  # -> tokens 2..W
     mask = mx.arange(width)[None, :] < lengths[:, None]
     return _select_token_logps(mx.concatenate(logits, axis=1), tokens, mask), mask
@@ -68,8 +71,7 @@ def shares_prompt(model) -> bool:
     returns only its output: the gradient through the prompt's keys and values would be lost)."""
     from jacrl.train.mlx_compat import checkpointed
 
-    return (not hasattr(model, "make_cache") and hasattr(model, "layers")
-            and not checkpointed(model))
+    return not hasattr(model, "make_cache") and hasattr(model, "layers") and not checkpointed(model)
 
 
 def _batch_logps(model, prompts, completions, indices):
@@ -83,37 +85,75 @@ def _batch_logps(model, prompts, completions, indices):
         for k, i in enumerate(idx):
             rows[i] = (got[0][k], got[1][k])
     width = max(r[0].shape[0] for r in rows.values())
-    pad = [(mx.pad(lp, (0, width - lp.shape[0])), mx.pad(m, (0, width - m.shape[0])))
-           for lp, m in (rows[i] for i in range(len(indices)))]
+    pad = [
+        (mx.pad(lp, (0, width - lp.shape[0])), mx.pad(m, (0, width - m.shape[0])))
+        for lp, m in (rows[i] for i in range(len(indices)))
+    ]
     return mx.stack([a for a, _ in pad]), mx.stack([b for _, b in pad])
 
 
-def shared_prompt_loss(model, ref_model, batch, completions=None, completion_texts=None,
-                       batch_indices=None, advantages=None, reward_metrics=None, beta=0.1,
-                       epsilon=1e-4, epsilon_high=None, max_tokens=64,
-                       importance_sampling_level="token", grpo_loss_type="grpo"):
+def shared_prompt_loss(
+    model,
+    ref_model,
+    batch,
+    completions=None,
+    completion_texts=None,
+    batch_indices=None,
+    advantages=None,
+    reward_metrics=None,
+    beta=0.1,
+    epsilon=1e-4,
+    epsilon_high=None,
+    max_tokens=64,
+    importance_sampling_level="token",
+    grpo_loss_type="grpo",
+):
     """`mlx_lm_lora...grpo_loss`'s signature and result, each prompt run once per group."""
     import mlx.core as mx
     from mlx_lm_lora.trainer import grpo_trainer as gt
 
     if not shares_prompt(model):  # mlx-lm-lora's own loss
         return _ORIGINAL.get("grpo_loss", gt.grpo_loss)(
-            model, ref_model, batch, completions, completion_texts, batch_indices, advantages,
-            reward_metrics, beta, epsilon, epsilon_high, max_tokens, importance_sampling_level,
-            grpo_loss_type)
+            model,
+            ref_model,
+            batch,
+            completions,
+            completion_texts,
+            batch_indices,
+            advantages,
+            reward_metrics,
+            beta,
+            epsilon,
+            epsilon_high,
+            max_tokens,
+            importance_sampling_level,
+            grpo_loss_type,
+        )
     logps, mask = _batch_logps(model, batch[0], completions, batch_indices)
     ref_logps = mx.stop_gradient(logps)
     if beta != 0 and ref_model is not None:
-        ref_logps = mx.stop_gradient(_batch_logps(ref_model, batch[0], completions,
-                                                  batch_indices)[0])
+        ref_logps = mx.stop_gradient(
+            _batch_logps(ref_model, batch[0], completions, batch_indices)[0]
+        )
     loss, tokens, metrics = gt._grpo_objective(
-        logps, ref_logps, mask, advantages, beta, epsilon,
-        epsilon if epsilon_high is None else epsilon_high, max_tokens,
-        importance_sampling_level, grpo_loss_type)
+        logps,
+        ref_logps,
+        mask,
+        advantages,
+        beta,
+        epsilon,
+        epsilon if epsilon_high is None else epsilon_high,
+        max_tokens,
+        importance_sampling_level,
+        grpo_loss_type,
+    )
     lengths = mx.array([c.size for c in completions])
-    metrics.update(average_generated_tokens=lengths.astype(mx.float32).mean(),
-                   max_generated_tokens=lengths.max(), min_generated_tokens=lengths.min(),
-                   hit_max_tokens_ratio=(lengths >= max_tokens).astype(mx.float32).mean())
+    metrics.update(
+        average_generated_tokens=lengths.astype(mx.float32).mean(),
+        max_generated_tokens=lengths.max(),
+        min_generated_tokens=lengths.min(),
+        hit_max_tokens_ratio=(lengths >= max_tokens).astype(mx.float32).mean(),
+    )
     metrics.update(reward_metrics or {})
     return loss, tokens, metrics
 

@@ -43,11 +43,14 @@ from jacrl.models import load
 
 def warn_slow_blas() -> None:
     if sys.platform.startswith("linux") and not os.environ.get("LD_PRELOAD") and find_openblas():
-        warnings.warn("MLX is using the slow reference BLAS in this process (~10x slower "
-                      "training). In Jupyter pick the `jacrl` kernel (`make setup` installs it: "
-                      "python -m jacrl.kernel); else start Python with "
-                      "jacrl.blas.fast_blas_env() in the environment, or use the `jacrl` CLI, "
-                      "which re-execs with it.", stacklevel=3)
+        warnings.warn(
+            "MLX is using the slow reference BLAS in this process (~10x slower "
+            "training). In Jupyter pick the `jacrl` kernel (`make setup` installs it: "
+            "python -m jacrl.kernel); else start Python with "
+            "jacrl.blas.fast_blas_env() in the environment, or use the `jacrl` CLI, "
+            "which re-execs with it.",
+            stacklevel=3,
+        )
 
 
 def seed_all(value: int) -> None:
@@ -116,8 +119,9 @@ def _grpo_canonical(rec: dict) -> dict:
 # -------------------------------------------------------------------------------------------
 
 
-def adapter_config(num_layers: int, rank: int, scale: float, dropout: float,
-                   keys: str = "") -> dict:
+def adapter_config(
+    num_layers: int, rank: int, scale: float, dropout: float, keys: str = ""
+) -> dict:
     """mlx-lm's adapter_config.json (what `load(..., adapter_path)` reads)."""
     params = {"rank": rank, "scale": scale, "dropout": dropout}
     if keys.strip():
@@ -171,16 +175,18 @@ def lora_model(base: Path, cfg, out_dir: Path, parent_adapter: Path | None = Non
     lora_rank, lora_scale, lora_dropout and lora_keys. With it: base + that adapter, whose LoRA
     matrices (only) are trained further and whose shape wins over cfg's. Writes
     out_dir/adapter_config.json; cfg.grad_checkpoint turns on gradient checkpointing."""
-    model, tok = load(base, adapter_path=str(parent_adapter) if parent_adapter else None,
-                      fresh=True)  # a private copy: LoRA layers are added in place
+    model, tok = load(
+        base, adapter_path=str(parent_adapter) if parent_adapter else None, fresh=True
+    )  # a private copy: LoRA layers are added in place
     if parent_adapter is not None:
         acfg = json.loads((Path(parent_adapter) / "adapter_config.json").read_text())
         _unfreeze_lora(model)
     else:
         n = len(model.layers)
         layers = n if cfg.lora_layers < 0 else min(cfg.lora_layers, n)
-        acfg = adapter_config(layers, cfg.lora_rank, cfg.lora_scale, cfg.lora_dropout,
-                              cfg.lora_keys)
+        acfg = adapter_config(
+            layers, cfg.lora_rank, cfg.lora_scale, cfg.lora_dropout, cfg.lora_keys
+        )
         _add_lora(model, acfg)
     (out_dir / "adapter_config.json").write_text(json.dumps(acfg, indent=1) + "\n")
     _checkpoint_blocks(model, cfg.grad_checkpoint)
@@ -199,8 +205,9 @@ def trainable(model) -> int:
 # -------------------------------------------------------------------------------------------
 
 
-def iterate_all(dataset, batch_size, max_seq_length, loop=False, seed=None, comm_group=None,
-                head_skip: int = 0):
+def iterate_all(
+    dataset, batch_size, max_seq_length, loop=False, seed=None, comm_group=None, head_skip: int = 0
+):
     """mlx-lm's batch iterator, except that every example is seen every epoch (mlx-lm drops the
     remainder of len % batch_size — with 7 tasks and batch 2 one task would never be trained) and
     the order comes from a local seeded generator. Yields (tokens[B, L], [(offset, length)]);
@@ -216,10 +223,10 @@ def iterate_all(dataset, batch_size, max_seq_length, loop=False, seed=None, comm
     rng = np.random.default_rng(0 if seed is None else seed)
     while True:
         order = rng.permutation(n) if loop else np.arange(n)
-        batches = [list(order[i:i + batch_size]) for i in range(0, n, batch_size)]
+        batches = [list(order[i : i + batch_size]) for i in range(0, n, batch_size)]
         if len(batches[-1]) < batch_size:  # top up the last batch with other examples
             rest = [j for j in order if j not in batches[-1]]
-            batches[-1] += rest[:batch_size - len(batches[-1])]
+            batches[-1] += rest[: batch_size - len(batches[-1])]
         for b in batches:
             items = [dataset[int(j)] for j in b]
             toks = [it[0] if isinstance(it, tuple) else it for it in items]
@@ -232,8 +239,11 @@ def iterate_all(dataset, batch_size, max_seq_length, loop=False, seed=None, comm
                 arr[r, :ln] = t[:ln]
             if head_skip > 0:
                 skip = min(max(0, min(offsets) - 1) // head_skip * head_skip, width - 2)
-                yield (mx.array(arr), mx.array(list(zip(offsets, lengths, strict=True))),
-                       mx.zeros((max(0, skip),), mx.int8))
+                yield (
+                    mx.array(arr),
+                    mx.array(list(zip(offsets, lengths, strict=True))),
+                    mx.zeros((max(0, skip),), mx.int8),
+                )
             else:
                 yield mx.array(arr), mx.array(list(zip(offsets, lengths, strict=True)))
         if not loop:

@@ -50,11 +50,19 @@ def sample_verified(model, adapter, tasks: Sequence[dict], cfg: RFTConfig, seed:
     check_formula(cfg.reward_formula)
     t0 = time.time()
     lm, tok = load(model, adapter)
-    outs = generate(lm, tok, [t["prompt"] for t in tasks], n=cfg.samples,
-                    temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=seed)
+    outs = generate(
+        lm,
+        tok,
+        [t["prompt"] for t in tasks],
+        n=cfg.samples,
+        temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens,
+        seed=seed,
+    )
     flat = [(i, s.text) for i, ss in enumerate(outs) for s in ss]
-    scored = score_completions([c for _, c in flat], [tasks[i]["answer"] for i, _ in flat],
-                               formula=cfg.reward_formula)
+    scored = score_completions(
+        [c for _, c in flat], [tasks[i]["answer"] for i, _ in flat], formula=cfg.reward_formula
+    )
     records, counts, passing = [], {task_id(t): 0 for t in tasks}, 0
     seen: dict[int, set] = {}
     for (i, _), s in zip(flat, scored, strict=True):
@@ -67,9 +75,16 @@ def sample_verified(model, adapter, tasks: Sequence[dict], cfg: RFTConfig, seed:
         bodies.add(s.body)
         records.append(sft_record(tasks[i]["prompt"], s.body))
         counts[task_id(tasks[i])] += 1
-    return {"records": records, "kept": len(records), "passing": passing, "total": len(flat),
-            "per_task": counts, "tasks_with_kept": sum(1 for v in counts.values() if v),
-            "reward_formula": cfg.reward_formula, "sample_s": round(time.time() - t0, 2)}
+    return {
+        "records": records,
+        "kept": len(records),
+        "passing": passing,
+        "total": len(flat),
+        "per_task": counts,
+        "tasks_with_kept": sum(1 for v in counts.values() if v),
+        "reward_formula": cfg.reward_formula,
+        "sample_s": round(time.time() - t0, 2),
+    }
 
 
 class Round(NamedTuple):
@@ -82,18 +97,32 @@ class Round(NamedTuple):
     summary: dict  # train_sft's
 
 
-def _sampling_data(train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None,
-                   **extra) -> dict:
+def _sampling_data(
+    train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None, **extra
+) -> dict:
     """The key's data part for a stage that samples: the tasks themselves, not the records."""
-    return {"train_tasks": data_hash(train_tasks),
-            "valid_tasks": data_hash(valid_tasks) if valid_tasks else None, **extra}
+    return {
+        "train_tasks": data_hash(train_tasks),
+        "valid_tasks": data_hash(valid_tasks) if valid_tasks else None,
+        **extra,
+    }
 
 
-def _rft_round(tmp: Path, base: Path, adapter: Path | None, train_tasks: Sequence[dict],
-               valid_tasks: Sequence[dict] | None, cfg: RFTConfig, *, seed: int, label: str,
-               log: Callable[[str], None], prior: Sequence[dict] = (),
-               valid: tuple[list[dict], str] | None = None,
-               track: Tracking | None = None) -> Round:
+def _rft_round(
+    tmp: Path,
+    base: Path,
+    adapter: Path | None,
+    train_tasks: Sequence[dict],
+    valid_tasks: Sequence[dict] | None,
+    cfg: RFTConfig,
+    *,
+    seed: int,
+    label: str,
+    log: Callable[[str], None],
+    prior: Sequence[dict] = (),
+    valid: tuple[list[dict], str] | None = None,
+    track: Tracking | None = None,
+) -> Round:
     """Sample from base + adapter, keep the verified bodies not already in `prior`, and SFT a
     fresh adapter from `base` on prior + those into tmp (data/ and the adapter). `valid`:
     (records, source) to validate on; None = valid_tasks' gold, else the training records.
@@ -102,13 +131,17 @@ def _rft_round(tmp: Path, base: Path, adapter: Path | None, train_tasks: Sequenc
     seen = {json.dumps(x, sort_keys=True) for x in prior}
     fresh = [x for x in got.pop("records") if json.dumps(x, sort_keys=True) not in seen]
     records = list(prior) + fresh
-    log(f"{label}: kept {got['kept']} of {got['total']} samples "
+    log(
+        f"{label}: kept {got['kept']} of {got['total']} samples "
         f"({got['tasks_with_kept']}/{len(train_tasks)} tasks), {len(fresh)} new; "
-        f"training on {len(records)}")
+        f"training on {len(records)}"
+    )
     if not records:
-        raise RuntimeError(f"RFT: none of {got['total']} samples scored >= {cfg.threshold}; "
-                           "nothing to train on (more samples, a warmer model, or a lower "
-                           "threshold)")
+        raise RuntimeError(
+            f"RFT: none of {got['total']} samples scored >= {cfg.threshold}; "
+            "nothing to train on (more samples, a warmer model, or a lower "
+            "threshold)"
+        )
     val, valid_source = valid if valid is not None else valid_records(valid_tasks, records)
     jsonl.write(tmp / "data" / "train.jsonl", records)
     jsonl.write(tmp / "data" / "valid.jsonl", val)
@@ -116,11 +149,19 @@ def _rft_round(tmp: Path, base: Path, adapter: Path | None, train_tasks: Sequenc
     return Round(got, records, len(fresh), valid_source, summary)
 
 
-def rft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
-        cfg: RFTConfig | None = None, out_root: str | os.PathLike | None = None, *,
-        parent: Artifact | None = None, condition: str = "rft",
-        log: Callable[[str], None] = print, report_to: str | None = None,
-        project: str | None = None) -> Artifact:
+def rft(
+    model,
+    train_tasks: Sequence[dict],
+    valid_tasks: Sequence[dict] | None = None,
+    cfg: RFTConfig | None = None,
+    out_root: str | os.PathLike | None = None,
+    *,
+    parent: Artifact | None = None,
+    condition: str = "rft",
+    log: Callable[[str], None] = print,
+    report_to: str | None = None,
+    project: str | None = None,
+) -> Artifact:
     """Rejection-sampling fine-tuning: sample from model (+ parent's adapter), keep verified
     bodies, SFT a fresh adapter on the base model. The key covers the sampling inputs (model,
     parent, tasks, config, seed), so a rerun skips sampling too. Raises when nothing passes.
@@ -133,21 +174,43 @@ def rft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None =
     track = tracking(report_to, project, condition, parts, cfg)
 
     def build(tmp: Path) -> dict:
-        got = _rft_round(tmp, base, parent.adapter_path if parent else None, train_tasks,
-                         valid_tasks, cfg, seed=cfg.seed, label="rft", log=log, track=track)
-        return {"stage": "rft", "isolation": isolation,
-                "data": {**data, "kept_hash": hash_json(got.train),
-                         "valid_source": got.valid_source},
-                "rft": got.sampling, "sampled_from": str(parent.path) if parent else "base",
-                "hyperparameters": dataclasses.asdict(cfg), "summary": got.summary}
+        got = _rft_round(
+            tmp,
+            base,
+            parent.adapter_path if parent else None,
+            train_tasks,
+            valid_tasks,
+            cfg,
+            seed=cfg.seed,
+            label="rft",
+            log=log,
+            track=track,
+        )
+        return {
+            "stage": "rft",
+            "isolation": isolation,
+            "data": {**data, "kept_hash": hash_json(got.train), "valid_source": got.valid_source},
+            "rft": got.sampling,
+            "sampled_from": str(parent.path) if parent else "base",
+            "hyperparameters": dataclasses.asdict(cfg),
+            "summary": got.summary,
+        }
 
     return build_artifact(condition, parts, base, out_root, build, log)
 
 
-def star(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
-         cfg: STaRConfig | None = None, out_root: str | os.PathLike | None = None, *,
-         condition: str = "star", log: Callable[[str], None] = print,
-         report_to: str | None = None, project: str | None = None) -> list[Artifact]:
+def star(
+    model,
+    train_tasks: Sequence[dict],
+    valid_tasks: Sequence[dict] | None = None,
+    cfg: STaRConfig | None = None,
+    out_root: str | os.PathLike | None = None,
+    *,
+    condition: str = "star",
+    log: Callable[[str], None] = print,
+    report_to: str | None = None,
+    project: str | None = None,
+) -> list[Artifact]:
     """STaR: round 0 = gold SFT (`<condition>0`); round r = an RFT round sampling from round
     r-1's model (seed cfg.seed + r) that trains from the original base on everything kept so far
     plus the new verified bodies. Validation: valid_tasks' gold, else the train tasks' gold.
@@ -158,25 +221,57 @@ def star(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None 
     base = resolve_base(model, None)
     report_to = ",".join(report_services(report_to))  # checked (and the env read) once, up front
     valid = valid_records(valid_tasks, gold_records(train_tasks))
-    arts = [sft(base, train_tasks, valid_tasks, cfg.sft, out_root, condition=f"{condition}0",
-                log=log, report_to=report_to, project=project)]
+    arts = [
+        sft(
+            base,
+            train_tasks,
+            valid_tasks,
+            cfg.sft,
+            out_root,
+            condition=f"{condition}0",
+            log=log,
+            report_to=report_to,
+            project=project,
+        )
+    ]
     for r in range(1, cfg.rounds + 1):
         prev = arts[-1]
         data = _sampling_data(train_tasks, valid_tasks, round=r)
-        parts = key_parts(f"{condition}{r}", "star", base, data, cfg, prev,
-                          {"system_prompt": SYSTEM_PROMPT})
+        parts = key_parts(
+            f"{condition}{r}", "star", base, data, cfg, prev, {"system_prompt": SYSTEM_PROMPT}
+        )
         track = tracking(report_to, project, f"{condition}{r}", parts, cfg)
 
         def build(tmp: Path, prev=prev, r=r, data=data, track=track) -> dict:
-            got = _rft_round(tmp, base, prev.adapter_path, train_tasks, valid_tasks, cfg,
-                             seed=cfg.seed + r, label=f"star round {r}", log=log,
-                             prior=jsonl.read(prev.path / "data" / "train.jsonl"), valid=valid,
-                             track=track)
-            return {"stage": "star", "isolation": isolation, "round": r,
-                    "data": {**data, "train_hash": hash_json(got.train),
-                             "valid_source": got.valid_source, "new_examples": got.new},
-                    "rft": got.sampling, "sampled_from": str(prev.path),
-                    "hyperparameters": dataclasses.asdict(cfg), "summary": got.summary}
+            got = _rft_round(
+                tmp,
+                base,
+                prev.adapter_path,
+                train_tasks,
+                valid_tasks,
+                cfg,
+                seed=cfg.seed + r,
+                label=f"star round {r}",
+                log=log,
+                prior=jsonl.read(prev.path / "data" / "train.jsonl"),
+                valid=valid,
+                track=track,
+            )
+            return {
+                "stage": "star",
+                "isolation": isolation,
+                "round": r,
+                "data": {
+                    **data,
+                    "train_hash": hash_json(got.train),
+                    "valid_source": got.valid_source,
+                    "new_examples": got.new,
+                },
+                "rft": got.sampling,
+                "sampled_from": str(prev.path),
+                "hyperparameters": dataclasses.asdict(cfg),
+                "summary": got.summary,
+            }
 
         arts.append(build_artifact(f"{condition}{r}", parts, base, out_root, build, log))
     return arts

@@ -28,7 +28,6 @@ from jacrl.train.artifacts import (
     key_parts,
     resolve_base,
 )
-from jacrl.train.tracking import Tracking, metrics_log, tracking
 from jacrl.train.mlx_compat import (
     iterate_all,
     lora_model,
@@ -38,8 +37,10 @@ from jacrl.train.mlx_compat import (
     trainable,
     warn_slow_blas,
 )
+from jacrl.train.tracking import Tracking, metrics_log, tracking
 
 HEAD_SKIP = 64  # sft_loss skips the prompt's logits in multiples of this many positions
+
 
 def fenced(body: str) -> str:
     return f"```jac\n{body}\n```"
@@ -63,13 +64,15 @@ def gold_records(tasks: Sequence[dict]) -> list[dict]:
     return [sft_record(t["prompt"], gold_body(t)) for t in tasks]
 
 
-def valid_records(valid_tasks: Sequence[dict] | None,
-                  train_records: Sequence[dict]) -> tuple[list[dict], str]:
+def valid_records(
+    valid_tasks: Sequence[dict] | None, train_records: Sequence[dict]
+) -> tuple[list[dict], str]:
     """(validation records, where they came from): the valid tasks' gold, else the train set."""
     if valid_tasks:
         return gold_records(valid_tasks), "valid tasks (gold)"
-    return list(train_records), ("train set (no valid tasks given: validation loss is on "
-                                 "training data)")
+    return list(train_records), (
+        "train set (no valid tasks given: validation loss is on training data)"
+    )
 
 
 def _schedule(cfg: SFTConfig):
@@ -83,8 +86,14 @@ def _schedule(cfg: SFTConfig):
     return optim.join_schedules([warm, decay], [cfg.warmup])
 
 
-def train_sft(base: Path, train_records: Sequence[dict], valid_records: Sequence[dict],
-              cfg: SFTConfig, out_dir: Path, track: Tracking | None = None) -> dict:
+def train_sft(
+    base: Path,
+    train_records: Sequence[dict],
+    valid_records: Sequence[dict],
+    cfg: SFTConfig,
+    out_dir: Path,
+    track: Tracking | None = None,
+) -> dict:
     """LoRA SFT of `base` on chat records; writes adapters + adapter_config.json + metrics.jsonl
     into out_dir (and, with `track`, the same metrics to its runs); returns a summary for the
     manifest."""
@@ -101,39 +110,71 @@ def train_sft(base: Path, train_records: Sequence[dict], valid_records: Sequence
     train_ds = CacheDataset(ChatDataset(list(train_records), tok, mask_prompt=cfg.mask_prompt))
     valid_ds = CacheDataset(ChatDataset(list(valid_records), tok, mask_prompt=cfg.mask_prompt))
     longest = max(len(train_ds[i][0]) for i in range(len(train_ds)))
-    args = TrainingArgs(batch_size=batch, iters=cfg.iters, val_batches=cfg.val_batches,
-                        steps_per_report=cfg.steps_per_report, steps_per_eval=cfg.steps_per_eval,
-                        steps_per_save=cfg.iters + 1, max_seq_length=cfg.max_seq_length,
-                        adapter_file=str(out_dir / "adapters.safetensors"),
-                        grad_checkpoint=False)
+    args = TrainingArgs(
+        batch_size=batch,
+        iters=cfg.iters,
+        val_batches=cfg.val_batches,
+        steps_per_report=cfg.steps_per_report,
+        steps_per_eval=cfg.steps_per_eval,
+        steps_per_save=cfg.iters + 1,
+        max_seq_length=cfg.max_seq_length,
+        adapter_file=str(out_dir / "adapters.safetensors"),
+        grad_checkpoint=False,
+    )
     t0 = time.time()
     head_skip = HEAD_SKIP if cfg.mask_prompt and sliced_head_ok(model, train_ds[0][0]) else 0
 
     def batches(dataset, batch_size, max_seq_length, loop=False, seed=None, comm_group=None):
-        return iterate_all(dataset, batch_size, max_seq_length, loop=loop,
-                           seed=cfg.seed if loop else 0, head_skip=head_skip)
+        return iterate_all(
+            dataset,
+            batch_size,
+            max_seq_length,
+            loop=loop,
+            seed=cfg.seed if loop else 0,
+            head_skip=head_skip,
+        )
 
     with metrics_log(out_dir / "metrics.jsonl", "sft", track) as metrics:
-        train(model=model, optimizer=optim.Adam(learning_rate=_schedule(cfg)),
-              train_dataset=train_ds, val_dataset=valid_ds, args=args, loss=sft_loss,
-              iterate_batches=batches, training_callback=metrics)
+        train(
+            model=model,
+            optimizer=optim.Adam(learning_rate=_schedule(cfg)),
+            train_dataset=train_ds,
+            val_dataset=valid_ds,
+            args=args,
+            loss=sft_loss,
+            iterate_batches=batches,
+            training_callback=metrics,
+        )
     wall = time.time() - t0
     last_train = metrics.train[-1] if metrics.train else {}
     last_val = metrics.val[-1] if metrics.val else {}
     return {
-        "adapter": acfg, "batch_size": batch, "trainable_params": trainable(model),
-        "train_examples": len(train_records), "valid_examples": len(valid_records),
-        "longest_example_tokens": longest, "logits_prompt_skipped": bool(head_skip),
+        "adapter": acfg,
+        "batch_size": batch,
+        "trainable_params": trainable(model),
+        "train_examples": len(train_records),
+        "valid_examples": len(valid_records),
+        "longest_example_tokens": longest,
+        "logits_prompt_skipped": bool(head_skip),
         "final_train_loss": last_train.get("train_loss"),
         "final_val_loss": last_val.get("val_loss"),
-        "train_s": round(wall, 2), "s_per_iter": round(wall / max(1, cfg.iters), 4),
+        "train_s": round(wall, 2),
+        "s_per_iter": round(wall / max(1, cfg.iters), 4),
     }
 
 
-def sft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None = None,
-        cfg: SFTConfig | None = None, out_root: str | os.PathLike | None = None, *,
-        condition: str = "sft", log: Callable[[str], None] = print,
-        report_to: str | None = None, project: str | None = None) -> Artifact:
+def sft(
+    model,
+    train_tasks: Sequence[dict],
+    valid_tasks: Sequence[dict] | None = None,
+    cfg: SFTConfig | None = None,
+    out_root: str | os.PathLike | None = None,
+    *,
+    condition: str = "sft",
+    log: Callable[[str], None] = print,
+    report_to: str | None = None,
+    project: str | None = None,
+) -> Artifact:
     """Gold LoRA SFT on ALL `train_tasks`; validation on `valid_tasks`' gold bodies, or on the
     train set when none are given (recorded in the manifest). out_root None: the project's
     artifacts/. report_to / project: experiment tracking of the build (`tracking`; no key
@@ -142,8 +183,11 @@ def sft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None =
     base = resolve_base(model, None)
     train_records = gold_records(train_tasks)
     valid, valid_source = valid_records(valid_tasks, train_records)
-    data = {"train": hash_json(train_records), "valid": hash_json(valid),
-            "valid_source": valid_source}
+    data = {
+        "train": hash_json(train_records),
+        "valid": hash_json(valid),
+        "valid_source": valid_source,
+    }
     parts = key_parts(condition, "sft", base, data, cfg, None)
     track = tracking(report_to, project, condition, parts, cfg)
 
@@ -151,8 +195,15 @@ def sft(model, train_tasks: Sequence[dict], valid_tasks: Sequence[dict] | None =
         jsonl.write(tmp / "data" / "train.jsonl", train_records)
         jsonl.write(tmp / "data" / "valid.jsonl", valid)
         summary = train_sft(base, train_records, valid, cfg, tmp, track)
-        return {"stage": "sft", "data": {**data, "train_tasks": [task_id(t) for t in train_tasks],
-                                         "valid_tasks": [task_id(t) for t in valid_tasks or []]},
-                "hyperparameters": dataclasses.asdict(cfg), "summary": summary}
+        return {
+            "stage": "sft",
+            "data": {
+                **data,
+                "train_tasks": [task_id(t) for t in train_tasks],
+                "valid_tasks": [task_id(t) for t in valid_tasks or []],
+            },
+            "hyperparameters": dataclasses.asdict(cfg),
+            "summary": summary,
+        }
 
     return build_artifact(condition, parts, base, out_root, build, log)

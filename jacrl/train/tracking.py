@@ -57,8 +57,10 @@ def report_services(report_to: str | None = None) -> tuple[str, ...]:
         try:
             importlib.import_module(name)
         except ImportError:
-            raise ImportError(f"report_to={name!r} needs the {name} package, which is not "
-                              f"installed: pip install {name}") from None
+            raise ImportError(
+                f"report_to={name!r} needs the {name} package, which is not "
+                f"installed: pip install {name}"
+            ) from None
     return names
 
 
@@ -73,17 +75,22 @@ class Tracking:
     config: dict  # the stage's hyperparameters + artifact_key and condition
 
 
-def tracking(report_to: str | None, project: str | None, condition: str, parts: dict,
-             cfg) -> Tracking | None:
+def tracking(
+    report_to: str | None, project: str | None, condition: str, parts: dict, cfg
+) -> Tracking | None:
     """The tracking of the build of the artifact keyed by `parts` (`key_parts`), None without a
     service. project None: WANDB_PROJECT, else "jacrl"."""
     services = report_services(report_to)
     if not services:
         return None
     key = artifact_key(parts)
-    return Tracking(services, project or os.environ.get("WANDB_PROJECT") or DEFAULT_PROJECT,
-                    f"{condition}-{key[:16]}", parts["stage"],
-                    {**dataclasses.asdict(cfg), "artifact_key": key, "condition": condition})
+    return Tracking(
+        services,
+        project or os.environ.get("WANDB_PROJECT") or DEFAULT_PROJECT,
+        f"{condition}-{key[:16]}",
+        parts["stage"],
+        {**dataclasses.asdict(cfg), "artifact_key": key, "condition": condition},
+    )
 
 
 class TrackedLog(MetricsLog):
@@ -98,8 +105,11 @@ class TrackedLog(MetricsLog):
 
     def _send(self, rec: dict, step, prefix: str = "") -> None:
         self.at = max(self.at, int(step or 0))  # a tracker's steps never go back
-        data = {prefix + k: v for k, v in rec.items()
-                if k not in _NOT_LOGGED and isinstance(v, int | float)}
+        data = {
+            prefix + k: v
+            for k, v in rec.items()
+            if k not in _NOT_LOGGED and isinstance(v, int | float)
+        }
         for sink in self.sinks:
             sink(data, self.at)
 
@@ -116,18 +126,22 @@ class TrackedLog(MetricsLog):
         self._send(self.steps[-1], self.steps[-1].get("step"), "step/")
 
 
-def _open_run(service: str, t: Tracking) -> tuple[Callable[[dict, int], None],
-                                                   Callable[[bool], None]]:
+def _open_run(
+    service: str, t: Tracking
+) -> tuple[Callable[[dict, int], None], Callable[[bool], None]]:
     """(log(data, step), finish(ok)) of a new run of `service`. W&B: a run of its own
     (reinit="create_new": a run the caller has open is left alone), in WANDB_DIR (default
     ./wandb), online or offline as WANDB_MODE says (W&B reads its environment once a process)."""
     if service == "wandb":
         import wandb
 
-        run = wandb.init(project=t.project, name=t.name, job_type=t.stage, config=t.config,
-                         reinit="create_new")
-        return (lambda data, step: run.log(data, step=step),
-                lambda ok: run.finish(exit_code=0 if ok else 1))
+        run = wandb.init(
+            project=t.project, name=t.name, job_type=t.stage, config=t.config, reinit="create_new"
+        )
+        return (
+            lambda data, step: run.log(data, step=step),
+            lambda ok: run.finish(exit_code=0 if ok else 1),
+        )
     import swanlab  # the calls mlx-lm's SwanLabCallback makes
 
     swanlab.init(project=t.project, experiment_name=t.name, config=t.config)
