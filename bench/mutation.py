@@ -130,12 +130,13 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     equiv = equivalents()
     load0, t0 = os.getloadavg(), time.time()
+    # the modules not run now keep their last record (each says its commit)
     last = json.loads((OUT / "mutation.json").read_text()) \
-        if args.retest and (OUT / "mutation.json").exists() else {}
+        if (OUT / "mutation.json").exists() else {}
     record = {"tool": f"mutmut {_version()}", "cap": args.cap, "seed": args.seed,
               "jobs": args.jobs, "commit": _commit(), "cpus": os.cpu_count(),
               "modules": {m: r for m, r in last.get("modules", {}).items() if m not in chosen}}
-    if last.get("commit"):  # --retest: the run whose survivors these are
+    if args.retest and last.get("commit"):  # the run whose survivors these are
         record["first_run"] = last.get("first_run") or {
             k: last[k] for k in ("commit", "seconds", "load_before", "load_after")}
     for mod in chosen:
@@ -161,9 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         killed = sum(s in KILLED for s in status.values())
         survivors = sorted(n for n, s in status.items() if s not in KILLED and n not in equiv)
         judged = len(sample) - len(eq)
-        earlier = last.get("modules", {}).get(mod, {}).get("seconds", 0)
+        earlier = last.get("modules", {}).get(mod, {}).get("seconds", 0) if args.retest else 0
         record["modules"][mod] = {
-            "tests": MODULES[mod], "mutants": len(names), "sampled": len(sample),
+            "tests": MODULES[mod], "commit": record["commit"], "mutants": len(names),
+            "sampled": len(sample),
             "killed": killed, "equivalent": len(eq), "survived": len(survivors),
             "score": round(killed / judged, 4) if judged else None,
             "seconds": round(time.time() - t + earlier, 1),
@@ -201,13 +203,15 @@ def _version() -> str:
 
 def table(record: dict) -> str:
     """The per-module table (Markdown), as docs/mutation.md shows it."""
-    lines = ["| module | mutants | run | killed | equivalent | survived | score |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| module | mutants | run | killed | equivalent | survived | score | s | commit |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for mod, r in record["modules"].items():
         run = f"{r['sampled']}" + (" (sample)" if r["sampled"] < r["mutants"] else "")
         lines.append(f"| {mod} | {r['mutants']} | {run} | {r['killed']} | {r['equivalent']} | "
-                     f"{r['survived']} | {100 * r['score']:.1f} % |")
-    lines.append(f"\n{record['tool']}, commit {record['commit']}, {record['jobs']} jobs on "
+                     f"{r['survived']} | {100 * r['score']:.1f} % | {r['seconds']:.0f} | "
+                     f"{r.get('commit', record['commit'])} |")
+    lines.append(f"\n{record['tool']}, last run at commit {record['commit']}, {record['jobs']} "
+                 f"jobs on "
                  f"{record['cpus']} CPUs, {record['seconds']:.0f} s, load average "
                  f"{record['load_before'][0]} before / {record['load_after'][0]} after; sample "
                  f"cap {record['cap']} per module, seed {record['seed']}.")
