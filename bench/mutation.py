@@ -34,10 +34,11 @@ MUTMUT = str(Path(sys.executable).parent / "mutmut")
 # Each module and the fast test files that exercise it: mutmut runs, for each mutant, those of
 # these tests that call the function it changed.
 CONTRACTS = "tests/test_contracts.py"
+MORE = "tests/test_contracts_more.py"
 MODULES = {
     "stats": ["tests/test_stats.py"],
     "reward": ["tests/test_reward.py", CONTRACTS],
-    "extract": ["tests/test_extract.py", CONTRACTS],
+    "extract": ["tests/test_extract.py", CONTRACTS, MORE],
     "jacsyntax": ["tests/test_extract.py", "tests/test_reward.py"],
     "splits": ["tests/test_splits.py", CONTRACTS],
     "jsonl": ["tests/test_jsonl.py", CONTRACTS],
@@ -48,7 +49,32 @@ MODULES = {
     "results": ["tests/test_evaluate.py", "tests/test_samples.py"],
     "ladder/plan": [CONTRACTS,
                     "tests/test_ladder_formats.py::test_a_hole_cell_keys_and_names_as_before"],
+    "tasks": ["tests/test_tasks.py::test_corpus_composition",
+              "tests/test_tasks.py::test_bad_drivers_are_rejected_and_nothing_is_written",
+              "tests/test_tasks.py::test_build_errors_name_the_real_cause",
+              "tests/test_timeouts.py::test_the_rule_and_the_stored_values", MORE],
+    "executor/client": ["tests/test_executor.py::test_environment_is_minimal",
+                        "tests/test_executor.py::test_nothing_leaks_between_jobs",
+                        "tests/test_executor.py::test_dedup_cache_runs_identical_programs_once",
+                        "tests/test_executor.py::test_timeouts_are_not_cached",
+                        "tests/test_executor.py::test_server_death_is_an_error_then_recovers",
+                        MORE],
+    "executor/server": [MORE],
+    "provenance": ["tests/test_evaluate.py::test_code_version_ignores_comments_and_docstrings",
+                   "tests/test_evaluate.py::test_code_version_changes_with_the_code_of_a_listed_"
+                   "module", "tests/test_evaluate.py::test_code_version_covers_the_result_modules",
+                   "tests/test_report.py::test_a_row_matching_the_disk_is_fresh",
+                   "tests/test_report.py::test_foreign_model_hash_and_changed_tasks_are_stale",
+                   MORE],
+    "evaluate": ["tests/test_evaluate.py::test_grade_counts_known_completions",
+                 "tests/test_evaluate.py::test_grade_deploy_is_not_an_oracle",
+                 "tests/test_evaluate.py::test_grade_greedy_only",
+                 "tests/test_evaluate.py::test_append_and_read_rows_roundtrip", MORE],
 }
+# Modules scored on some functions only: executor/server's judging. The rest of server.py runs
+# in the server process the client starts inside the sandbox (and in its zygote's forks), which
+# mutmut's switch does not reach: its mutants would count as survivors no test could kill there.
+FOCUS = {"executor/server": ("verdict", "_over_cpu")}
 # mutmut runs in a copy of the project per module (so editing the tree meanwhile changes
 # nothing) and mutates a copy of that in its mutants/ folder
 WORK = ROOT / "build" / "mutation"
@@ -61,6 +87,13 @@ PROBE = "jacrl.__mutation_list_only__"  # matches no mutant: generate them, run 
 def modules() -> dict[str, str]:
     """{module: its file}, in MODULES' order ('report/seeds' -> 'jacrl/report/seeds.py')."""
     return {m: f"jacrl/{m}.py" for m in MODULES}
+
+
+def focused(mod: str, name: str) -> bool:
+    """Whether mutant `name` is in `mod`'s FOCUS (every mutant where it has none)."""
+    funcs = FOCUS.get(mod)
+    return not funcs or name.rsplit(".", 1)[-1].split("__mutmut_")[0] in {f"x_{f}"
+                                                                          for f in funcs}
 
 
 def work_config(mod: str) -> str:
@@ -144,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(work / "mutation.log", "a") as log:
             if not args.retest:  # generate the mutants (no name matches: nothing runs)
                 mutmut(work, "run", "--max-children", str(args.jobs), PROBE, log=log)
-            names = sorted(verdicts(work, mods[mod]))
+            names = sorted(n for n in verdicts(work, mods[mod]) if focused(mod, n))
             if not names:
                 sys.exit(f"bench/mutation.py: no mutants of {mod}; see {log.name}")
             sample = sorted(random.Random(f"{args.seed}:{mod}").sample(names, args.cap)) \
