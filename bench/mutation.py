@@ -39,7 +39,7 @@ MODULES = {
     "stats": ["tests/test_stats.py"],
     "reward": ["tests/test_reward.py", CONTRACTS],
     "extract": ["tests/test_extract.py", CONTRACTS, MORE],
-    "jacsyntax": ["tests/test_extract.py", "tests/test_reward.py"],
+    "jacsyntax": ["tests/test_extract.py", "tests/test_reward.py", MORE],
     "splits": ["tests/test_splits.py", CONTRACTS],
     "jsonl": ["tests/test_jsonl.py", CONTRACTS],
     "report/seeds": ["tests/test_seeds.py", CONTRACTS],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 
+from jacrl import jacsyntax
 from jacrl.extract import dedent
 
 # -- the extractor ---------------------------------------------------------------------------
@@ -82,3 +83,41 @@ def test_a_job_is_over_its_cpu_only_when_killed_for_it():
     assert s._over_cpu(signal.SIGKILL, {**job, "cpu": 1.0})  # at the limit
     assert s._over_cpu(signal.SIGKILL, {**job, "cpu": 1.5})
     assert not s._over_cpu(signal.SIGKILL, {**job, "cpu": 0.999})
+
+
+# -- the Jac lexer (jacrl.jacsyntax) -----------------------------------------------------------
+
+def _second_line(text: str) -> str:
+    return jacsyntax.code_mask(text).split("\n")[1]
+
+
+def test_a_single_quoted_string_left_open_ends_at_its_line():
+    """_string_end (`c == "XX\\nXX"`): the next line is code again."""
+    assert jacsyntax.code_mask('s = "abc\nt = {1}') == "s =     \nt = {1}"
+
+
+def test_a_replacement_field_spans_lines_and_a_runaway_one_ends_at_its_line():
+    """_string_end (`c == "\\n" or top[0] > 8`): a field's newline does not end it; only one
+    more than 8 braces deep does."""
+    assert jacsyntax.code_mask("s = f'{\n}' + 'a'\nt = 1") == "s =    \n   +    \nt = 1"
+    assert _second_line('s = f"{{{{{{{{{{x\ny = {1}') == "y = {1}"
+
+
+def test_strings_nested_in_a_replacement_field_are_strings():
+    """_string_end (the string-prefix checks inside a field): a quote or a prefix letter not
+    glued to a name opens a nested string (an f-string when its prefix has an f), and the code
+    after the outer string stays code."""
+    for field in ("'{'", "xf'{'", "_f'{'", "f'{'{'}'", "f'{'{{'}'", "F'{1}'",
+                  "rf'{'}'}'"):
+        assert _second_line('s = f"{' + field + '}"\nt = 1') == "t = 1", field
+
+
+def test_a_header_inside_brackets_finds_its_body():
+    """_HeaderBraces.__call__ (the header's own bracket level, not 0)."""
+    assert [(h.name, h.brace) for h in jacsyntax.headers("x = f(def g() { 1 });")] == [("g", 14)]
+
+
+def test_a_position_after_every_brace_is_inside_nothing():
+    """enclosing_names (`j <= len(braces)`): positions past the last brace."""
+    assert jacsyntax.enclosing_names("a { b } c", {2: "a"}, [9], 3) == [()]
+    assert jacsyntax.enclosing_names("a { b c", {2: "a"}, [6, 1], 3) == [("a",), ()]
