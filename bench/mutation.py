@@ -151,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap", type=int, default=50, help="most mutants run per module")
     ap.add_argument("--seed", type=int, default=0, help="the sample's seed")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--out", type=Path, default=OUT, help="where mutation.json/.txt go")
     ap.add_argument("--retest", action="store_true",
                     help="rerun only the mutants not killed yet (after new tests, or to finish "
                     "a stopped run)")
@@ -160,12 +161,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(chosen) - set(mods)
     if unknown:
         sys.exit(f"bench/mutation.py: not in MODULES: {sorted(unknown)}")
-    OUT.mkdir(parents=True, exist_ok=True)
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     equiv = equivalents()
     load0, t0 = os.getloadavg(), time.time()
     # the modules not run now keep their last record (each says its commit)
-    last = json.loads((OUT / "mutation.json").read_text()) \
-        if (OUT / "mutation.json").exists() else {}
+    last = json.loads((out / "mutation.json").read_text()) \
+        if (out / "mutation.json").exists() else {}
     record = {"tool": f"mutmut {_version()}", "cap": args.cap, "seed": args.seed,
               "jobs": args.jobs, "commit": _commit(), "cpus": os.cpu_count(),
               "modules": {m: r for m, r in last.get("modules", {}).items() if m not in chosen}}
@@ -207,16 +209,16 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(f"{mod:20s} {killed}/{judged} killed ({killed / max(judged, 1):.1%}) of "
               f"{len(sample)} sampled from {len(names)}", flush=True)
-        save(record, t0, load0)  # after each module: a stopped run keeps what it measured
+        save(record, t0, load0, out)  # after each module: a stopped run keeps what it measured
     print(table(record), end="")
     return 0
 
 
-def save(record: dict, t0: float, load0: tuple) -> None:
+def save(record: dict, t0: float, load0: tuple, out: Path = OUT) -> None:
     record |= {"seconds": round(time.time() - t0, 1), "load_before": [round(x, 2) for x in load0],
                "load_after": [round(x, 2) for x in os.getloadavg()]}
-    (OUT / "mutation.json").write_text(json.dumps(record, indent=1) + "\n")
-    (OUT / "mutation.txt").write_text(table(record))
+    (out / "mutation.json").write_text(json.dumps(record, indent=1) + "\n")
+    (out / "mutation.txt").write_text(table(record))
 
 
 def _commit() -> str:
