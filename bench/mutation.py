@@ -40,7 +40,7 @@ MODULES = {
     "reward": ["tests/test_reward.py", CONTRACTS],
     "extract": ["tests/test_extract.py", CONTRACTS, MORE],
     "jacsyntax": ["tests/test_extract.py", "tests/test_reward.py", MORE],
-    "splits": ["tests/test_splits.py", CONTRACTS],
+    "splits": ["tests/test_splits.py", CONTRACTS, MORE],
     "jsonl": ["tests/test_jsonl.py", CONTRACTS],
     "report/seeds": ["tests/test_seeds.py", CONTRACTS],
     "train/grpo_compat": ["tests/test_train.py::test_advantage_variants_on_hand_made_groups",
