@@ -41,7 +41,7 @@ MODULES = {
     "extract": ["tests/test_extract.py", CONTRACTS, MORE],
     "jacsyntax": ["tests/test_extract.py", "tests/test_reward.py", MORE],
     "splits": ["tests/test_splits.py", CONTRACTS, MORE],
-    "jsonl": ["tests/test_jsonl.py", CONTRACTS],
+    "jsonl": ["tests/test_jsonl.py", CONTRACTS, MORE],
     "report/seeds": ["tests/test_seeds.py", CONTRACTS],
     "train/grpo_compat": ["tests/test_train.py::test_advantage_variants_on_hand_made_groups",
                           CONTRACTS],

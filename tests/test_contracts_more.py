@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import signal
+import warnings
 
 from conftest import ROOT
 
-from jacrl import jacsyntax, splits
+from jacrl import jacsyntax, jsonl, splits
 from jacrl.drivers import UNKNOWN_SOURCE
 from jacrl.extract import dedent
 from jacrl.tasks import meta, prompt_answer, read_tasks
@@ -190,3 +192,39 @@ def test_a_pool_of_five_from_one_family_is_flagged():
     s = splits.Splits(holdout=[_task("h", "x", "H")], valid=[], dropped=[], holdout_sources=["H"],
                       trainpool=[_task(f"p{i}", "x", f"P{i}") for i in range(5)])
     assert splits.check_splits(s) == ["rung 5 spans fewer than 2 families"]
+
+
+# -- JSON Lines (jacrl.jsonl) ------------------------------------------------------------------
+
+def test_write_and_append_make_missing_folders(tmp_path):
+    jsonl.write(tmp_path / "a" / "b" / "w.jsonl", [{"k": 1}])
+    jsonl.append(tmp_path / "c" / "d" / "a.jsonl", {"k": 2})
+    assert jsonl.read(tmp_path / "a" / "b" / "w.jsonl") == [{"k": 1}]
+    assert jsonl.read(tmp_path / "c" / "d" / "a.jsonl") == [{"k": 2}]
+
+
+def test_appending_after_a_whole_last_line_warns_of_nothing(tmp_path):
+    """append (`os.pread(fd, 1, size - 1)`: the file's last byte is the one checked)."""
+    path = tmp_path / "r.jsonl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in range(3):
+            jsonl.append(path, {"k": k})
+    assert path.read_text() == '{"k": 0}\n{"k": 1}\n{"k": 2}\n'
+
+
+def test_a_line_with_bytes_that_are_not_utf8_is_read_with_replacements(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b'{"k": "a\xffb"}\n')
+    assert jsonl.read(path) == [{"k": "a\ufffdb"}]
+
+
+def test_the_last_line_start_is_found_at_offset_one_of_a_long_file(tmp_path):
+    """last_line_start (`pos > 0`): a newline at offset 0 is found after a 64 KiB read."""
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"\n" + b"x" * (1 << 16))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert jsonl.last_line_start(fd, (1 << 16) + 1) == 1
+    finally:
+        os.close(fd)
