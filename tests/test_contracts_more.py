@@ -11,7 +11,7 @@ import warnings
 
 from conftest import ROOT
 
-from jacrl import jacsyntax, jsonl, splits
+from jacrl import jacsyntax, jsonl, provenance, splits
 from jacrl.drivers import UNKNOWN_SOURCE
 from jacrl.extract import dedent
 from jacrl.tasks import meta, prompt_answer, read_tasks
@@ -228,3 +228,47 @@ def test_the_last_line_start_is_found_at_offset_one_of_a_long_file(tmp_path):
         assert jsonl.last_line_start(fd, (1 << 16) + 1) == 1
     finally:
         os.close(fd)
+
+
+# -- provenance: is a row's adapter the one on disk / in another row? --------------------------
+
+def _row(key="", weights="", adapter="", code="", model="") -> dict:
+    return {"artifact": key, "provenance": {"adapter_weights_hash": weights,
+                                            "adapter_hash": adapter, "code_version": code,
+                                            "model_hash": model}}
+
+
+def test_rows_verdict_tells_same_noise_changed_and_unknown():
+    same = _row("k" * 20, "w1", "d1", "c1", "m1")
+    assert provenance.rows_verdict(same, dict(same)) == ""
+    assert provenance.rows_verdict({}, {"provenance": None}) == ""  # no adapter in either
+    assert provenance.rows_verdict(same, _row("k" * 20, "w2", "d2", "c1", "m1")) == \
+        provenance.NOISE
+    assert provenance.rows_verdict(same, _row("j" * 20, "w2", "d2", "c2", "m1")) == (
+        f"{provenance.CHANGED} (artifact key {'k' * 16} -> {'j' * 16}; code differs)")
+    assert provenance.rows_verdict(same, _row("j" * 20, "w2", "d2", "c2", "m2")) == (
+        f"{provenance.CHANGED} (artifact key {'k' * 16} -> {'j' * 16}; code differs; "
+        "base model differs)")
+    # a key change where neither record says what: no reasons
+    assert provenance.rows_verdict(_row("k" * 20, "w1"), _row("j" * 20, "w2")) == (
+        f"{provenance.CHANGED} (artifact key {'k' * 16} -> {'j' * 16})")
+    # a row without weights hashes: the same key rebuilt cannot be told from noise
+    assert provenance.rows_verdict(_row("k", "", "d1"), _row("k", "", "d2")) == \
+        provenance.UNKNOWN
+    assert provenance.rows_verdict(_row("k", "", "d1"), _row("k", "", "d1")) == ""
+    assert provenance.rows_verdict(_row("", "", "d1"), _row("", "", "d2")) == \
+        provenance.UNKNOWN
+    assert provenance.rows_verdict(_row("k", "", "d1"), _row("", "", "d2")) == (
+        "adapter changed (no artifact key to tell noise from changed inputs)")
+    # the same weights are the same adapter, whatever the dir hashes say
+    assert provenance.rows_verdict(_row("k", "w", "d1"), _row("k", "w", "d2")) == ""
+
+
+def test_adapter_key_is_the_manifests_key_or_empty(tmp_path):
+    assert provenance.adapter_key(None) == "" and provenance.adapter_key(tmp_path) == ""
+    (tmp_path / "manifest.json").write_text('{"key": "abc"}')
+    assert provenance.adapter_key(tmp_path) == "abc"
+    (tmp_path / "manifest.json").write_text('{"other": 1}')
+    assert provenance.adapter_key(str(tmp_path)) == ""
+    (tmp_path / "manifest.json").write_text("not json")
+    assert provenance.adapter_key(tmp_path) == ""
