@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         if (out / "mutation.json").exists() else {}
     record = {"tool": f"mutmut {_version()}", "cap": args.cap, "seed": args.seed,
               "jobs": args.jobs, "commit": _commit(), "cpus": os.cpu_count(),
-              "modules": {m: r for m, r in last.get("modules", {}).items() if m not in chosen}}
+              "modules": {m: {"commit": last.get("commit", "?"), **r}
+                          for m, r in last.get("modules", {}).items() if m not in chosen}}
     if args.retest and last.get("commit"):  # the run whose survivors these are
         record["first_run"] = last.get("first_run") or {
             k: last[k] for k in ("commit", "seconds", "load_before", "load_after")}
