@@ -34,13 +34,14 @@ MUTMUT = str(Path(sys.executable).parent / "mutmut")
 # Each module and the fast test files that exercise it: mutmut runs, for each mutant, those of
 # these tests that call the function it changed.
 CONTRACTS = "tests/test_contracts.py"
+MORE = "tests/test_contracts_more.py"
 MODULES = {
     "stats": ["tests/test_stats.py"],
     "reward": ["tests/test_reward.py", CONTRACTS],
-    "extract": ["tests/test_extract.py", CONTRACTS],
-    "jacsyntax": ["tests/test_extract.py", "tests/test_reward.py"],
-    "splits": ["tests/test_splits.py", CONTRACTS],
-    "jsonl": ["tests/test_jsonl.py", CONTRACTS],
+    "extract": ["tests/test_extract.py", CONTRACTS, MORE],
+    "jacsyntax": ["tests/test_extract.py", "tests/test_reward.py", MORE],
+    "splits": ["tests/test_splits.py", CONTRACTS, MORE],
+    "jsonl": ["tests/test_jsonl.py", CONTRACTS, MORE],
     "report/seeds": ["tests/test_seeds.py", CONTRACTS],
     "train/grpo_compat": [
         "tests/test_train.py::test_advantage_variants_on_hand_made_groups",
@@ -52,7 +53,42 @@ MODULES = {
         CONTRACTS,
         "tests/test_ladder_formats.py::test_a_hole_cell_keys_and_names_as_before",
     ],
+    "tasks": [
+        "tests/test_tasks.py::test_corpus_composition",
+        "tests/test_tasks.py::test_bad_drivers_are_rejected_and_nothing_is_written",
+        "tests/test_tasks.py::test_build_errors_name_the_real_cause",
+        "tests/test_timeouts.py::test_the_rule_and_the_stored_values",
+        MORE,
+    ],
+    "executor/client": [
+        "tests/test_executor.py::test_environment_is_minimal",
+        "tests/test_executor.py::test_nothing_leaks_between_jobs",
+        "tests/test_executor.py::test_dedup_cache_runs_identical_programs_once",
+        "tests/test_executor.py::test_timeouts_are_not_cached",
+        "tests/test_executor.py::test_server_death_is_an_error_then_recovers",
+        MORE,
+    ],
+    "executor/server": [MORE],
+    "provenance": [
+        "tests/test_evaluate.py::test_code_version_ignores_comments_and_docstrings",
+        "tests/test_evaluate.py::test_code_version_changes_with_the_code_of_a_listed_module",
+        "tests/test_evaluate.py::test_code_version_covers_the_result_modules",
+        "tests/test_report.py::test_a_row_matching_the_disk_is_fresh",
+        "tests/test_report.py::test_foreign_model_hash_and_changed_tasks_are_stale",
+        MORE,
+    ],
+    "evaluate": [
+        "tests/test_evaluate.py::test_grade_counts_known_completions",
+        "tests/test_evaluate.py::test_grade_deploy_is_not_an_oracle",
+        "tests/test_evaluate.py::test_grade_greedy_only",
+        "tests/test_evaluate.py::test_append_and_read_rows_roundtrip",
+        MORE,
+    ],
 }
+# Modules scored on some functions only: executor/server's judging. The rest of server.py runs
+# in the server process the client starts inside the sandbox (and in its zygote's forks), which
+# mutmut's switch does not reach: its mutants would count as survivors no test could kill there.
+FOCUS = {"executor/server": ("verdict", "_over_cpu")}
 # mutmut runs in a copy of the project per module (so editing the tree meanwhile changes
 # nothing) and mutates a copy of that in its mutants/ folder
 WORK = ROOT / "build" / "mutation"
@@ -75,6 +111,12 @@ PROBE = "jacrl.__mutation_list_only__"  # matches no mutant: generate them, run 
 def modules() -> dict[str, str]:
     """{module: its file}, in MODULES' order ('report/seeds' -> 'jacrl/report/seeds.py')."""
     return {m: f"jacrl/{m}.py" for m in MODULES}
+
+
+def focused(mod: str, name: str) -> bool:
+    """Whether mutant `name` is in `mod`'s FOCUS (every mutant where it has none)."""
+    funcs = FOCUS.get(mod)
+    return not funcs or name.rsplit(".", 1)[-1].split("__mutmut_")[0] in {f"x_{f}" for f in funcs}
 
 
 def work_config(mod: str) -> str:
@@ -139,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap", type=int, default=50, help="most mutants run per module")
     ap.add_argument("--seed", type=int, default=0, help="the sample's seed")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--out", type=Path, default=OUT, help="where mutation.json/.txt go")
     ap.add_argument(
         "--retest",
         action="store_true",
@@ -150,13 +193,13 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(chosen) - set(mods)
     if unknown:
         sys.exit(f"bench/mutation.py: not in MODULES: {sorted(unknown)}")
-    OUT.mkdir(parents=True, exist_ok=True)
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     equiv = equivalents()
     load0, t0 = os.getloadavg(), time.time()
+    # the modules not run now keep their last record (each says its commit)
     last = (
-        json.loads((OUT / "mutation.json").read_text())
-        if args.retest and (OUT / "mutation.json").exists()
-        else {}
+        json.loads((out / "mutation.json").read_text()) if (out / "mutation.json").exists() else {}
     )
     record = {
         "tool": f"mutmut {_version()}",
@@ -165,9 +208,13 @@ def main(argv: list[str] | None = None) -> int:
         "jobs": args.jobs,
         "commit": _commit(),
         "cpus": os.cpu_count(),
-        "modules": {m: r for m, r in last.get("modules", {}).items() if m not in chosen},
+        "modules": {
+            m: {"commit": last.get("commit", "?"), **r}
+            for m, r in last.get("modules", {}).items()
+            if m not in chosen
+        },
     }
-    if last.get("commit"):  # --retest: the run whose survivors these are
+    if args.retest and last.get("commit"):  # the run whose survivors these are
         record["first_run"] = last.get("first_run") or {
             k: last[k] for k in ("commit", "seconds", "load_before", "load_after")
         }
@@ -176,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(work / "mutation.log", "a") as log:
             if not args.retest:  # generate the mutants (no name matches: nothing runs)
                 mutmut(work, "run", "--max-children", str(args.jobs), PROBE, log=log)
-            names = sorted(verdicts(work, mods[mod]))
+            names = sorted(n for n in verdicts(work, mods[mod]) if focused(mod, n))
             if not names:
                 sys.exit(f"bench/mutation.py: no mutants of {mod}; see {log.name}")
             sample = (
@@ -197,9 +244,10 @@ def main(argv: list[str] | None = None) -> int:
         killed = sum(s in KILLED for s in status.values())
         survivors = sorted(n for n, s in status.items() if s not in KILLED and n not in equiv)
         judged = len(sample) - len(eq)
-        earlier = last.get("modules", {}).get(mod, {}).get("seconds", 0)
+        earlier = last.get("modules", {}).get(mod, {}).get("seconds", 0) if args.retest else 0
         record["modules"][mod] = {
             "tests": MODULES[mod],
+            "commit": record["commit"],
             "mutants": len(names),
             "sampled": len(sample),
             "killed": killed,
@@ -215,19 +263,19 @@ def main(argv: list[str] | None = None) -> int:
             f"{len(sample)} sampled from {len(names)}",
             flush=True,
         )
-        save(record, t0, load0)  # after each module: a stopped run keeps what it measured
+        save(record, t0, load0, out)  # after each module: a stopped run keeps what it measured
     print(table(record), end="")
     return 0
 
 
-def save(record: dict, t0: float, load0: tuple) -> None:
+def save(record: dict, t0: float, load0: tuple, out: Path = OUT) -> None:
     record |= {
         "seconds": round(time.time() - t0, 1),
         "load_before": [round(x, 2) for x in load0],
         "load_after": [round(x, 2) for x in os.getloadavg()],
     }
-    (OUT / "mutation.json").write_text(json.dumps(record, indent=1) + "\n")
-    (OUT / "mutation.txt").write_text(table(record))
+    (out / "mutation.json").write_text(json.dumps(record, indent=1) + "\n")
+    (out / "mutation.txt").write_text(table(record))
 
 
 def _commit() -> str:
@@ -250,17 +298,19 @@ def _version() -> str:
 def table(record: dict) -> str:
     """The per-module table (Markdown), as docs/mutation.md shows it."""
     lines = [
-        "| module | mutants | run | killed | equivalent | survived | score |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| module | mutants | run | killed | equivalent | survived | score | s | commit |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for mod, r in record["modules"].items():
         run = f"{r['sampled']}" + (" (sample)" if r["sampled"] < r["mutants"] else "")
         lines.append(
             f"| {mod} | {r['mutants']} | {run} | {r['killed']} | {r['equivalent']} | "
-            f"{r['survived']} | {100 * r['score']:.1f} % |"
+            f"{r['survived']} | {100 * r['score']:.1f} % | {r['seconds']:.0f} | "
+            f"{r.get('commit', record['commit'])} |"
         )
     lines.append(
-        f"\n{record['tool']}, commit {record['commit']}, {record['jobs']} jobs on "
+        f"\n{record['tool']}, last run at commit {record['commit']}, {record['jobs']} "
+        f"jobs on "
         f"{record['cpus']} CPUs, {record['seconds']:.0f} s, load average "
         f"{record['load_before'][0]} before / {record['load_after'][0]} after; sample "
         f"cap {record['cap']} per module, seed {record['seed']}."
