@@ -24,8 +24,10 @@ PLACEHOLDERS = {
 
 
 def anchor(heading: str) -> str:
-    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", lambda m: m.group(1) or "", heading)
+    """GitHub's anchor for a heading: lower case, punctuation dropped (an underscore inside a word
+    is kept, as GitHub keeps it; one that marks emphasis is not), spaces to hyphens."""
+    text = re.sub(r"(?<!\w)_([^_]+)_(?!\w)", r"\1", heading)
+    text = re.sub(r"[`*]|\[([^\]]*)\]\([^)]*\)", lambda m: m.group(1) or "", text)
     return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
 
 
