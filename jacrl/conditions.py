@@ -89,12 +89,12 @@ CONDITIONS: dict[str, Condition] = {
             "sft_grpo with the GRPO learning rate x10 and iterations x2 (the recipe's tuned arm)",
             TUNED,
         ),
-        Condition("raw_grpo", ("grpo",), "GRPO on the base model (control)"),
         Condition(
             "sft_dpo",
             ("sft", "dpo"),
             "DPO continuing the sft adapter, on pairs the verifier builds from its own samples",
         ),
+        Condition("raw_grpo", ("grpo",), "GRPO on the base model (control)"),
     )
 }
 DEFAULT_CONDITIONS = ("base", "sft", "sft_grpo", "raw_grpo")

@@ -19,7 +19,7 @@ from jacrl.project import project
 from jacrl.results import append_cell_rows
 
 POOL = sum(1 for ln in (ROOT / "data" / "splits" / "trainpool.jsonl").open() if ln.strip())
-CONDITIONS = "base, sft, sft_rft, star, sft_grpo, sft_grpo_tuned, raw_grpo"
+CONDITIONS = "base, sft, sft_rft, star, sft_grpo, sft_grpo_tuned, sft_dpo, raw_grpo"
 UNKNOWN_MODEL = (
     "unknown model 'nonexistent-model': not a directory and not a name in "
     "models/registry.toml (known: jac-tiny)"

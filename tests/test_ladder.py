@@ -106,6 +106,7 @@ def test_conditions_are_data_in_one_place():
         "sft_rft",
         "sft_grpo",
         "sft_grpo_tuned",
+        "sft_dpo",
     ]
     for bad in (
         (("grpo", "sft"), {}),
@@ -264,7 +265,14 @@ def test_reward_formula_keys_grading_cells_only(data_dir, tmp_path, monkeypatch,
     """`JACRL_REWARD_FORMULA=additive jacrl ladder plan` re-keys the cells with a stage that
     grades samples (GRPO, RFT, STaR) and sft, whose mem temperature GRPO's calibration picks by
     that reward; never base."""
-    assert set(GRADING_CONDITIONS) == {"sft_grpo", "raw_grpo", "sft_grpo_tuned", "sft_rft", "star"}
+    assert set(GRADING_CONDITIONS) == {
+        "sft_grpo",
+        "raw_grpo",
+        "sft_grpo_tuned",
+        "sft_rft",
+        "star",
+        "sft_dpo",
+    }
     argv = [
         "ladder",
         "plan",
