@@ -63,3 +63,23 @@ def test_a_verdict_from_the_cache_says_so(executor):
     again = executor.run(src)
     assert not first.cached and again.cached and again.seconds == 0.0
     assert again.stdout == first.stdout == "cache me 7\n"
+
+
+def test_an_unsandboxed_server_keeps_the_hash_seed_it_is_given():
+    """_Server without namespaces: hash_seed reaches the server as PYTHONHASHSEED, so its
+    programs' string hashes are Python's under that seed (set order fixed per seed)."""
+    import subprocess
+
+    src = 'with entry { print(hash("jacrl")); }'
+    want = subprocess.run(
+        [sys.executable, "-c", 'print(hash("jacrl"))'],
+        env={"PYTHONHASHSEED": "5"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    with pytest.warns(UserWarning, match="rlimits-only"):
+        with Executor(
+            isolation="rlimits-only", allow_unsandboxed=True, cache_size=0, hash_seed=5
+        ) as ex:
+            assert ex.run(src).stdout == want
