@@ -82,3 +82,78 @@ def test_a_rebuild_verdict_reads_the_artifact_dir(tmp_path):
         json.dumps({"key": "k3", "base_model": {"files": {"w": "2"}}})
     )
     assert P.rebuild_verdict(was, old).endswith("; base model differs)")
+
+
+def test_a_rebuild_without_a_recorded_model_hash_does_not_call_the_model_changed(tmp_path):
+    """_identity: a row that recorded no model hash has none ("", not a value that differs
+    from every real one), so only the code is named as differing."""
+    other = _artifact(tmp_path, "k2", code="c2")
+    got = P.rebuild_verdict({"artifact": "k1", "provenance": {"code_version": "c1"}}, other)
+    assert got.endswith("k1 -> k2; code differs)")
+
+
+def test_rows_without_a_key_and_one_weights_hash_are_unknown():
+    """rows_verdict: when either row lacks adapter_weights_hash and the dirs differ, the
+    verdict is UNKNOWN, also for rows without an artifact key."""
+    a = {"provenance": {"adapter_hash": "d1", "adapter_weights_hash": "w1"}}
+    b = {"provenance": {"adapter_hash": "d2"}}
+    assert P.rows_verdict(a, b) == P.rows_verdict(b, a) == P.UNKNOWN
+
+
+def test_git_commit_reads_head_a_ref_or_packed_refs(tmp_path):
+    """git_commit: a detached HEAD is the commit; a ref is read from its file, else from
+    packed-refs; no .git is ""."""
+    git = tmp_path / ".git"
+    (git / "refs" / "heads").mkdir(parents=True)
+    (git / "HEAD").write_text("abc123\n")
+    assert P.git_commit(tmp_path) == "abc123"
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "packed-refs").write_text("# pack-refs\ndef456 refs/heads/main\n")
+    assert P.git_commit(tmp_path) == "def456"
+    (git / "refs" / "heads" / "main").write_text("fed789\n")
+    assert P.git_commit(tmp_path) == "fed789"
+    assert P.git_commit(tmp_path / "none") == ""
+
+
+def test_the_sources_a_module_imports_transitively(tmp_path):
+    """imported_sources: the root's file and every allowed jacrl module it imports (`import
+    jacrl.x` and `from jacrl.x import y`), transitively, each once (an import cycle ends);
+    a whole package (executor) counts every file; names that are no module, modules not
+    allowed and other packages are passed over, not a stop."""
+    pkg = tmp_path / "jacrl"
+    (pkg / "executor").mkdir(parents=True)
+    files = {
+        "a.py": "import os\nfrom jacrl.b import f\nfrom jacrl import executor\n",
+        "b.py": "from jacrl.zzz import q\nfrom jacrl.a import g\nimport jacrl.c\n",
+        "c.py": "x = 1\n",
+        "zzz.py": "q = 1\n",
+        "executor/__init__.py": "",
+        "executor/w.py": "",
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    got = P.imported_sources(["jacrl.a"], pkg, ("a", "b", "c", "executor"))
+    assert [p.relative_to(pkg).as_posix() for p in got] == [
+        "a.py",
+        "b.py",
+        "c.py",
+        "executor/__init__.py",
+        "executor/w.py",
+    ]
+    # roots are taken last first: a name that is no module, then a whole package, then c
+    got = P.imported_sources(
+        ["jacrl.c", "jacrl.executor", "jacrl.b.f"], pkg, ("b", "c", "executor")
+    )
+    assert [p.name for p in got] == ["c.py", "__init__.py", "w.py"]
+
+
+def test_a_syntax_error_in_hashed_code_names_its_file(tmp_path):
+    """code_hash: a source that does not parse raises SyntaxError naming the file."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f(:\n")
+    try:
+        P.code_hash(bad)
+    except SyntaxError as e:
+        assert e.filename == str(bad)
+    else:
+        raise AssertionError("no SyntaxError")

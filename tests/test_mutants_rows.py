@@ -106,3 +106,25 @@ def test_a_model_path_is_labelled_by_its_directorys_name(model, label):
     """model_label: a path (not a registry name) is labelled by its last part, characters
     outside [A-Za-z0-9_.-] made '-'; nothing left is 'model'."""
     assert model_label(model) == label
+
+
+def test_appending_after_a_whole_last_line_warns_of_nothing(tmp_path):
+    """append_row: a file whose last line ends in a newline is appended to as it is (no torn
+    line to drop, no warning)."""
+    import warnings
+
+    path = tmp_path / "rows.jsonl"
+    results.append_row(path, {"a": 1})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        results.append_row(path, {"a": 2})
+    assert path.read_text() == '{"a": 1}\n{"a": 2}\n'
+
+
+def test_a_rows_summary_names_each_figure_and_best_of_k():
+    """format_row: the table's labels (avg osim among them), and best-of-k's line when the
+    row has one."""
+    b = {"k": 4, "deploy_pct": 50.0, "coverage_pct": 75.0, "oracle_pct": 75.0}
+    text = format_row(_row(bestofk=b))
+    assert "  avg osim " in text and "  truncated " in text
+    assert "best-of-4 deploy" in text and "50.0%  (coverage 75.0%, oracle 75.0%)" in text
