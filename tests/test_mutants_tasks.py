@@ -10,7 +10,7 @@ from conftest import ROOT
 
 from jacrl.drivers import parse_driver
 from jacrl.executor.client import Verdict
-from jacrl.tasks import answer_json, failure, meta, read_tasks
+from jacrl.tasks import TIMEOUT, TIMEOUT_STEPS, answer_json, failure, meta, read_tasks, validate
 
 
 def _failed(stderr: str, status: str = "runtime_error", code: int | None = 1) -> Verdict:
@@ -57,3 +57,18 @@ def test_a_failure_is_its_exception_line_or_its_exit_code():
     )
     assert failure(_failed("✖ Error: bad thing\n  --> /tmp/p.jac:4:2\n")) == (4, "bad thing")
     assert failure(_failed("", "timeout", None)) == (None, "timeout")
+
+
+def test_read_tasks_defaults_to_the_projects_tasks_file():
+    """read_tasks(): the project's data/tasks.jsonl."""
+    assert read_tasks() == read_tasks(ROOT / "data" / "tasks.jsonl")
+
+
+def test_a_fixed_timeout_is_the_cap_and_otherwise_a_step_of_the_rule(executor):
+    """validate(fixed_timeout=True): every task's time-out is TIMEOUT; without it, a step of
+    TIMEOUT_STEPS from the gold's CPU time (a quick driver: below the cap)."""
+    d = parse_driver(sorted((ROOT / "drivers").glob("*.jac"))[0])
+    fixed = validate([d], (executor, executor), fixed_timeout=True)
+    assert fixed.failures == [] and meta(fixed.built[0])["timeout"] == TIMEOUT
+    ruled = validate([d], (executor, executor))
+    assert meta(ruled.built[0])["timeout"] in TIMEOUT_STEPS[:-1]
