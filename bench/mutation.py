@@ -225,10 +225,10 @@ def main(argv: list[str] | None = None) -> int:
         "jobs": args.jobs,
         "commit": _commit(),
         "cpus": os.cpu_count(),
+        # every module keeps its last record until it is run again: a run stopped before it
+        # leaves it as it was
         "modules": {
-            m: {"commit": last.get("commit", "?"), **r}
-            for m, r in last.get("modules", {}).items()
-            if m not in chosen
+            m: {"commit": last.get("commit", "?"), **r} for m, r in last.get("modules", {}).items()
         },
     }
     if args.retest and last.get("commit"):  # the run whose survivors these are
