@@ -1,0 +1,262 @@
+"""Contracts of the GRPO hook and loss (jacrl.train.grpo_compat, jacrl.train.grpo_loss) that
+mutants of bench/mutation.py survived (docs/mutation.md): what each rollout row and step record
+says, dynamic sampling's batch, the trainer's batches, and the loss's fallback to mlx-lm-lora's."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import types
+
+import mlx.core as mx
+import pytest
+
+from jacrl.reward import Scored
+from jacrl.train import grpo_compat, grpo_loss
+from jacrl.train.grpo_compat import _Batches, _Group, _StepLog, fill_batch
+from jacrl.train.mlx_compat import MetricsLog
+
+
+def _scored(task_id: str, score: float, tier: str = "runs") -> Scored:
+    return Scored(task_id, score, tier, f"body {task_id}", 0.5, 0.5, None, f"why {task_id}")
+
+
+def _group(name: str, rewards, tokens=None) -> _Group:
+    tokens = tokens or [[7, 8]] * len(rewards)
+    return _Group(
+        entry=(name, f"a {name}", f"s {name}", f"t {name}", None),
+        completions=[mx.array(t) for t in tokens],
+        texts=[f"{name} {i}" for i in range(len(rewards))],
+        scored=[_scored(name, r, "exact" if r == 1.0 else "runs") for r in rewards],
+    )
+
+
+# -- the step log: rollouts.jsonl and the step records of metrics.jsonl ------------------------
+
+
+def test_a_steps_rollout_rows_and_record(tmp_path):
+    """_StepLog (rewarded, _rows, close_step): step numbers start at 1, every rollout row names
+    its step, reward, advantage (rounded), truncation (at max_tokens without an EOS) and whether
+    it was discarded (discarded groups too, group None, advantage 0); the step record sums the
+    draw exactly: reward seconds are the draw's plus the advantages', times rounded to 4 places."""
+    metrics = MetricsLog(tmp_path / "metrics.jsonl", "grpo")
+    log = _StepLog(tmp_path / "rollouts.jsonl", metrics, max_tokens=3, eos={0})
+    assert (log.step, log.kept, log.discarded, log.pending) == (0, [], [], None)
+    kept = [
+        _group("p0", [1.0, 0.2], tokens=[[5, 6, 7], [5, 0]]),  # truncated, then ended by EOS
+        _group("p1", [0.5, 0.5], tokens=[[5, 6, 0], [5]]),  # 3 tokens ending in EOS: whole
+    ]
+    log.drawn(kept, [_group("p2", [0.3, 0.3])], draws=2, gen_s=1.234567, reward_s=0.5)
+    log.rewarded([0.4, -0.4000004, 0.0, 0.0], skipped=0.5, seconds=0.25, kind="mean")
+    rows = [json.loads(ln) for ln in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1] * 6
+    assert [r["group"] for r in rows] == [0, 0, 1, 1, None, None]
+    assert [r["reward"] for r in rows] == [1.0, 0.2, 0.5, 0.5, 0.3, 0.3]
+    assert [r["advantage"] for r in rows] == [0.4, -0.4, 0.0, 0.0, 0.0, 0.0]
+    assert [r["truncated"] for r in rows] == [True, False, False, False, False, False]
+    assert [r["discarded"] for r in rows] == [False] * 4 + [True] * 2
+    assert rows[4]["task_id"] == "p2" and rows[4]["completion"] == "p2 0"
+    assert rows[0]["body"] == "body p0" and rows[0]["reason"] == "why p0"
+    assert rows[0]["tier"] == "exact" and rows[0]["tokens"] == 3
+
+    at = log.pending["t_rewarded"] + 1.23456789
+    log.close_step(at)
+    assert log.pending is None
+    rec = {k: v for k, v in metrics.steps[-1].items() if k not in ("event", "stage", "time")}
+    assert rec == {
+        "step": 1,
+        "advantage": "mean",
+        "generation_s": 1.2346,
+        "reward_s": 0.75,
+        "reward_mean": 0.55,
+        "exact": 1,
+        "rollouts": 4,
+        "draws": 2,
+        "groups_drawn": 3,
+        "groups_kept": 1,
+        "groups_skipped": 0.6667,
+        "rollouts_discarded": 2,
+        "truncated": 0.25,
+        "update_s": 1.2346,
+    }
+    log.close_step()  # nothing pending: no second record
+    assert len(metrics.steps) == 1
+
+
+def test_validation_passes_its_arguments_and_ends_the_step_first(tmp_path):
+    """_StepLog.validation: the trainer's evaluate gets every argument (keywords too), runs with
+    `validating` set (its rollouts pass through the hooks), and the pending step is closed
+    before it (validation is not that step's update)."""
+    metrics = MetricsLog(tmp_path / "metrics.jsonl", "grpo")
+    log = _StepLog(tmp_path / "rollouts.jsonl", metrics, max_tokens=8, eos={0})
+    log.drawn([_group("p0", [1.0, 0.0])], [], 1, 0.1, 0.1)
+    log.rewarded([0.5, -0.5], 0.0, 0.0, "mean")
+    seen = []
+
+    def evaluate(*args, **kw):
+        seen.append((args, kw, log.validating, len(metrics.steps)))
+        return "val"
+
+    assert log.validation(evaluate)(1, 2, batch_size=3) == "val"
+    assert seen == [((1, 2), {"batch_size": 3}, True, 1)]
+    assert log.validating is False
+
+
+# -- drawing groups, dynamic sampling ---------------------------------------------------------
+
+
+class _Rewards:
+    """A reward function as grpo_hooks gets one: called on the texts, its Scored in `.last`."""
+
+    def __call__(self, prompts, completions, answer, types):
+        self.last = [
+            _scored(p, float(len(c) % 3) / 2) for p, c in zip(prompts, completions, strict=True)
+        ]
+        return [s.score for s in self.last]
+
+
+def test_a_draw_times_its_generation_and_groups_by_prompt():
+    """_draw_groups: the generation's seconds are added to clock[0] (never subtracted), the
+    reward's to clock[1], and the rollouts are grouped by the prompt they came from."""
+
+    def generate(prompt_tokens, **_):
+        t = time.perf_counter()
+        while time.perf_counter() - t < 0.002:  # a generation that takes >= 2 ms
+            pass
+        idx = [0, 0, 1, 1]
+        return [mx.array([i]) for i in range(4)], ["a", "bb", "ccc", "dddd"], idx
+
+    batch = ([[1], [2]], [[3], [4]], ["p0", "p1"], ["t0", "t1"], None)
+    clock = [1.0, 1.0]
+    groups = grpo_compat._draw_groups(generate, _Rewards(), batch, {}, clock)
+    assert clock[0] >= 1.002 and clock[1] >= 1.0
+    assert [g.texts for g in groups] == [["a", "bb"], ["ccc", "dddd"]]
+    assert [g.entry[2] for g in groups] == ["p0", "p1"]
+    assert [g.rewards for g in groups] == [[0.5, 1.0], [0.0, 0.5]]
+
+
+def test_fill_batch_keeps_groups_with_signal_and_fills_from_the_latest():
+    """fill_batch: groups with signal are kept up to `need`, the rest passed over; short at
+    the cap, the latest groups drawn fill the batch."""
+    draws = iter([[_group("a", [1, 1]), _group("b", [0, 1])], [_group("c", [0.2, 0.9])]])
+    kept, passed, n = fill_batch(lambda: next(draws), 2, 0.0, 5)
+    assert [g.entry[0] for g in kept] == ["b", "c"] and [g.entry[0] for g in passed] == ["a"]
+    assert n == 2
+    draws = iter([[_group("a", [1, 1]), _group("b", [0, 1]), _group("d", [2, 2])]])
+    kept, passed, n = fill_batch(lambda: next(draws), 2, 0.0, 1)
+    assert [g.entry[0] for g in kept] == ["b", "d"] and [g.entry[0] for g in passed] == ["a"]
+    assert n == 1
+
+
+def test_dynamic_sampling_rewrites_the_trainers_batch_in_place():
+    """_fill_in_place: the trainer's batch first, then further batches of `batches.source`
+    until as many groups with signal as the batch had prompts; the batch then holds their
+    entries (a None part stays None)."""
+    rewards = {"p0": [1, 1], "p1": [0, 1], "p2": [0, 0.5], "p3": [1, 1]}
+
+    def draw(b):
+        return [_group(name, rewards[name]) for name in b[0]]
+
+    batch = (["p0", "p1"], ["a p0", "a p1"], ["s p0", "s p1"], ["t p0", "t p1"], None)
+    nxt = (["p2", "p3"], ["a p2", "a p3"], ["s p2", "s p3"], ["t p2", "t p3"], None)
+    batches = types.SimpleNamespace(source=iter([nxt]))
+    kept, discarded, n = grpo_compat._fill_in_place(batch, batches, draw, 0.0, 3)
+    assert [g.entry[0] for g in kept] == ["p1", "p2"] and n == 2
+    assert [g.entry[0] for g in discarded] == ["p0", "p3"]
+    assert batch[:4] == (["p1", "p2"], ["a p1", "a p2"], ["s p1", "s p2"], ["t p1", "t p2"])
+    assert batch[4] is None
+
+
+def test_training_batches_repeat_and_are_remembered():
+    """_Batches: a training iteration goes on past one epoch (mlx-lm-lora's train=True), and
+    the batch just handed out and its iterator are remembered for dynamic sampling."""
+    data = [([1, 2], [3], "p0", "a0"), ([4], [5], "p1", "a1")]
+    batches = _Batches()
+    it = batches(data, 1, 16, train=True)
+    got = [next(it) for _ in range(5)]  # more than the 2 batches of one epoch
+    assert batches.current is got[-1] and batches.source is not None
+    assert len(list(_Batches()(data, 1, 16, train=False))) == 2
+
+
+def test_the_quiet_progress_bar_drops_only_the_clipping_line():
+    """_quiet_tqdm: its `write` drops lines starting with `Clipping:` and keeps the others,
+    joined by newlines as they were."""
+    from tqdm import tqdm
+
+    out = io.StringIO()
+    grpo_compat._quiet_tqdm(tqdm).write("Iter 1: loss 0.5\nClipping: 0.1\nclipping: kept", file=out)
+    assert out.getvalue() == "Iter 1: loss 0.5\nclipping: kept\n"
+
+
+# -- the loss: its fallback is mlx-lm-lora's own, every argument passed ----------------------
+
+
+@pytest.fixture(scope="module")
+def fallback(tiny, tmp_path_factory):
+    """A policy (LoRA, moved off its reference) that makes its own caches: shared_prompt_loss
+    must fall back to mlx-lm-lora's grpo_loss for it."""
+    from mlx.utils import tree_map
+
+    from jacrl.config import GRPOConfig
+    from jacrl.models import resolve
+    from jacrl.train.mlx_compat import lora_model
+    from jacrl.train.reference import frozen_view
+
+    policy, tok, _ = lora_model(
+        resolve(tiny),
+        GRPOConfig(lora_layers=1, grad_checkpoint=False),
+        tmp_path_factory.mktemp("fb"),
+    )
+    ref = frozen_view(policy)
+    mx.random.seed(2)
+    policy.update(
+        tree_map(lambda a: a + 0.05 * mx.random.normal(a.shape), policy.trainable_parameters())
+    )
+    prompts = [tok.encode("def add(a: int, b: int) -> int {"), tok.encode("walker W {")]
+    completions = [mx.array(tok.encode(t)) for t in ("return a + b;", "}", "has n: int;", "x")]
+    return policy, ref, (prompts, [[1], [1]], ["p0", "p1"], ["a0", "a1"], None), completions
+
+
+def test_the_fallback_is_mlx_lm_loras_loss_with_every_argument(fallback, monkeypatch):
+    """shared_prompt_loss on a model that makes its own caches returns mlx-lm-lora's grpo_loss
+    for the same arguments: the reference (KL), epsilons, sampling level, loss type and reward
+    metrics all reach it, also before shared_prompt_groups ever ran (nothing saved yet)."""
+    from mlx_lm_lora.trainer.grpo_trainer import grpo_loss as theirs
+
+    policy, ref, batch, completions = fallback
+    # a model-made cache: the shared prompt does not apply (removed again after the test)
+    monkeypatch.setattr(policy, "make_cache", lambda: None, raising=False)
+    assert not grpo_loss.shares_prompt(policy)
+    monkeypatch.setattr(grpo_loss, "_ORIGINAL", {})
+    args = (policy, ref, batch, completions, ["t"] * 4, [0, 0, 1, 1], mx.array([0.5, -0.5, 1, -1]))
+    kw = dict(
+        reward_metrics={"reward_mean": mx.array(0.25)},
+        beta=0.1,
+        epsilon=0.2,
+        epsilon_high=0.3,
+        max_tokens=4,
+        importance_sampling_level="sequence",
+        grpo_loss_type="dr_grpo",
+    )
+    l0, n0, m0 = theirs(*args, **kw)
+    l1, n1, m1 = grpo_loss.shared_prompt_loss(*args, **kw)
+    assert m0["kl"].item() > 0  # the reference is a different model: KL is not zero
+    assert (l1.item(), n1.item()) == (l0.item(), n0.item())
+    assert {k: v.item() for k, v in m1.items()} == {k: v.item() for k, v in m0.items()}
+    assert m1["reward_mean"].item() == 0.25
+
+
+def test_a_groups_width_is_its_longest_completion(fallback):
+    """_group_logps: W is the longest completion (rounded up to a bucket only past 128 tokens),
+    so one-token completions give one column, and their log-probs are the full model's."""
+    from mlx_lm_lora.trainer.grpo_trainer import _select_token_logps
+
+    policy, _, batch, _ = fallback
+    assert grpo_loss.shares_prompt(policy)
+    prompt, done = batch[0][0], [mx.array([5]), mx.array([9])]
+    logps, mask = grpo_loss._group_logps(policy, prompt, done)
+    assert logps.shape == (2, 1) and mask.tolist() == [[True], [True]]
+    full = policy(mx.array(prompt)[None])[:, -1:]
+    want = _select_token_logps(mx.repeat(full, 2, axis=0), mx.array([[5], [9]]), mask)
+    assert mx.allclose(logps, want, atol=1e-4).item()
