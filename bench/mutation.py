@@ -62,6 +62,7 @@ MODULES = {
         "tests/test_cell_keys.py",
         "tests/test_stages.py::test_a_key_holds_only_the_code_its_stage_imports",
         "tests/test_stages.py::test_a_cells_code_is_its_stages_and_its_evaluations",
+        "tests/test_mutants_plan.py",
     ],
     "tasks": [
         "tests/test_tasks.py::test_corpus_composition",
