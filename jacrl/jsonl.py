@@ -17,6 +17,10 @@ import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+# a warning names the caller's line: the first frame outside this file (a fixed stacklevel
+# would point here when a wrapper, or mutmut's trampoline, adds a frame)
+_HERE = (__file__,)
+
 
 class JSONLError(ValueError):
     """A line that is not a JSON object and not a torn last line (message: file:line: why)."""
@@ -76,7 +80,8 @@ def append(path: str | os.PathLike, record: Mapping) -> None:
                 data = b"\n" + data
             else:
                 warnings.warn(
-                    f"{path}: dropped a torn last line ({size - start} bytes)", stacklevel=2
+                    f"{path}: dropped a torn last line ({size - start} bytes)",
+                    skip_file_prefixes=_HERE,
                 )
                 os.ftruncate(fd, start)
         written = os.write(fd, data)
@@ -101,7 +106,7 @@ def read(path: str | os.PathLike) -> list[dict]:
             rec = json.loads(line)
         except ValueError as e:
             if i == len(lines):  # no newline after it: a write cut short by a crash
-                warnings.warn(f"{path}:{i}: skipped a torn last line", stacklevel=2)
+                warnings.warn(f"{path}:{i}: skipped a torn last line", skip_file_prefixes=_HERE)
                 continue
             raise JSONLError(f"{path}:{i}: not JSON ({e.msg})") from None
         if not isinstance(rec, dict):

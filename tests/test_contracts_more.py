@@ -9,11 +9,12 @@ import os
 import signal
 import warnings
 
+import pytest
 from conftest import ROOT
 
 from jacrl import jacsyntax, jsonl, provenance, splits
 from jacrl.drivers import UNKNOWN_SOURCE
-from jacrl.extract import dedent
+from jacrl.extract import HOLE_TOKEN, Unit, answer_text, code_blocks, dedent, extract_body, splice
 from jacrl.tasks import meta, prompt_answer, read_tasks
 
 # -- the extractor ---------------------------------------------------------------------------
@@ -27,6 +28,42 @@ def test_two_brackets_opened_on_one_line_are_two_levels_for_dedent():
     assert dedent(body) == body
     # with a line back at depth 0 the later lines are cut to their own margin
     assert dedent("x = f(g(1))\n    y = 2\n    z = 3") == "x = f(g(1))\ny = 2\nz = 3"
+
+
+def test_a_stray_closer_closes_one_bracket_for_dedent():
+    """jacrl.extract._line_depths (`depth - 2` at a closer): `f((a),` leaves the next lines one
+    level deep, so they are arguments, not statements, and nothing is cut."""
+    body = "x = f((a),\n        1,\n        2)"
+    assert dedent(body) == body
+
+
+def test_everything_up_to_the_last_think_close_is_thinking():
+    """answer_text (`find` for `rfind`): a prompt that opened <think> leaves the completion's
+    thinking up to its last </think>, however many the thinking names."""
+    text = "I might write </think> here.\nStill thinking.</think>\n```jac\nreturn 1;\n```"
+    assert answer_text(text) == "\n```jac\nreturn 1;\n```"
+
+
+def test_a_backtick_fence_with_a_backtick_in_its_info_is_not_a_fence_a_tilde_one_is():
+    """code_blocks (CommonMark: a backtick fence's info string has no backtick)."""
+    assert code_blocks("``` a`b\nx = 1;\n```jac\ny = 2;\n```") == ["y = 2;\n"]
+    assert code_blocks("~~~ a`b\nx = 1;\n~~~") == ["x = 1;\n"]
+
+
+def test_a_whole_unit_with_a_braced_decorator_is_unwrapped_at_its_own_brace():
+    """extract_body (`mask.find("{", m.end())`): the brace after `def`, not one in a decorator."""
+    unit = Unit("def", "f", "def f() -> int", (), "", "")
+    completion = "```jac\n@cache({})\ndef g() -> int {\n    return 1;\n}\n```"
+    assert extract_body(completion, unit) == "return 1;"
+
+
+def test_splice_says_how_many_hole_lines_a_bad_template_has():
+    with pytest.raises(
+        ValueError, match=f"^template must have exactly one {HOLE_TOKEN} line, has 2$"
+    ):
+        splice(f"a\n{HOLE_TOKEN}\n{HOLE_TOKEN}\n", "x = 1;")
+    with pytest.raises(ValueError, match=" line, has 0$"):
+        splice("a\n", "x = 1;")
 
 
 # -- the executor server's judging (its verdict code runs in the collector, outside the zygote) --
@@ -151,6 +188,14 @@ def test_a_position_after_every_brace_is_inside_nothing():
     assert jacsyntax.enclosing_names("a { b c", {2: "a"}, [6, 1], 3) == [("a",), ()]
 
 
+def test_enclosing_blocks_of_positions_at_inside_and_after_braces():
+    """enclosing_many (`j <= len(braces)`, `braces[j] <= p`): a position at a `{` is not inside
+    its block, one after it is, one past every brace is inside nothing."""
+    mask = "a { b } c { {"
+    got = jacsyntax.enclosing_many(mask, [2, 4, 8, 13, 11])
+    assert got == [[], [2], [], [10, 12], [10]]
+
+
 # -- the splits (jacrl.splits) ---------------------------------------------------------------
 
 
@@ -230,6 +275,44 @@ def test_a_pool_of_five_from_one_family_is_flagged():
     assert splits.check_splits(s) == ["rung 5 spans fewer than 2 families"]
 
 
+def test_a_pool_whose_first_five_span_two_families_passes():
+    """check_splits (`< 2` families in rung 5, not `< 3`)."""
+    s = splits.Splits(
+        holdout=[_task("h", "x", "H"), _task("i", "y", "H")],
+        valid=[],
+        dropped=[],
+        holdout_sources=["H"],
+        trainpool=[_task(f"p{i}", "xy"[i % 2], f"P{i}") for i in range(5)],
+    )
+    assert splits.check_splits(s) == []
+
+
+def test_the_report_names_each_rung_and_every_problem():
+    """report: one line per rung that fits, by its number; the self-check joins every problem."""
+    s = splits.Splits(
+        holdout=[_task("p0", "x", "P0")],  # also in the train pool: a leak
+        valid=[],
+        dropped=[],
+        holdout_sources=["P0"],
+        trainpool=[_task(f"p{i}", "x", f"P{i}") for i in range(5)],
+    )
+    problems = splits.check_splits(s)
+    text = splits.report(s)
+    assert len(problems) >= 2 and text.endswith("self-check: " + "; ".join(problems))
+    assert "rung   1: x 1" in text and "rung   5: x 5" in text
+
+
+def test_the_default_data_dir_is_the_projects(tmp_path):
+    """load_split with no data dir reads the project's data/splits; write_splits makes every
+    missing folder of its own."""
+    assert splits.load_split("holdout") == splits.load_split("holdout", ROOT / "data")
+    s = splits.make_splits(read_tasks(ROOT / "data" / "tasks.jsonl"))
+    splits.write_splits(s, tmp_path / "new" / "data")
+    assert splits.load_split("valid", tmp_path / "new" / "data") == [
+        prompt_answer(t) for t in s.valid
+    ]
+
+
 # -- JSON Lines (jacrl.jsonl) ------------------------------------------------------------------
 
 
@@ -265,6 +348,39 @@ def test_the_last_line_start_is_found_at_offset_one_of_a_long_file(tmp_path):
         assert jsonl.last_line_start(fd, (1 << 16) + 1) == 1
     finally:
         os.close(fd)
+
+
+def test_a_torn_line_warning_names_the_callers_line(tmp_path):
+    """append and read warn of a torn last line at the line that called them (not in jsonl.py)."""
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"k": 1}\n{"k": ')
+    with pytest.warns(UserWarning, match="skipped a torn last line") as rec:
+        assert jsonl.read(path) == [{"k": 1}]
+    assert rec[0].filename == __file__
+    with pytest.warns(UserWarning, match="dropped a torn last line") as rec:
+        jsonl.append(path, {"k": 2})
+    assert rec[0].filename == __file__ and jsonl.read(path) == [{"k": 1}, {"k": 2}]
+
+
+def test_records_are_written_as_utf8_whatever_the_locale(tmp_path):
+    """write: the file is UTF-8 even where the locale's encoding is ASCII (a bare container
+    with LC_ALL=C and neither locale coercion nor UTF-8 mode)."""
+    import subprocess
+    import sys
+
+    import jacrl
+
+    path = tmp_path / "w.jsonl"
+    code = "import sys; from jacrl import jsonl; jsonl.write(sys.argv[1], [{'name': 'Jos\\u00e9'}])"
+    env = {
+        **os.environ,
+        "LC_ALL": "C",
+        "PYTHONCOERCECLOCALE": "0",
+        "PYTHONUTF8": "0",
+        "PYTHONPATH": os.path.dirname(os.path.dirname(jacrl.__file__)),
+    }
+    subprocess.run([sys.executable, "-X", "utf8=0", "-c", code, str(path)], env=env, check=True)
+    assert path.read_bytes() == '{"name": "José"}\n'.encode()
 
 
 # -- provenance: is a row's adapter the one on disk / in another row? --------------------------

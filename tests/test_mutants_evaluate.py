@@ -4,6 +4,8 @@ its BLAS record, and no tasks refused. One real task, the embedded model, a shor
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import ROOT
 
@@ -44,3 +46,36 @@ def test_a_greedy_evaluation_has_temperature_0_and_no_tasks_is_refused(tiny, one
     assert (row["n"], row["temperature"]) == (0, 0.0)
     with pytest.raises(ValueError, match="^no tasks to evaluate$"):
         ev.evaluate(tiny, None, [], cfg)
+
+
+def test_percentages_keep_two_decimals_and_none_of_nothing():
+    assert ev._pct(1, 3) == 33.33 and ev._pct(2, 3) == 66.67 and ev._pct(5, 0) == 0.0
+
+
+def test_a_tasks_family_is_its_own_or_its_ids_first_word():
+    assert ev.family_of({"meta": {"id": "loop_sum_3", "family": "walkers"}}) == "walkers"
+    assert ev.family_of({"meta": {"id": "loop_sum_3", "family": ""}}) == "loop"
+    assert ev.family_of({"answer": json.dumps({"id": "graph_bfs"})}) == "graph"
+
+
+def test_grading_no_tasks_gives_zeros_not_an_error():
+    m = ev.grade([], [], k=(1,))
+    assert (m["tasks"], m["pass1_pct"], m["avg_osim"], m["avg_idiom"]) == (0, 0.0, 0.0, 0.0)
+    assert m["bestofk"] is None and m["pass_at_k"] == {}
+
+
+def test_one_sample_per_task_is_a_best_of_one(harness_tasks):
+    """n = 1: best-of-k is reported with k = 1 (it is only absent without samples)."""
+    task = harness_tasks[0]
+    body = "```jac\n" + json.loads(task["answer"])["gold"] + "\n```"
+    m = ev.grade([task], [body], [[body]], k=(1,))
+    assert m["pass_at_k"] == {"1": 100.0}
+    assert m["bestofk"] == {
+        "k": 1,
+        "deploy": 1,
+        "deploy_pct": 100.0,
+        "coverage": 1,
+        "coverage_pct": 100.0,
+        "oracle": 1,
+        "oracle_pct": 100.0,
+    }

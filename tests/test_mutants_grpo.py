@@ -260,3 +260,17 @@ def test_a_groups_width_is_its_longest_completion(fallback):
     full = policy(mx.array(prompt)[None])[:, -1:]
     want = _select_token_logps(mx.repeat(full, 2, axis=0), mx.array([[5], [9]]), mask)
     assert mx.allclose(logps, want, atol=1e-4).item()
+
+
+def test_the_fallback_under_our_patch_is_still_mlx_lm_loras_loss(fallback, monkeypatch):
+    """Inside shared_prompt_groups the trainer's grpo_loss is ours: the fallback must call the
+    one saved before (not the patched name, which would be itself)."""
+    from mlx_lm_lora.trainer.grpo_trainer import grpo_loss as theirs
+
+    policy, ref, batch, completions = fallback
+    monkeypatch.setattr(policy, "make_cache", lambda: None, raising=False)
+    args = (policy, ref, batch, completions, ["t"] * 4, [0, 0, 1, 1], mx.array([0.5, -0.5, 1, -1]))
+    l0, n0, _ = theirs(*args, beta=0.1)
+    with grpo_loss.shared_prompt_groups(2):
+        l1, n1, _ = grpo_loss.shared_prompt_loss(*args, beta=0.1)
+    assert (l1.item(), n1.item()) == (l0.item(), n0.item())

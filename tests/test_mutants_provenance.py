@@ -115,6 +115,18 @@ def test_git_commit_reads_head_a_ref_or_packed_refs(tmp_path):
     assert P.git_commit(tmp_path / "none") == ""
 
 
+def test_git_commit_outside_a_project_is_the_packages_checkouts(monkeypatch):
+    """git_commit(): the project root's commit; with no project found (a notebook started
+    elsewhere), the checkout the package was imported from."""
+
+    def nowhere():
+        raise P.ProjectNotFound("no jacrl project above the working directory")
+
+    want = P.git_commit(P.PACKAGE.parent)
+    monkeypatch.setattr(P, "find_root", nowhere)
+    assert P.git_commit() == want
+
+
 def test_the_sources_a_module_imports_transitively(tmp_path):
     """imported_sources: the root's file and every allowed jacrl module it imports (`import
     jacrl.x` and `from jacrl.x import y`), transitively, each once (an import cycle ends);

@@ -8,6 +8,7 @@ import json
 
 from conftest import ROOT
 
+from jacrl.build import build_tasks
 from jacrl.drivers import parse_driver
 from jacrl.executor.client import Verdict
 from jacrl.tasks import TIMEOUT, TIMEOUT_STEPS, answer_json, failure, meta, read_tasks, validate
@@ -72,3 +73,36 @@ def test_a_fixed_timeout_is_the_cap_and_otherwise_a_step_of_the_rule(executor):
     assert fixed.failures == [] and meta(fixed.built[0])["timeout"] == TIMEOUT
     ruled = validate([d], (executor, executor))
     assert meta(ruled.built[0])["timeout"] in TIMEOUT_STEPS[:-1]
+
+
+SELF_READ = """# Source: apps/harness
+def double(x: int) -> int {{
+    # >>>HOLE id="{tid}" instruction="Return twice x."
+    return x * 2;
+    # <<<HOLE
+}}
+
+with entry {{
+    lines = len(open(__file__).read().splitlines());
+    {entry}
+}}
+"""
+
+
+def test_a_gold_body_that_fails_only_in_the_template_is_named_with_why(tmp_path):
+    """validate: a driver that runs clean but whose gold body, spliced into the template (two
+    marker lines shorter), does not score 1.0 is refused at its hole line, saying how the gold
+    scored and why: its stdout differs, or the error it ran into."""
+    drivers = tmp_path / "drivers"
+    drivers.mkdir()
+    differs = drivers / "syn_self_differs.jac"
+    differs.write_text(SELF_READ.format(tid="syn_self_differs", entry="print(double(2), lines);"))
+    crashes = drivers / "syn_self_crashes.jac"
+    crashes.write_text(
+        SELF_READ.format(tid="syn_self_crashes", entry='print(double(2), [0][lines - 11], "ok");')
+    )
+    report = build_tasks(drivers, tmp_path / "data")
+    assert report.failures == [
+        f"{crashes}:3: gold body scores 0.25 (compiles), not 1.0: Error: list index out of range",
+        f"{differs}:3: gold body scores 0.25 (runs), not 1.0: its stdout differs",
+    ]
