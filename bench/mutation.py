@@ -39,7 +39,13 @@ GRPO = "tests/test_mutants_grpo.py"
 ROWS = "tests/test_mutants_rows.py"
 MODULES = {
     "stats": ["tests/test_stats.py"],
-    "reward": ["tests/test_reward.py", CONTRACTS],
+    "reward": [
+        "tests/test_reward.py",
+        CONTRACTS,
+        "tests/test_mutants_reward.py",
+        "tests/test_reward_never_raises.py::test_extraction_failure_costs_one_completion_and_says_why",
+        "tests/test_reward_never_raises.py::test_a_body_over_max_body_is_not_run_and_says_why",
+    ],
     "extract": ["tests/test_extract.py", CONTRACTS, MORE],
     "jacsyntax": ["tests/test_extract.py", "tests/test_reward.py", MORE],
     "splits": ["tests/test_splits.py", CONTRACTS, MORE],

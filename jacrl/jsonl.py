@@ -17,9 +17,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-# a warning names the caller's line: the first frame outside this file (a fixed stacklevel
-# would point here when a wrapper, or mutmut's trampoline, adds a frame)
-_HERE = (__file__,)
+from jacrl.callers import outside
 
 
 class JSONLError(ValueError):
@@ -81,7 +79,7 @@ def append(path: str | os.PathLike, record: Mapping) -> None:
             else:
                 warnings.warn(
                     f"{path}: dropped a torn last line ({size - start} bytes)",
-                    skip_file_prefixes=_HERE,
+                    stacklevel=outside(__file__),
                 )
                 os.ftruncate(fd, start)
         written = os.write(fd, data)
@@ -106,7 +104,7 @@ def read(path: str | os.PathLike) -> list[dict]:
             rec = json.loads(line)
         except ValueError as e:
             if i == len(lines):  # no newline after it: a write cut short by a crash
-                warnings.warn(f"{path}:{i}: skipped a torn last line", skip_file_prefixes=_HERE)
+                warnings.warn(f"{path}:{i}: skipped a torn last line", stacklevel=outside(__file__))
                 continue
             raise JSONLError(f"{path}:{i}: not JSON ({e.msg})") from None
         if not isinstance(rec, dict):

@@ -44,6 +44,7 @@ import warnings
 from collections.abc import Callable
 from functools import lru_cache
 
+from jacrl.callers import outside
 from jacrl.config import DEFAULT_FORMULA, REWARD_FORMULAS, check_formula
 from jacrl.drivers import Unit
 from jacrl.executor import Executor, Verdict
@@ -321,7 +322,7 @@ def _extract(completion: str, hole: Hole) -> tuple[str, str]:
         warnings.warn(
             f"{hole.id}: {why} (a {len(completion):,}-character completion)",
             ExtractionWarning,
-            stacklevel=2,
+            stacklevel=outside(__file__),  # the line that asked for the scores, not one in here
         )
         return "", why
 

@@ -197,6 +197,18 @@ def host_traces(token: str) -> list[str]:
     return found
 
 
+def settled_traces(token: str, within: float = 3.0) -> list[str]:
+    """host_traces once a killed process of the attack has had time to go (a SIGKILL is
+    delivered asynchronously): polled while a live process is among them, for `within` s at
+    most; files are traces at once."""
+    deadline = time.monotonic() + within
+    found = host_traces(token)
+    while any(t.startswith("pid ") for t in found) and time.monotonic() < deadline:
+        time.sleep(0.02)
+        found = host_traces(token)
+    return found
+
+
 def run_attacks(ctx: dict, names=None, executor=None) -> dict:
     """Grade each attack on a real task with the real reward; report score, tier, whether the
     executor survived (same server, next job right) and what was left on the host."""
@@ -233,8 +245,7 @@ def run_attacks(ctx: dict, names=None, executor=None) -> dict:
             res["probe_ok"] = probe.ran and probe.stdout == "probe 42\n"
             look = ex.run(LOOK + f"\n# {time.time_ns()}")
             res["next_job_sees"] = ctx["TOKEN"] in look.stdout or not look.ran
-            time.sleep(0.3 if name == "setsid_sleep" else 0)  # a SIGKILL is delivered async
-            res["host_traces"] = host_traces(ctx["TOKEN"])
+            res["host_traces"] = settled_traces(ctx["TOKEN"])
             res["isolation"] = ex.isolation
             out[name] = res
     finally:
@@ -299,6 +310,24 @@ def _memory_or_none(pid: int) -> bytes | None:
         return None
 
 
+def _spy_asleep(root_pid: int, deadline: float) -> list[int]:
+    """The server's processes once the spy job sleeps: at least three of them (the collector, the
+    zygote and the spy's), the deepest asleep (state S) and the set unchanged over three polls
+    50 ms apart. AssertionError at the deadline."""
+    seen: list[tuple] = []
+    while time.monotonic() < deadline:
+        procs = _server_processes(root_pid)
+        try:
+            state = Path(f"/proc/{procs[-1]}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (IndexError, OSError):
+            state = "?"
+        seen = [*seen[-2:], (tuple(procs), state)]
+        if len(procs) >= 3 and len(seen) == 3 and seen.count(seen[-1]) == 3 and state == "S":
+            return procs
+        time.sleep(0.05)
+    raise AssertionError(f"the spy job never settled asleep: {seen}")
+
+
 def memory_probe(executor=None) -> dict:
     """Jobs that print a marker (one in the previous batch, one earlier in the same batch) and
     jobs whose source holds a marker (in each batch); then, while a spy job of the second batch
@@ -333,13 +362,8 @@ def memory_probe(executor=None) -> dict:
             )
         )
         worker.start()
-        deadline = time.time() + 8
-        procs: list[int] = []
-        while time.time() < deadline and len(procs) < 3:  # the spy's processes have started
-            time.sleep(0.05)
-            procs = _server_processes(ex.server_pid)
-        time.sleep(0.5)  # the printer is long done, the spy sleeps
-        collector, *procs = _server_processes(ex.server_pid)
+        # the printer is done (concurrency 1) once the spy runs; wait until the spy sleeps
+        collector, *procs = _spy_asleep(ex.server_pid, deadline=time.monotonic() + 8)
         # the control: the collector (which reads every output and never forks) holds them
         control = _memory_or_none(collector)
         collector_holds = None if control is None else printed_same.encode() in control

@@ -8,28 +8,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from quick import QUICK as PARENT
 
 from jacrl import train as tr
-from jacrl.config import DPOConfig, SFTConfig, configure
+from jacrl.config import DPOConfig, configure
 from jacrl.reward import score_completions
 from jacrl.samples import SamplesError, browse_pairs, read_pairs
 from jacrl.train.dpo import build_pairs, require_pairs
 from jacrl.train.sft import fenced, gold_body, task_id
 
-# A barely trained parent: jac-tiny then fails most samples, so pairs exist; its chosen sides
-# come mostly from the gold.
-PARENT = SFTConfig(
-    iters=3,
-    learning_rate=1e-3,
-    warmup=0,
-    batch_size=1,
-    lora_layers=2,
-    lora_rank=4,
-    grad_checkpoint=False,
-    steps_per_report=1,
-    steps_per_eval=1000,
-    val_batches=1,
-)
+# PARENT, the quick SFT config, is a barely trained parent: jac-tiny then fails most samples,
+# so pairs exist; its chosen sides come mostly from the gold.
 CFG = DPOConfig(
     samples=2,
     temperature=1.0,

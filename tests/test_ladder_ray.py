@@ -116,6 +116,18 @@ def _statuses(results: Path) -> list[dict]:
     return out
 
 
+def _ladder_run(d: Path, rungs: str, seed: int, conditions: str) -> list[str]:
+    """`jacrl ladder run`'s command line on jac-tiny with tiny evaluation settings, its rows and
+    artifacts under d."""
+    return [
+        *(sys.executable, "-m", "jacrl.cli", "ladder", "run", "--models", "jac-tiny"),
+        *("--rungs", rungs, "--conditions", conditions, "--seed", str(seed)),
+        *("--gen-limit", "2", "--mem-limit", "2", "-n", "2", "-k", "1,2", "--max-tokens", "16"),
+        *("--data-dir", str(DATA), "--results", str(d / "results")),
+        *("--artifacts", str(d / "artifacts")),
+    ]
+
+
 def _driver(
     d: Path,
     rungs: str,
@@ -132,39 +144,8 @@ def _driver(
         for k, v in QUICK_SETS[stage].items()
     ] + [f"star.{k}={v}" for k, v in STAR.items()]
     argv = [
-        sys.executable,
-        "-m",
-        "jacrl.cli",
-        "ladder",
-        "run",
-        "--engine",
-        engine,
-        "--models",
-        "jac-tiny",
-        "--rungs",
-        rungs,
-        "--conditions",
-        conditions,
-        "--seed",
-        str(seed),
-        "--iters",
-        "sft=3,grpo=2",
-        "--gen-limit",
-        "2",
-        "--mem-limit",
-        "2",
-        "-n",
-        "2",
-        "-k",
-        "1,2",
-        "--max-tokens",
-        "16",
-        "--data-dir",
-        str(DATA),
-        "--results",
-        str(d / "results"),
-        "--artifacts",
-        str(d / "artifacts"),
+        *_ladder_run(d, rungs, seed, conditions),
+        *("--engine", engine, "--iters", "sft=3,grpo=2"),
         *(x for kv in sets for x in ("--set", kv)),
         *(("--address", address) if address else ()),
     ]
@@ -387,37 +368,7 @@ def test_without_an_address_a_local_ray_instance_runs_the_cells(tmp_path):
         JACRL_RAY_SCRATCH=str(tmp_path / "scratch"),
     )
     d = tmp_path / "run"
-    argv = [
-        sys.executable,
-        "-m",
-        "jacrl.cli",
-        "ladder",
-        "run",
-        "--models",
-        "jac-tiny",
-        "--rungs",
-        "1",
-        "--conditions",
-        "base",
-        "--seed",
-        "13",
-        "--gen-limit",
-        "2",
-        "--mem-limit",
-        "2",
-        "-n",
-        "2",
-        "-k",
-        "1,2",
-        "--max-tokens",
-        "16",
-        "--data-dir",
-        str(DATA),
-        "--results",
-        str(d / "results"),
-        "--artifacts",
-        str(d / "artifacts"),
-    ]
+    argv = _ladder_run(d, "1", 13, "base")  # the engine: JACRL_LADDER_ENGINE
     run = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "ladder: 1 cells, 1 run, 0 skipped" in run.stdout + run.stderr

@@ -7,24 +7,12 @@ import json
 
 import mlx.core as mx
 import pytest
+from quick import QUICK
 
 from jacrl import evaluate as ev
 from jacrl import train as tr
 from jacrl.cli import main
-from jacrl.config import EvalConfig, GRPOConfig, RFTConfig, SFTConfig
-
-QUICK = SFTConfig(
-    iters=3,
-    learning_rate=1e-3,
-    warmup=0,
-    batch_size=1,
-    lora_layers=2,
-    lora_rank=4,
-    grad_checkpoint=False,
-    steps_per_report=1,
-    steps_per_eval=1000,
-    val_batches=1,
-)
+from jacrl.config import EvalConfig, GRPOConfig, RFTConfig
 
 
 def _lora_only(adapter_dir):

@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from quick import QUICK
 
 from jacrl import evaluate as ev
 from jacrl import stages
@@ -51,18 +52,6 @@ MEMORIZE = SFTConfig(
     grad_checkpoint=False,
     steps_per_report=20,
     steps_per_eval=10**6,
-    val_batches=1,
-)
-QUICK = SFTConfig(
-    iters=3,
-    learning_rate=1e-3,
-    warmup=0,
-    batch_size=1,
-    lora_layers=2,
-    lora_rank=4,
-    grad_checkpoint=False,
-    steps_per_report=1,
-    steps_per_eval=1000,
     val_batches=1,
 )
 
