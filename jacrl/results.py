@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from jacrl.callers import outside
 from jacrl.jsonl import is_record, last_line_start
 from jacrl.models import read_registry
 
@@ -58,7 +59,7 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
                 warnings.warn(
                     f"{path}: dropped torn last line {line} (an interrupted write) "
                     "before appending",
-                    stacklevel=2,
+                    stacklevel=outside(__file__),  # append_cell_rows' caller, not its loop
                 )
                 os.ftruncate(fd, start)
         written = os.write(fd, data)

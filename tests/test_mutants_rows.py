@@ -5,6 +5,7 @@ how a model is labelled, and bytes that are not UTF-8 in a results file."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -119,6 +120,19 @@ def test_appending_after_a_whole_last_line_warns_of_nothing(tmp_path):
         warnings.simplefilter("error")
         results.append_row(path, {"a": 2})
     assert path.read_text() == '{"a": 1}\n{"a": 2}\n'
+
+
+def test_a_torn_line_dropped_for_a_cells_rows_is_reported_at_the_callers_line(tmp_path):
+    """append_cell_rows dropping a torn last line: the warning points at the line that asked
+    for the rows (this test's; under mutmut a trampoline outside results.py), not at
+    append_cell_rows' own call of append_row."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"cell_key": "k1", "kind": "gen"}\n{"cell_key": "k1", "ki')
+    with pytest.warns(UserWarning, match="dropped torn last line 2") as rec:
+        assert append_cell_rows(path, [_cell("k1", "mem")]) == 1
+    assert rec[0].filename != results.__file__
+    assert rec[0].filename == __file__ or "mutmut" in sys.modules
+    assert rows_by_key(path) == {"k1": {"gen", "mem"}}
 
 
 def test_a_rows_summary_names_each_figure_and_best_of_k():
