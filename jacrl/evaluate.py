@@ -33,6 +33,9 @@ Row fields (percentages are 0-100, 2 dp; counts are over the `tasks` evaluated):
     by_family            {family: [greedy passes, tasks]}
     n, temperature, seed, max_tokens
                          sampling settings
+    budget_factor, budget_tokens
+                         per-task token budgets (`jacrl.token_budget`; 0 = max_tokens for all)
+                         and their sum; each task's in per_task `budget`
     artifact             the adapter's content key (from its manifest.json), "" otherwise
     isolation            the executor's isolation level when grading: sandbox, namespaces or
                          rlimits-only
@@ -41,7 +44,7 @@ Row fields (percentages are 0-100, 2 dp; counts are over the `tasks` evaluated):
     samples              the file keeping every completion (`evaluate(..., samples=PATH)`,
                          `jacrl eval --log-samples`; `jacrl.samples`), "" when none kept
     per_task             [{id, family, greedy_exact, greedy_tier, osim, truncated,
-                         samples_correct, samples_ran, deploy}]
+                         samples_correct, samples_ran, deploy, budget}]
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ from jacrl.samples import records as sample_records
 from jacrl.samples import write_samples
 from jacrl.stats import mean_pass_at_k, wilson
 from jacrl.tasks import meta, prompt_answer, read_tasks
+from jacrl.token_budget import budgets
 
 NEAR = 0.9  # output similarity for a "near pass"
 
@@ -278,9 +282,16 @@ def _tasks(tasks) -> list[dict]:
 
 
 def _complete(
-    lm, tok, prompts: list[str], cfg: EvalConfig, timings: dict[str, float], progress: bool
+    lm,
+    tok,
+    prompts: list[str],
+    cfg: EvalConfig,
+    timings: dict[str, float],
+    progress: bool,
+    limits: list[int],
 ) -> tuple[list[Sample], list[list[Sample]]]:
-    """The greedy completion and cfg.n samples of every prompt; their times go in `timings`."""
+    """The greedy completion and cfg.n samples of every prompt, each within its token budget
+    (`limits`); their times go in `timings`."""
     t = time.perf_counter()
     greedy = [
         s[0]
@@ -290,7 +301,7 @@ def _complete(
             prompts,
             n=1,
             temperature=0.0,
-            max_tokens=cfg.max_tokens,
+            max_tokens=limits,
             seed=cfg.seed,
             batch_size=cfg.batch_size,
             progress="greedy" if progress else "",
@@ -305,7 +316,7 @@ def _complete(
             prompts,
             n=cfg.n,
             temperature=cfg.temperature,
-            max_tokens=cfg.max_tokens,
+            max_tokens=limits,
             seed=cfg.seed,
             batch_size=cfg.batch_size,
             progress="samples" if progress else "",
@@ -365,13 +376,17 @@ def evaluate(
         model_dir = resolve(model)
         lm, tok = load(model, adapter)
     timings["load"] = time.perf_counter() - t
-    greedy, completions = _complete(lm, tok, [tt["prompt"] for tt in tasks], cfg, timings, progress)
+    limits = budgets(tok, tasks, cfg.budget_factor, cfg.max_tokens)
+    prompts = [tt["prompt"] for tt in tasks]
+    greedy, completions = _complete(lm, tok, prompts, cfg, timings, progress, limits)
 
     t = time.perf_counter()
     if progress:
         print(f"grading {len(tasks) * (1 + cfg.n)} completions", file=sys.stderr, flush=True)
     scored = score_all(tasks, greedy, completions)
     metrics = grade(tasks, greedy, completions, k=cfg.k, scored=scored)
+    for p, b in zip(metrics["per_task"], limits, strict=True):
+        p["budget"] = b
     timings["grade"] = time.perf_counter() - t
     row = {
         "tag": tag,
@@ -384,6 +399,8 @@ def evaluate(
         "temperature": cfg.temperature if cfg.n else 0.0,
         "seed": cfg.seed,
         "max_tokens": cfg.max_tokens,
+        "budget_factor": cfg.budget_factor,
+        "budget_tokens": sum(limits),
         **{kk: metrics[kk] for kk in _OURS},
         "artifact": adapter_key(adapter),
         "isolation": isolation,

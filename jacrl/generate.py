@@ -37,7 +37,7 @@ def generate(
     *,
     n: int = 1,
     temperature: float = 0.0,
-    max_tokens: int = MAX_TOKENS,
+    max_tokens: int | Sequence[int] = MAX_TOKENS,
     seed: int = EvalConfig.seed,
     batch_size: int = EvalConfig.batch_size,
     system: str = SYSTEM_PROMPT,
@@ -48,7 +48,8 @@ def generate(
     """n completions per prompt, decoded in batches of `batch_size` sequences (continuous
     batching, mlx-lm's BatchGenerator). temperature 0 = greedy (argmax). Seeded: the same call
     gives the same samples. progress: a label shows a progress bar over the sequences (stderr).
-    top_p / top_k (0 = off): as GRPO's rollouts sample, for measuring at their settings."""
+    top_p / top_k (0 = off): as GRPO's rollouts sample, for measuring at their settings.
+    max_tokens: one budget for all, or one per prompt (`jacrl.token_budget`)."""
     # mlx is heavy and absent where only the executor or the reward is used: imported on use
     import mlx.core as mx
     from mlx_lm.generate import BatchGenerator
@@ -59,6 +60,9 @@ def generate(
     mx.random.seed(seed)
     sampler = make_sampler(temp=temperature, top_p=top_p, top_k=top_k)
     ids = [prompt_ids(tokenizer, p, system) for p in prompts]
+    limits = [max_tokens] * len(prompts) if isinstance(max_tokens, int) else list(max_tokens)
+    if len(limits) != len(prompts):
+        raise ValueError(f"{len(limits)} token budgets for {len(prompts)} prompts")
     jobs = [(i, j) for i in range(len(prompts)) for j in range(n)]
     out: list[list[Sample | None]] = [[None] * n for _ in prompts]
     stops = [[t] for t in tokenizer.eos_token_ids]
@@ -73,7 +77,7 @@ def generate(
             prefill_batch_size=min(8, len(chunk)),
         )
         try:
-            uids = gen.insert([ids[i] for i, _ in chunk], [max_tokens] * len(chunk))
+            uids = gen.insert([ids[i] for i, _ in chunk], [limits[i] for i, _ in chunk])
             toks: dict[int, list[int]] = {u: [] for u in uids}
             reason: dict[int, str] = {}
             while responses := gen.next_generated():

@@ -403,6 +403,13 @@ def import_gguf(
     return Imported(name, target, imp["gguf_sha256"], dtype, config["_params"], skipped=False)
 
 
+def _imported(target: Path) -> dict:
+    """The `jacrl_import` record of a whole earlier import at `target` ({} if none)."""
+    if not (target / "config.json").is_file() or not (target / "model.safetensors").is_file():
+        return {}
+    return json.loads((target / "config.json").read_text()).get("jacrl_import", {})
+
+
 def _rel(target: Path, registry: Path) -> str:
     """The model's path as the registry writes it: relative to the repo root (its parent's
     parent), else absolute."""

@@ -106,6 +106,7 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     _knob(p, ("--temperature",), "temperature")
     _knob(p, ("--seed",), "seed")
     _knob(p, ("--max-tokens",), "max_tokens")
+    _knob(p, ("--budget-factor",), "budget_factor")
     _knob(p, ("--batch-size",), "batch_size")
     p.add_argument("--tag", default="", help="row label")
     p.add_argument("--kind", default="", help="row label, e.g. gen or mem")
@@ -160,6 +161,7 @@ def run_eval(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         seed=args.seed,
         max_tokens=args.max_tokens,
+        budget_factor=args.budget_factor,
         batch_size=args.batch_size,
     )
     samples = _samples_out(args.log_samples, out, args.model, split, args.kind)

@@ -118,6 +118,7 @@ def eval_settings(cfg: LadderConfig) -> dict:
         f.name: list(v) if isinstance(v := getattr(cfg, f.name), tuple) else v
         for f in dataclasses.fields(cfg)
         if f.metadata.get("eval")
+        and not (f.metadata.get("since") and getattr(cfg, f.name) == f.default)
     }
 
 

@@ -42,9 +42,11 @@ LADDER_N = 8  # the ladder's own choice: 8 temperature samples per gen task (Eva
 # -------------------------------------------------------------------------------------------
 
 
-def _eval(default, help: str):
-    """An evaluation knob: in every cell's key (`plan.eval_settings`)."""
-    return field(default=default, metadata={"help": help, "eval": True})
+def _eval(default, help: str, *, since: bool = False):
+    """An evaluation knob: in every cell's key (`plan.eval_settings`). since=True: a knob added
+    after keys were filed, in the key only when set (its default is what earlier cells had), so
+    their keys and artifacts stay valid."""
+    return field(default=default, metadata={"help": help, "eval": True, "since": since})
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,12 @@ class LadderConfig:
     k: tuple[int, ...] = _eval(EvalConfig.k, "pass@k values reported (each <= n)")
     temperature: float = _eval(EvalConfig.temperature, "gen sampling temperature")
     max_tokens: int = _eval(EvalConfig.max_tokens, "completion budget for every eval")
+    budget_factor: float = _eval(
+        EvalConfig.budget_factor,
+        "per-task token budgets from the gold answer's length (jacrl.token_budget; "
+        "0 = max_tokens for every task)",
+        since=True,
+    )
     batch_size: int = _f(EvalConfig.batch_size, "sequences decoded together (throughput only)")
     data_dir: str = _f("", "tasks.jsonl + splits/ ('' = the project's data/)")
     results_dir: str = _f("", f"{RESULTS_FILE} and cells/ ('' = the project's results/)")
