@@ -80,6 +80,8 @@ real-ladder: real-model
 	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 3 --conditions sft_grpo,sft_dpo --results results/smollm2
 	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 10 --conditions base,sft --results results/smollm2
 	$(VENV)/bin/jacrl ladder show --results results/smollm2 --figures results/smollm2/figures
+	$(PY) -m jacrl.report.markdown docs/real-model.md smollm2 results/smollm2
+	$(PY) -m jacrl.report.markdown docs/real-model.md smollm2-learnable results/smollm2-learnable
 
 test: setup real-model
 	@# the house's style (pyproject.toml): pyflakes, errors, 100 columns, import order, bugbear;

