@@ -21,6 +21,7 @@ from jacrl.prompts import SYSTEM_PROMPT, prompt_ids
 from jacrl.reward import default_executor, score_completions
 
 BEST_OF = 8  # samples generate_best_of_k draws by default
+PREFILL_STEP = 2048  # prompt tokens per forward pass when prefilling (mlx-lm's default)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +78,17 @@ def generate(
             prefill_batch_size=min(8, len(chunk)),
         )
         try:
-            uids = gen.insert([ids[i] for i, _ in chunk], [limits[i] for i, _ in chunk])
+            budgets = [limits[i] for i, _ in chunk]
+            if n > 1:  # a prompt's n samples share one prefill: its cache, n times
+                caches = {i: _prefilled(model, ids[i]) for i in dict.fromkeys(i for i, _ in chunk)}
+                uids = gen.insert(
+                    [ids[i][-1:] for i, _ in chunk],
+                    budgets,
+                    caches=[caches[i] for i, _ in chunk],
+                    all_tokens=[ids[i][:-1] for i, _ in chunk],
+                )
+            else:
+                uids = gen.insert([ids[i] for i, _ in chunk], budgets)
             toks: dict[int, list[int]] = {u: [] for u in uids}
             reason: dict[int, str] = {}
             while responses := gen.next_generated():
@@ -93,6 +104,21 @@ def generate(
             out[i][j] = Sample(tokenizer.decode(toks[u]), len(toks[u]), reason.get(u) == "length")
     bar.close()
     return out  # type: ignore[return-value]
+
+
+def _prefilled(model, ids: list[int]) -> list:
+    """A KV cache holding all of the prompt but its last token (which the generator feeds, to
+    sample the first new token from). BatchGenerator merges the caches it is given into its own
+    batch cache without changing them, so one serves every sample of the prompt."""
+    import mlx.core as mx
+    from mlx_lm.models.cache import make_prompt_cache
+
+    cache = make_prompt_cache(model)
+    head = mx.array([ids[:-1]])
+    for start in range(0, head.shape[1], PREFILL_STEP):
+        model(head[:, start : start + PREFILL_STEP], cache=cache)
+        mx.eval([c.state for c in cache])
+    return cache
 
 
 def generate_best_of_k(

@@ -158,6 +158,20 @@ def test_generate_is_seeded_and_reports_truncation(tiny, harness_tasks):
     assert all(s.truncated == (s.tokens == 16) for s in a[0])
 
 
+def test_samples_share_their_prompts_prefill_and_budgets_are_per_prompt(tiny, harness_tasks):
+    """n > 1 samples of a prompt decode from one prefilled cache: greedy, every copy is what a
+    lone greedy decode gives; a list of budgets is one per prompt."""
+    lm, tok = load(tiny)
+    prompts = [t["prompt"] for t in harness_tasks[:2]]
+    alone = generate(lm, tok, prompts, n=1, temperature=0.0, max_tokens=[12, 5])
+    shared = generate(lm, tok, prompts, n=3, temperature=0.0, max_tokens=[12, 5])
+    for one, three in zip(alone, shared, strict=True):
+        assert [s.text for s in three] == [one[0].text] * 3
+    assert all(s.tokens <= 5 for s in shared[1]) and alone[1][0].tokens <= 5
+    with pytest.raises(ValueError, match="2 token budgets for 1 prompts"):
+        generate(lm, tok, prompts[:1], n=1, max_tokens=[3, 4])
+
+
 def test_append_and_read_rows_roundtrip(tmp_path):
     path = tmp_path / "deep" / "results.jsonl"
     rows = [{"tag": "a", "pass1": 1, "by_family": {"lib": [1, 2]}}, {"tag": "b", "x": "ü"}]
