@@ -88,6 +88,7 @@ LADDER_INPUTS = {
     "k": ((1, 2), ALL),
     "temperature": (0.5, ALL),
     "max_tokens": (100, ALL),
+    "budget_factor": (1.5, ALL),
     "sets": None,  # every stage config's field, below
 }
 
