@@ -185,7 +185,7 @@ def host() -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--new", type=int, default=64, help="tokens decoded per sequence")
     ap.add_argument("--models", default="jac-tiny,smollm2-135m,smollm2-135m-bf16")

@@ -137,6 +137,7 @@ EVAL_PERTURBED = {
     "k": (1, 2),
     "temperature": 0.5,
     "max_tokens": 100,
+    "budget_factor": 1.5,
 }  # n 9: the default k (up to 8) still fits
 
 
