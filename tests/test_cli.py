@@ -22,7 +22,7 @@ POOL = sum(1 for ln in (ROOT / "data" / "splits" / "trainpool.jsonl").open() if 
 CONDITIONS = "base, sft, sft_rft, star, sft_grpo, sft_grpo_tuned, sft_dpo, raw_grpo"
 UNKNOWN_MODEL = (
     "unknown model 'nonexistent-model': not a directory and not a name in "
-    "models/registry.toml (known: jac-tiny)"
+    "models/registry.toml (known: jac-tiny, smollm2-135m)"
 )
 
 

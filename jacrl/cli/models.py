@@ -76,8 +76,13 @@ def add(subparsers) -> None:
         help="a GGUF file (llama architecture), or a wheel holding one, as a registered "
         "mlx-lm model directory models/NAME",
     )
-    q.add_argument("file", type=Path, metavar="FILE.gguf|FILE.whl")
-    q.add_argument("--name", required=True, help="the registry name (models/NAME)")
+    q.add_argument(
+        "file",
+        type=Path,
+        metavar="FILE.gguf|FILE.whl",
+        help="a GGUF file, or a wheel/zip holding one",
+    )
+    q.add_argument("--name", required=True, help="the registry name (models/NAME); required")
     q.add_argument(
         "--dtype",
         choices=DTYPES,
@@ -91,7 +96,9 @@ def add(subparsers) -> None:
         default="unpermute",
         help="undo llama.cpp's q/k row permutation (default), or keep it with traditional RoPE",
     )
-    q.add_argument("--force", action="store_true", help="import again even if up to date")
+    q.add_argument(
+        "--force", action="store_true", help="import again even if up to date (default: False)"
+    )
     q.set_defaults(func=run_import)
 
 
