@@ -5,6 +5,7 @@ check, a base evaluation with per-task token budgets and extraction of its real 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -13,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from quick import QUICK
 
 from jacrl import train as tr
-from jacrl.config import DPOConfig, EvalConfig, GRPOConfig, SFTConfig
+from jacrl.config import DPOConfig, EvalConfig, GRPOConfig
 from jacrl.evaluate import evaluate
 from jacrl.extract import code_blocks
 from jacrl.samples import read_samples
@@ -75,18 +77,7 @@ def test_base_evaluation_with_token_budgets(smollm2, two_tasks, tmp_path):
 
 @pytest.fixture(scope="module")
 def sft_art(smollm2_dir, two_tasks, tmp_path_factory):
-    cfg = SFTConfig(
-        iters=2,
-        learning_rate=1e-4,
-        warmup=0,
-        batch_size=1,
-        lora_layers=2,
-        lora_rank=4,
-        grad_checkpoint=False,
-        steps_per_report=1,
-        steps_per_eval=1000,
-        val_batches=1,
-    )
+    cfg = dataclasses.replace(QUICK, iters=2, learning_rate=1e-4)  # the quick SFT, 2 steps
     out = tmp_path_factory.mktemp("real-train")
     return tr.sft(str(smollm2_dir), two_tasks, None, cfg, out, log=lambda m: None), out
 
