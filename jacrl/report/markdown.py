@@ -4,10 +4,10 @@ the cell times beside it (`CELL_TIMES_FILE`, written by `jacrl.ladder.run`)."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
+from jacrl import jsonl
 from jacrl.project import CELL_TIMES_FILE, ROWS_FILE
 from jacrl.report.rows import latest_rows, load_rows
 from jacrl.report.tables import ladder_table
@@ -29,9 +29,7 @@ def pivot_markdown(rows: list[dict]) -> str:
 
 
 def _times(path: Path) -> dict[str, dict]:
-    if not path.is_file():
-        return {}
-    return {d["cell_key"]: d for d in map(json.loads, path.read_text().splitlines()) if d}
+    return {d["cell_key"]: d for d in jsonl.read(path)} if path.is_file() else {}
 
 
 def detail_markdown(rows: list[dict], times_file: str | os.PathLike) -> str:
