@@ -8,8 +8,8 @@ with group size 32), so what is left is the mapping, written here from the forma
 - RoPE: llama.cpp's converter permutes the rows of q and k per head (half-split → interleaved
   pairs). The import inverts that permutation (rows only, so packed weights, scales and biases
   alike) and keeps mlx-lm's default RoPE; `rope="traditional"` keeps the file's layout with
-  `rope_traditional: true` instead. Both give the same logits (tests/test_real_model.py); the file's
-  layout with the default RoPE does not (the negative control).
+  `rope_traditional: true` instead. Both give the same logits (tests/test_gguf_import.py); the
+  file's layout with the default RoPE does not (the negative control).
 - dtype: `f32` or `bf16` dequantize every tensor (on CPU MLX's quantized matmul is 15-20× slower
   than an f32 one with OpenBLAS: docs/real-model.md); `q4` keeps the file's quantized tensors
   (4-bit linears, the embedding at its own bits) and quantizes any float linear to 4 bits.
