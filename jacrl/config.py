@@ -130,16 +130,15 @@ class GRPOConfig:
     )
     dynamic_sampling: bool = _f(
         False,
-        "DAPO's dynamic sampling: draw more prompts until the "
-        "step's batch holds batch_size groups spanning >= "
-        "min_group_span (the others are discarded, logged in "
-        "rollouts.jsonl), at most max_draws draws a step",
+        "DAPO's dynamic sampling: a step draws max_draws batches of prompts in one batched "
+        "generation and trains on the first batch_size groups spanning >= min_group_span "
+        "(the others are discarded, logged in rollouts.jsonl)",
     )
     max_draws: int = _f(
         4,
-        "most rollout draws (batch_size prompts x group_size each) per step "
-        "under dynamic sampling; a step that finds too few groups with signal "
-        "fills up with its last draws' groups (advantage 0)",
+        "batches of prompts (batch_size prompts x group_size rollouts each) drawn together per "
+        "step under dynamic sampling, over-sampled once up front; a step that finds too few "
+        "groups with signal fills up with the last groups drawn (advantage 0)",
     )
     top_p: float = _f(0.95, "rollout top-p (trainer default)")
     top_k: int = _f(20, "rollout top-k (trainer default)")
