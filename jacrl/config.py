@@ -242,9 +242,10 @@ class DPOConfig:
         "2024); 0 = off",
     )
     dpop_lambda: float = _f(
-        0.0,
+        50.0,
         "DPO-Positive (Pal et al. 2024): lambda * max(0, log ref(chosen) - log policy(chosen)) "
-        "subtracted inside the sigmoid; 0 = off; loss_type sigmoid only",
+        "subtracted inside the sigmoid; 0 = off (plain DPO); sigmoid loss only; 50: the paper's, "
+        "chosen by bench/dpo_learning.py (docs/dpo.md)",
     )
     batch_size: int = _f(
         1,

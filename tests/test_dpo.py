@@ -181,7 +181,8 @@ def test_dpo_config_checks():
         DPOConfig(pairs_per_task=0)
     assert configure(DPOConfig(), {"beta": "0.5"}).beta == 0.5
     with pytest.raises(ValueError, match="dpop_lambda works inside the sigmoid"):
-        DPOConfig(dpop_lambda=1.0, loss_type="ipo")
+        DPOConfig(loss_type="ipo")  # the default dpop_lambda is 50
+    assert DPOConfig(loss_type="ipo", dpop_lambda=0.0).loss_type == "ipo"
     with pytest.raises(ValueError, match="must be >= 0"):
         DPOConfig(rpo_alpha=-1.0)
 
@@ -255,7 +256,12 @@ def test_with_the_terms_the_chosen_answer_does_not_fall(tiny, tasks, parent, tmp
             }
         )
     got = {}
-    for name, over in (("dpo", {}), ("rpo", {"rpo_alpha": 1.0}), ("dpop", {"dpop_lambda": 50.0})):
+    arms = (
+        ("dpo", {"dpop_lambda": 0.0}),
+        ("rpo", {"rpo_alpha": 1.0, "dpop_lambda": 0.0}),
+        ("dpop", {"dpop_lambda": 50.0}),
+    )
+    for name, over in arms:
         cfg = DPOConfig(iters=6, learning_rate=1e-3, steps_per_report=1, **over)
         out = tmp_path / name
         out.mkdir()
