@@ -29,7 +29,7 @@ included), then whether `dynamic` reached at least `centered`'s gain in <= 0.7x 
     .venv/bin/python bench/grpo_learning.py [--rung 3] [--sft-iters 210] [--iters 24] [--lr 5e-6]
                                             [--samples 32] [--span S] [--json F]
                                             [--arms centered,std,no_filter,control,dynamic]
-                                            [--dynamic-iters 8] [--max-draws 4]
+                                            [--dynamic-iters 8] [--max-draws 4] [--doc F]
 """
 
 from __future__ import annotations
@@ -224,6 +224,11 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--max-draws", type=int, default=4, help="the dynamic arm's draw cap per step")
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument(
+        "--doc",
+        default=None,
+        help="markdown page whose grpo_learning block (between its markers) to write",
+    )
     args = ap.parse_args(argv)
     ensure_fast_blas()
 
@@ -298,26 +303,76 @@ def main(argv=None) -> int:
     load_end = os.getloadavg()
     verdict = headline(results)
     print(f"total {wall / 60:.1f} min; load at end {' '.join(f'{x:.2f}' for x in load_end)}")
+    res = {
+        "args": vars(args),
+        "tasks": ids,
+        "temperature": temperature,
+        "calibration": table,
+        "pass_before": sum(before) / n,
+        "arms": results,
+        "wall_s": round(wall, 1),
+        "dynamic_vs_centered": verdict,
+        "load_start": load_start,
+        "load_end": load_end,
+    }
+    if args.doc:
+        write_doc(Path(args.doc), doc_block(res))
     if args.json:
-        Path(args.json).write_text(
-            json.dumps(
-                {
-                    "args": vars(args),
-                    "tasks": ids,
-                    "temperature": temperature,
-                    "calibration": table,
-                    "pass_before": sum(before) / n,
-                    "arms": results,
-                    "wall_s": round(wall, 1),
-                    "dynamic_vs_centered": verdict,
-                    "load_start": load_start,
-                    "load_end": load_end,
-                },
-                indent=1,
-            )
-            + "\n"
-        )
+        Path(args.json).write_text(json.dumps(res, indent=1) + "\n")
     return 0
+
+
+BEGIN = "<!-- grpo_learning: begin (bench/grpo_learning.py writes this) -->"
+END = "<!-- grpo_learning: end -->"
+
+
+def doc_block(res: dict) -> str:
+    """The markdown a page carries between the markers: every number from `res`."""
+    a, ls, le = res["args"], res["load_start"], res["load_end"]
+    lines = [
+        BEGIN,
+        "",
+        f"The run behind `{a['json']}` ({os.cpu_count()} cores, shared; "
+        f"load average {ls[0]:.2f} / {ls[1]:.2f} / {ls[2]:.2f} at the start, {le[0]:.2f} / "
+        f"{le[1]:.2f} / {le[2]:.2f} at the end; {res['wall_s'] / 60:.1f} min). Rung {a['rung']}, "
+        f"SFT start {a['sft_iters']} iterations, sampled pass@1 before "
+        f"{res['pass_before']:.3f} at the calibrated T = {res['temperature']:g}; every arm LR "
+        f"{a['lr']:g}, groups of {a['group']}, batch 1; static arms {a['iters']} steps, "
+        f"`dynamic` {a['dynamic_iters']} steps with `max_draws` {a['max_draws']}; "
+        f"{a['samples']} samples per task before and after, paired:",
+        "",
+        "| arm | steps | draws / step | groups skipped | sampled pass@1 after [95 % CI] | gain "
+        "[95 % paired CI] | McNemar lost / gained, p | train wall / CPU s | gain per 1000 CPU-s |",
+        "|---|---:|---:|---:|---|---|---|---:|---:|",
+    ]
+    for r in res["arms"]:
+        m, ci = r["mcnemar"], r["pass_after_ci"]
+        lines.append(
+            f"| `{r['arm']}` | {r['iters']} | {r['draws_mean']} | {r['groups_skipped']:.0%} | "
+            f"{r['pass_after']:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] | {r['gain']:+.3f} "
+            f"[{r['gain_ci'][0]:+.3f}, {r['gain_ci'][1]:+.3f}] | {m['b']} / {m['c']}, p = "
+            f"{m['p']:.2g} | {r['train_s']:.0f} / {r['cpu_s']:.0f} | {r['gain_per_cpu_ks']} |"
+        )
+    v = res["dynamic_vs_centered"]
+    if v:
+        lines += [
+            "",
+            f"`dynamic` against `centered`: gain {v['gain_dynamic']:+.3f} against "
+            f"{v['gain_centered']:+.3f}, in {v['wall_ratio']}x the wall time and "
+            f"{v['cpu_ratio']}x the CPU time: the goal (at least the gain in <= {GOAL_WALL}x the "
+            f"wall time) is **{'met' if v['goal_met'] else 'not met'}**.",
+        ]
+    return "\n".join([*lines, "", END])
+
+
+def write_doc(path: Path, block: str) -> None:
+    import re
+
+    text = path.read_text()
+    pat = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    if not pat.search(text):
+        raise SystemExit(f"{path}: no grpo_learning markers")
+    path.write_text(pat.sub(lambda _: block, text))
 
 
 def print_arm(r: dict, lr: float) -> None:

@@ -130,16 +130,15 @@ class GRPOConfig:
     )
     dynamic_sampling: bool = _f(
         False,
-        "DAPO's dynamic sampling: draw more prompts until the "
-        "step's batch holds batch_size groups spanning >= "
-        "min_group_span (the others are discarded, logged in "
-        "rollouts.jsonl), at most max_draws draws a step",
+        "DAPO's dynamic sampling: a step draws max_draws batches of prompts in one batched "
+        "generation and trains on the first batch_size groups spanning >= min_group_span "
+        "(the others are discarded, logged in rollouts.jsonl)",
     )
     max_draws: int = _f(
         4,
-        "most rollout draws (batch_size prompts x group_size each) per step "
-        "under dynamic sampling; a step that finds too few groups with signal "
-        "fills up with its last draws' groups (advantage 0)",
+        "batches of prompts (batch_size prompts x group_size rollouts each) drawn together per "
+        "step under dynamic sampling, over-sampled once up front; a step that finds too few "
+        "groups with signal fills up with the last groups drawn (advantage 0)",
     )
     top_p: float = _f(0.95, "rollout top-p (trainer default)")
     top_k: int = _f(20, "rollout top-k (trainer default)")
@@ -232,7 +231,22 @@ class DPOConfig:
         "DPO's beta: strength of the pull toward the reference (DPO paper, mlx-lm-lora's default)",
     )
     loss_type: str = _f("sigmoid", f"{' | '.join(DPO_LOSSES)} (sigmoid: the DPO paper's loss)")
-    delta: float = _f(50.0, "DPOP's penalty weight (loss_type dpop only; mlx-lm-lora's default)")
+    delta: float = _f(
+        50.0,
+        "mlx-lm-lora's DPOP penalty weight (loss_type dpop only: its penalty outside the "
+        "sigmoid; dpop_lambda is Pal et al.'s form)",
+    )
+    rpo_alpha: float = _f(
+        0.0,
+        "weight of the NLL of the chosen answer per token added to the loss (RPO, Pang et al. "
+        "2024); 0 = off",
+    )
+    dpop_lambda: float = _f(
+        50.0,
+        "DPO-Positive (Pal et al. 2024): lambda * max(0, log ref(chosen) - log policy(chosen)) "
+        "subtracted inside the sigmoid; 0 = off (plain DPO); sigmoid loss only; 50: the paper's, "
+        "chosen by bench/dpo_learning.py (docs/dpo.md)",
+    )
     batch_size: int = _f(
         1,
         "pairs per step; clamped to the number of pairs (mlx-lm-lora drops "
@@ -261,6 +275,16 @@ class DPOConfig:
         if self.loss_type not in DPO_LOSSES:
             raise ValueError(
                 f"DPOConfig.loss_type must be one of {', '.join(DPO_LOSSES)}, not "
+                f"{self.loss_type!r}"
+            )
+        if self.rpo_alpha < 0 or self.dpop_lambda < 0:
+            raise ValueError(
+                f"DPOConfig.rpo_alpha and dpop_lambda must be >= 0, not {self.rpo_alpha}, "
+                f"{self.dpop_lambda}"
+            )
+        if self.dpop_lambda > 0 and self.loss_type != "sigmoid":
+            raise ValueError(
+                f"DPOConfig.dpop_lambda works inside the sigmoid loss; loss_type is "
                 f"{self.loss_type!r}"
             )
         for name in ("samples", "pairs_per_task", "iters", "batch_size"):

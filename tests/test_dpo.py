@@ -180,3 +180,95 @@ def test_dpo_config_checks():
     with pytest.raises(ValueError, match="pairs_per_task must be >= 1"):
         DPOConfig(pairs_per_task=0)
     assert configure(DPOConfig(), {"beta": "0.5"}).beta == 0.5
+    with pytest.raises(ValueError, match="dpop_lambda works inside the sigmoid"):
+        DPOConfig(loss_type="ipo")  # the default dpop_lambda is 50
+    assert DPOConfig(loss_type="ipo", dpop_lambda=0.0).loss_type == "ipo"
+    with pytest.raises(ValueError, match="must be >= 0"):
+        DPOConfig(rpo_alpha=-1.0)
+
+
+def _loss_case(loss_fn, pc, **over):
+    """loss_fn on one pair, by hand: policy chosen/rejected log-probs pc, -12, reference -9,
+    -11, 5 chosen tokens (6 with the first, which the loss does not score), beta 0.1."""
+    import mlx.core as mx
+
+    masks = mx.ones((1, 6))
+    args = {
+        "policy_rejected_score": mx.array([-12.0]),
+        "reference_chosen_score": mx.array([-9.0]),
+        "reference_rejected_score": mx.array([-11.0]),
+        "chosen_masks": masks,
+        "rejected_masks": masks,
+        "beta": 0.1,
+        "delta": 50.0,
+        "loss_type": "sigmoid",
+        **over,
+    }
+    return mx.value_and_grad(lambda c: loss_fn(policy_chosen_score=c, **args)[0])(mx.array([pc]))
+
+
+def test_the_terms_that_keep_the_chosen_likely_by_hand():
+    """dpo_loss's terms on a pair worked out by hand. The chosen answer fell by 1 nat under the
+    policy (-10 against the reference's -9) and the rejected one by 1 (-12 against -11): DPO's
+    logits are 0, so plain DPO sees nothing wrong (loss log 2, d/dchosen = -beta/2). RPO adds
+    alpha * NLL / tokens = 1 * 10 / 5 and -alpha/5 to the gradient; DPO-Positive subtracts
+    lambda * 1 inside the sigmoid: loss softplus(0.1 * 50) and a gradient (1 + lambda) times
+    plain DPO's at that point."""
+    import math
+
+    from jacrl.train.dpo import dpo_loss
+
+    loss, grad = _loss_case(dpo_loss(), -10.0)
+    assert loss.item() == pytest.approx(math.log(2)) and grad.item() == pytest.approx(-0.05)
+    loss, grad = _loss_case(dpo_loss(rpo_alpha=1.0), -10.0)
+    assert loss.item() == pytest.approx(math.log(2) + 2.0)
+    assert grad.item() == pytest.approx(-0.05 - 1 / 5)
+    loss, grad = _loss_case(dpo_loss(dpop_lambda=50.0), -10.0)
+    sig = 1 / (1 + math.exp(-5.0))  # sigma(-beta * z) with z = -50
+    assert loss.item() == pytest.approx(math.log1p(math.exp(5.0)), rel=1e-5)
+    assert grad.item() == pytest.approx(-0.1 * sig * 51, rel=1e-5)
+    # the penalty is one-sided: a chosen answer above the reference's is plain DPO's
+    assert _loss_case(dpo_loss(dpop_lambda=50.0), -8.0)[0].item() == pytest.approx(
+        _loss_case(dpo_loss(), -8.0)[0].item()
+    )
+    # ipo's scores are per token already: the NLL term is not divided again
+    ipo = _loss_case(dpo_loss(rpo_alpha=1.0), -2.0, loss_type="ipo")[0].item()
+    assert ipo - _loss_case(dpo_loss(), -2.0, loss_type="ipo")[0].item() == pytest.approx(2.0)
+
+
+def test_with_the_terms_the_chosen_answer_does_not_fall(tiny, tasks, parent, tmp_path):
+    """Real DPO on jac-tiny, pairs whose sides differ by one character (the gold, and the gold
+    with an 'x' in its middle), 6 steps at a high learning rate: plain DPO widens the margin by
+    pushing both sides down, the chosen answer's per-token log-probability falls below the
+    reference's (likelihood displacement); with RPO's NLL term or DPO-Positive's penalty,
+    trained the same way from the same parent, it does not fall."""
+    from jacrl.models import resolve
+    from jacrl.train.dpo import train_dpo
+
+    rows = []
+    for t in tasks:
+        gold = fenced(gold_body(t))
+        rows.append(
+            {
+                "prompt": t["prompt"],
+                "chosen": gold,
+                "rejected": gold[: len(gold) // 2] + "x" + gold[len(gold) // 2 :],
+            }
+        )
+    got = {}
+    arms = (
+        ("dpo", {"dpop_lambda": 0.0}),
+        ("rpo", {"rpo_alpha": 1.0, "dpop_lambda": 0.0}),
+        ("dpop", {"dpop_lambda": 50.0}),
+    )
+    for name, over in arms:
+        cfg = DPOConfig(iters=6, learning_rate=1e-3, steps_per_report=1, **over)
+        out = tmp_path / name
+        out.mkdir()
+        got[name] = train_dpo(resolve(tiny), rows, [], cfg, out, parent)
+    before = got["dpo"]["logp_before"]
+    assert all(s["logp_before"] == before for s in got.values())  # the same start and pairs
+    plain = got["dpo"]["logp_after"]
+    assert plain["chosen"] < before["chosen"] and plain["rejected"] < before["rejected"]
+    for name in ("rpo", "dpop"):
+        assert got[name]["logp_after"]["chosen"] >= before["chosen"], name

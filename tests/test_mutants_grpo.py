@@ -150,22 +150,38 @@ def test_fill_batch_keeps_groups_with_signal_and_fills_from_the_latest():
 
 
 def test_dynamic_sampling_rewrites_the_trainers_batch_in_place():
-    """_fill_in_place: the trainer's batch first, then further batches of `batches.source`
-    until as many groups with signal as the batch had prompts; the batch then holds their
-    entries (a None part stays None)."""
-    rewards = {"p0": [1, 1], "p1": [0, 1], "p2": [0, 0.5], "p3": [1, 1]}
+    """_fill_in_place: the trainer's batch and the next max_draws - 1 batches of
+    `batches.source` drawn together, in one call of `draw` (one batched generation); the first
+    groups with signal are kept, as many as the batch had prompts, and the batch then holds
+    their entries (a None part stays None). A source that runs out ends the over-sampling."""
+    rewards = {"p0": [1, 1], "p1": [0, 1], "p2": [0, 0.5], "p3": [1, 1], "p4": [0, 1]}
+    calls = []
 
     def draw(b):
+        calls.append(list(b[0]))
         return [_group(name, rewards[name]) for name in b[0]]
 
-    batch = (["p0", "p1"], ["a p0", "a p1"], ["s p0", "s p1"], ["t p0", "t p1"], None)
-    nxt = (["p2", "p3"], ["a p2", "a p3"], ["s p2", "s p3"], ["t p2", "t p3"], None)
-    batches = types.SimpleNamespace(source=iter([nxt]))
+    def part(names, prefix):
+        return [f"{prefix}{n}" for n in names] if prefix else list(names)
+
+    def batch_of(*names):
+        return (*(part(names, p) for p in ("", "a ", "s ", "t ")), None)
+
+    batch = batch_of("p0", "p1")
+    batches = types.SimpleNamespace(source=iter([batch_of("p2", "p3"), batch_of("p4")]))
     kept, discarded, n = grpo_compat._fill_in_place(batch, batches, draw, 0.0, 3)
-    assert [g.entry[0] for g in kept] == ["p1", "p2"] and n == 2
-    assert [g.entry[0] for g in discarded] == ["p0", "p3"]
+    assert calls == [["p0", "p1", "p2", "p3", "p4"]]  # one draw of every prompt
+    assert [g.entry[0] for g in kept] == ["p1", "p2"] and n == 3
+    assert [g.entry[0] for g in discarded] == ["p0", "p3", "p4"]
     assert batch[:4] == (["p1", "p2"], ["a p1", "a p2"], ["s p1", "s p2"], ["t p1", "t p2"])
     assert batch[4] is None
+    calls.clear()
+    short = batch_of("p0", "p3")
+    kept, discarded, n = grpo_compat._fill_in_place(
+        short, types.SimpleNamespace(source=iter([])), draw, 0.0, 4
+    )
+    assert calls == [["p0", "p3"]] and n == 1  # nothing more to draw
+    assert [g.entry[0] for g in kept] == ["p0", "p3"] and discarded == []
 
 
 def test_training_batches_repeat_and_are_remembered():

@@ -218,8 +218,12 @@ def dpo(
         jsonl.write(tmp / PAIRS, rows + val)
         trained = train_dpo(base, rows, val, cfg, tmp, parent, track)
         log(
-            f"dpo ({cfg.loss_type}, beta {cfg.beta}): loss {trained['first_loss']} -> "
-            f"{trained['last_loss']}, margin {trained['last_margin']}"
+            f"dpo ({cfg.loss_type}, beta {cfg.beta}, rpo_alpha {cfg.rpo_alpha}, dpop_lambda "
+            f"{cfg.dpop_lambda}): loss {trained['first_loss']} -> {trained['last_loss']}, "
+            f"margin {trained['last_margin']}; chosen log-prob/token "
+            f"{trained['logp_before']['chosen']} -> {trained['logp_after']['chosen']}, "
+            f"rejected {trained['logp_before']['rejected']} -> "
+            f"{trained['logp_after']['rejected']}"
         )
         return {
             "stage": "dpo",
@@ -309,6 +313,81 @@ def _reference(base: Path, adapter: Path):
     return ref
 
 
+def dpo_loss(rpo_alpha: float = 0.0, dpop_lambda: float = 0.0):
+    """The loss mlx-lm-lora's trainer calls (its `loss_fn` signature): its own `dpo_loss` when
+    both terms are off, else that loss with the terms that keep the chosen answer likely:
+
+    * dpop_lambda > 0 (DPO-Positive, Pal et al. 2024, "Smaug", eq. 3): the sigmoid's argument
+      becomes beta * (logits - lambda * max(0, log ref(chosen) - log policy(chosen))), so the
+      loss stays high while the chosen answer is less likely than under the reference (whole
+      answers' log-probabilities, as the logits);
+    * rpo_alpha > 0 (RPO, Pang et al. 2024, "Iterative Reasoning Preference Optimization"):
+      + alpha * NLL(chosen) / its tokens, the SFT loss on the chosen answer.
+
+    Rewards and metrics are the trainer's own (`train_chosen_reward` = beta * mean(log policy -
+    log ref) of the chosen answers)."""
+    import mlx.core as mx
+    import mlx.nn as nn
+    from mlx_lm_lora.trainer.dpo_trainer import dpo_loss as plain
+
+    if not rpo_alpha and not dpop_lambda:
+        return plain
+
+    def loss(
+        policy_chosen_score,
+        policy_rejected_score,
+        reference_chosen_score,
+        reference_rejected_score,
+        chosen_masks,
+        rejected_masks,
+        beta,
+        delta,
+        loss_type="sigmoid",
+    ):
+        value, reward, toks, metrics = plain(
+            policy_chosen_score=policy_chosen_score,
+            policy_rejected_score=policy_rejected_score,
+            reference_chosen_score=reference_chosen_score,
+            reference_rejected_score=reference_rejected_score,
+            chosen_masks=chosen_masks,
+            rejected_masks=rejected_masks,
+            beta=beta,
+            delta=delta,
+            loss_type=loss_type,
+        )
+        if dpop_lambda:
+            logits = (policy_chosen_score - policy_rejected_score) - (
+                reference_chosen_score - reference_rejected_score
+            )
+            fall = mx.maximum(reference_chosen_score - policy_chosen_score, 0.0)
+            value = mx.mean(-nn.log_sigmoid(beta * (logits - dpop_lambda * fall)))
+        if rpo_alpha:
+            # ipo's scores are already per token (mlx-lm-lora's compute_score)
+            tokens = mx.maximum(chosen_masks[:, 1:].sum(-1), 1)
+            per_token = policy_chosen_score if loss_type == "ipo" else policy_chosen_score / tokens
+            value = value + rpo_alpha * mx.mean(-per_token)
+        return value, reward, toks, metrics
+
+    return loss
+
+
+def pair_logps(model, ds, max_seq_length: int) -> dict:
+    """Mean per-token log-probability (nats) of the chosen and of the rejected answers of the
+    DPODataset `ds` under `model`, one pair at a time (answer tokens only, as the loss sees)."""
+    import mlx.core as mx
+    from mlx_lm_lora.trainer.dpo_trainer import get_token_scores, iterate_dpo_batches
+
+    model.eval()
+    sums = {"chosen": 0.0, "rejected": 0.0}
+    n = 0
+    for chosen, rejected, cm, rm in iterate_dpo_batches(ds, 1, max_seq_length):
+        for name, x, m in (("chosen", chosen, cm), ("rejected", rejected, rm)):
+            per = get_token_scores(model, x, m).sum() / mx.maximum(m[:, 1:].sum(), 1)
+            sums[name] += per.item()
+        n += 1
+    return {k: round(v / max(1, n), 4) for k, v in sums.items()}
+
+
 def train_dpo(
     base: Path,
     rows: list[dict],
@@ -345,6 +424,7 @@ def train_dpo(
         loss_type=cfg.loss_type,
         delta=cfg.delta,
     )
+    before = pair_logps(ref, train_ds, cfg.max_seq_length)
     t0 = time.time()
     with metrics_log(out_dir / "metrics.jsonl", "dpo", track) as metrics, _adapted(dt):
         dt.train_dpo(
@@ -355,9 +435,11 @@ def train_dpo(
             val_dataset=val_ds,
             args=args,
             training_callback=metrics,
+            loss_fn=dpo_loss(cfg.rpo_alpha, cfg.dpop_lambda),
             loss_type=cfg.loss_type,
         )
     wall = time.time() - t0
+    after = pair_logps(policy, train_ds, cfg.max_seq_length)
     tr = metrics.train
     return {
         "adapter": acfg,
@@ -373,6 +455,10 @@ def train_dpo(
         "last_loss": tr[-1]["train_loss"] if tr else None,
         "last_margin": tr[-1]["train_margins"] if tr else None,
         "last_accuracy": tr[-1]["train_accuracies"] if tr else None,
+        # mean per-token log-probability of the train pairs' answers, before (the reference)
+        # and after: a chosen side that fell is DPO's likelihood displacement (docs/dpo.md)
+        "logp_before": before,
+        "logp_after": after,
         "train_s": round(wall, 2),
         "s_per_iter": round(wall / cfg.iters, 3),
     }

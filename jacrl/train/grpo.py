@@ -5,8 +5,9 @@ token), and the adapter is never fused. The rollout temperature is calibrated on
 unless set (`calibrate_temperature`: at T = 1 a peaky SFT policy's rollouts are garbage), advantages
 are ours (`grpo_compat.group_advantages`: centred by default, not divided by a σ that turns noise
 into full updates), and every rollout is kept in rollouts.jsonl. With `dynamic_sampling` a step
-draws more prompts until its batch holds groups whose rewards differ (DAPO;
-`grpo_compat.fill_batch`), the groups passed over marked `discarded` in rollouts.jsonl. When
+draws max_draws batches of prompts in one batched generation and trains on groups whose rewards
+differ (DAPO; `grpo_compat.fill_batch`), the groups passed over marked `discarded` in
+rollouts.jsonl. When
 beta > 0 the KL reference is
 the starting policy as a frozen view over the policy's own arrays (`reference.frozen_view`: no
 second copy of the weights), so the KL term compares against the starting policy, not itself.
@@ -218,7 +219,9 @@ def train_grpo(
     ref = _reference(policy, base, adapter_in, reference) if cfg.beta > 0 else None
     train_ds, val_ds, prompt_tokens = _datasets(records, val, tok, cfg)
     batch = max(1, min(cfg.batch_size, len(records)))
-    rollout = cfg.rollout_batch or batch * cfg.group_size
+    # dynamic sampling decodes max_draws batches of prompts together (grpo_compat._fill_in_place)
+    draws = cfg.max_draws if cfg.dynamic_sampling else 1
+    rollout = cfg.rollout_batch or batch * cfg.group_size * draws
     reward = reward_function(cfg.reward_formula)  # bound: the env var is not read mid-training
     calibration = None
     if cfg.temperature <= 0:

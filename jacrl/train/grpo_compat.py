@@ -7,7 +7,8 @@
   0.0005 reward spread into ±1, a full update on noise), every rollout written to rollouts.jsonl,
   and per-step timings (generation, reward, update) as `step` events in metrics.jsonl.
 * `fill_batch`: DAPO's dynamic sampling (a step trains on groups whose rewards differ, drawn from
-  more prompts than the batch), which neither mlx-lm-lora nor TRL's GRPO trainer has.
+  more prompts than the batch, all in one batched generation), which neither mlx-lm-lora nor
+  TRL's GRPO trainer has.
 * its per-step `Clipping:` line leaves the terminal (it is in metrics.jsonl already).
 """
 
@@ -241,7 +242,13 @@ def _draw_groups(generate, reward_fn, batch, kw, clock: list[float]) -> list[_Gr
     """One draw: `batch`'s rollouts generated and scored once, as groups (one per prompt);
     generation and reward seconds added to `clock`."""
     t0 = time.perf_counter()
-    comps, texts, idx = generate(**{**kw, "prompt_tokens": batch[0]})
+    # every prompt of the draw decoded together (mlx-lm-lora decodes batch_size prompts at once)
+    wide = {
+        **kw,
+        "prompt_tokens": batch[0],
+        "batch_size": max(kw.get("batch_size", 1), len(batch[0])),
+    }
+    comps, texts, idx = generate(**wide)
     t1 = time.perf_counter()
     reward_fn(
         prompts=[batch[2][i] for i in idx],
@@ -266,20 +273,27 @@ def _draw_groups(generate, reward_fn, batch, kw, clock: list[float]) -> list[_Gr
 
 
 def _fill_in_place(batch, batches, draw, min_span: float, max_draws: int):
-    """Dynamic sampling from the trainer's `batch`, then further batches of `batches.source`;
-    the trainer's batch is rewritten in place to hold the kept groups' entries."""
-    first = [True]
-
-    def next_draw():
-        b = batch if first[0] else next(batches.source)
-        first[0] = False
-        return draw(b)
-
-    kept, discarded, draws = fill_batch(next_draw, len(batch[0]), min_span, max_draws)
+    """Dynamic sampling over-sampled once up front (DAPO): the trainer's `batch` and the next
+    max_draws - 1 batches of `batches.source` are drawn together, `draw` called once (one
+    batched generation, one reward call), then `fill_batch` keeps the first groups with signal.
+    The trainer's batch is rewritten in place to hold the kept groups' entries. Returns (kept,
+    discarded, batches drawn)."""
+    extra = []
+    for _ in range(max_draws - 1):
+        b = next(batches.source, None) if batches.source is not None else None
+        if b is None:
+            break
+        extra.append(b)
+    together = tuple(
+        None if part is None else [*part, *(x for b in extra for x in b[j])]
+        for j, part in enumerate(batch)
+    )
+    groups = draw(together)
+    kept, discarded, _ = fill_batch(lambda: groups, len(batch[0]), min_span, 1)
     for j, part in enumerate(batch):
         if part is not None:
             part[:] = [g.entry[j] for g in kept]
-    return kept, discarded, draws
+    return kept, discarded, 1 + len(extra)
 
 
 @contextlib.contextmanager
@@ -298,9 +312,10 @@ def grpo_hooks(
     ones), every training rollout written to `rollouts` (JSON lines: step, group, task id,
     completion, extracted body, tier, reason, reward, advantage, truncated, tokens, discarded)
     and per-step timings and draws in metrics.jsonl. `dynamic`: DAPO's dynamic sampling
-    (`fill_batch` from up to `max_draws` draws). Pass the yielded log's `batches` to the trainer
-    as `iterate_batches`. reward_fn: `jacrl.reward.reward_function(...)` (its `.last` holds the
-    Scored of each call); rollouts are scored once, as drawn."""
+    (`fill_batch` over `max_draws` batches of prompts drawn together, `_fill_in_place`). Pass
+    the yielded log's `batches` to the trainer as `iterate_batches`. reward_fn:
+    `jacrl.reward.reward_function(...)` (its `.last` holds the Scored of each call); rollouts are
+    scored once, as drawn."""
     import mlx.core as mx
     from mlx_lm_lora.trainer import grpo_trainer as gt
 
