@@ -27,6 +27,7 @@ of an unknown name): `jac run` rejects those before running, and the status is t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -41,7 +42,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
-from jacrl.executor import sandbox
+from jacrl.executor import policy, sandbox
 from jacrl.executor.budget import fit_concurrency
 from jacrl.executor.child import wall_limit
 from jacrl.executor.jac_cache import jac_cache
@@ -104,11 +105,19 @@ def minimal_env(home: str) -> dict[str, str]:
     }
 
 
+@functools.cache
+def job_policy() -> bytes:
+    """Every job's syscall policy as BPF (`policy.build`, once a process); b"" where libseccomp
+    is not to be had (`policy.why_none` says why)."""
+    return b"" if policy.why_none() else policy.build()
+
+
 class _Server:
     """One running fork server: the process and a line reader with deadlines."""
 
     def __init__(self, limits: Limits, hash_seed: int | None, want: str | None):
         args = ["--limits", json.dumps(dataclasses.asdict(limits))]
+        args += ["--policy", job_policy().hex()]
         if want == "rlimits-only":
             args.append("--no-namespaces")
         self.level = "rlimits-only"
@@ -274,8 +283,10 @@ class Executor:
         if self._server is not None and self._server.proc.poll() is None:
             return self._server
         self._drop_server()
-        reason = sandbox.why_unsandboxed() or (
-            f"isolation {self.want!r} requested" if self.want else None
+        reason = (
+            sandbox.why_unsandboxed()
+            or (f"isolation {self.want!r} requested" if self.want else None)
+            or policy.why_none()
         )
         if reason and not self.allow_unsandboxed:
             raise sandbox.refuse(reason)
@@ -284,6 +295,12 @@ class Executor:
             warnings.warn(
                 f"jacrl executor isolation is {self._server.level!r} "
                 f"({self._server.note or 'no user namespaces'}): {sandbox.RISK}",
+                stacklevel=3,
+            )
+        elif not self._server.hello.get("policy"):
+            warnings.warn(
+                f"jacrl executor: jobs run without their syscall policy ({policy.why_none()}): "
+                "kernel state (page cache, per-user quotas, IPC) can carry data between jobs",
                 stacklevel=3,
             )
         return self._server
@@ -297,6 +314,12 @@ class Executor:
     def isolation(self) -> str:
         """`sandbox`, `namespaces` or `rlimits-only` (starts the server when needed)."""
         return self._ensure_server().level
+
+    @property
+    def syscall_policy(self) -> str:
+        """`seccomp` when every job runs under the syscall policy (`policy.py`), else `none`
+        (starts the server when needed)."""
+        return "seccomp" if self._ensure_server().hello.get("policy") else "none"
 
     @property
     def hello(self) -> dict:
