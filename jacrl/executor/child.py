@@ -18,7 +18,9 @@ its /tmp and /var/tmp are fresh tmpfs that vanish with it (the sandbox's /dev is
 `sandbox.minimal_dev`), and when it exits every
 process it left behind dies with its pid namespace. A tiny init is pid 1 there, so the job is an
 ordinary process (a signal it sends itself acts as under `jac run`; pid 1 would ignore it). The job
-keeps no capability and no file descriptor but 0/1/2 and its completion file once its code runs.
+keeps no capability and no file descriptor but 0/1/2 and its completion file once its code runs,
+and runs under its syscall policy (`install_policy`: no new process, no IPC, no page-cache advice;
+`jacrl.executor.policy` builds it).
 
 Before any of the program's code runs, the job writes one byte (COMPILED or PARSED, or nothing)
 to the seal pipe and closes it: code from the model can never write to the server. After the
