@@ -117,9 +117,10 @@ class _Server:
 
     def __init__(self, limits: Limits, hash_seed: int | None, want: str | None):
         args = ["--limits", json.dumps(dataclasses.asdict(limits))]
-        args += ["--policy", job_policy().hex()]
-        if want == "rlimits-only":
+        if want == "rlimits-only":  # resource limits only: no namespaces, no syscall policy
             args.append("--no-namespaces")
+        else:
+            args += ["--policy", job_policy().hex()]
         self.level = "rlimits-only"
         self.note = sandbox.why_unsandboxed() or (f"{want} requested" if want else None)
         self._buf = b""
