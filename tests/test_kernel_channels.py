@@ -228,3 +228,20 @@ def test_a_reader_finds_nothing_while_the_writer_runs(ex, pages):
     )
     assert r.seconds < w.seconds, (r.seconds, w.seconds)  # it looked meanwhile
     assert report(r) == {"opened": [], "found": []}, report(r)
+
+
+LIMITS = r"""
+import resource
+print(*(resource.getrlimit(r)[0] for r in (resource.RLIMIT_NOFILE, resource.RLIMIT_SIGPENDING)))
+"""
+
+
+def test_the_per_user_counters_left_are_bounded_by_the_jobs_own_limits(ex):
+    """Epoll watches (open files squared) and queued signals are counted per user: 64 open files
+    and 64 queued signals a job keep any number of concurrent jobs far below the user's limits
+    (docs/threat-model.md, per-user counters)."""
+    b64 = base64.b64encode(LIMITS.encode()).decode()
+    (v,) = ex.run_many(
+        [f'with entry {{ exec(__import__("base64").b64decode("{b64}").decode()); }}'], timeout=5
+    )
+    assert v.stdout.split() == ["64", "64"], v
