@@ -26,13 +26,14 @@ from jacrl.executor import Executor
 # are stored in (a file in the venv, which every job can read; one bit a STRIDE bytes); TOKEN: 32
 # bits.
 PROBE = r"""
-import ctypes, errno, json, mmap, os, platform, signal, socket, time
+import ctypes, errno, fcntl, json, mmap, os, platform, signal, socket, struct, time
 libc = ctypes.CDLL(None, use_errno=True)
 NR = {"x86_64": dict(add_key=248, userfaultfd=323, bpf=321, perf_event_open=298, cachestat=451,
                      io_uring_setup=425, keyctl=250),
       "aarch64": dict(add_key=217, userfaultfd=282, bpf=280, perf_event_open=241, cachestat=451,
                       io_uring_setup=425, keyctl=219)}[platform.machine()]
 PAGE = mmap.PAGESIZE
+LOCK_QUERY = struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 1, 0)  # struct flock: would a lock block?
 opened, found = [], []
 def c(ret):
     if ret == -1 or ret is None:
@@ -129,6 +130,8 @@ if MODE == "write":
         socket.send_fds(a, [b"x"], [a.fileno()] * 8)
     attempt("fds in flight", in_flight)
     attempt("unshare", lambda: os.unshare(os.CLONE_NEWUSER))
+    attempt("flock", lambda: fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB))
+    attempt("fcntl lock", lambda: fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 0))
     def cpu_outside():
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps it: no cutime
         if os.fork() == 0:
@@ -152,6 +155,18 @@ else:
         try:
             fn()
             found.append(name)
+        except OSError:
+            pass
+    def held_lock():
+        got = fcntl.fcntl(fd, fcntl.F_GETLK, LOCK_QUERY)
+        return struct.unpack("hhqqi", got)[0] != fcntl.F_UNLCK  # it names another's lock
+    for name, fn in (("flock", lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)),
+                     ("fcntl lock", held_lock)):
+        try:
+            if fn():
+                found.append(name)
+        except BlockingIOError:
+            found.append(name)  # held by the writer
         except OSError:
             pass
     if os.path.exists(f"/tmp/jacrl-mark-{TOKEN}"):

@@ -21,6 +21,9 @@ import tempfile
 MADVICE = (3, 9, 20, 21, 22, 23)
 RWF_NOWAIT = 0x8  # preadv2/pwritev2: only if the pages are cached (a residency probe)
 F_SETPIPE_SZ = 1031  # fcntl: grow a pipe into the per-user pipe-buffer quota
+# fcntl: record locks (GETLK SETLK SETLKW, their OFD forms), leases and directory notices: a lock
+# on a file every job can read is seen by another job (flock too)
+F_LOCKS = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
 CLONE_THREAD = 0x10000
 CLONE_NEW = {  # namespace flags: never with a thread
     "CLONE_NEWNS": 0x20000,
@@ -87,6 +90,7 @@ DENIED = {
         "sendmmsg",
     ),  # fmt: skip
     "namespaces": ("unshare", "setns"),
+    "file locks": ("flock",),
     "processes": ("fork", "vfork"),
 }
 
@@ -129,7 +133,8 @@ def build() -> bytes:
         rule(deny, "madvise", sc.Arg(2, sc.EQ, advice))
     for name in ("preadv2", "pwritev2"):
         rule(deny, name, sc.Arg(5, sc.MASKED_EQ, RWF_NOWAIT, RWF_NOWAIT))
-    rule(deny, "fcntl", sc.Arg(1, sc.EQ, F_SETPIPE_SZ))
+    for cmd in (F_SETPIPE_SZ, *F_LOCKS):
+        rule(deny, "fcntl", sc.Arg(1, sc.EQ, cmd))
     # threads only: a clone without CLONE_THREAD is a new process (fork), and no namespace flag
     rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     for flag in CLONE_NEW.values():
