@@ -130,6 +130,8 @@ if MODE == "write":
         socket.send_fds(a, [b"x"], [a.fileno()] * 8)
     attempt("fds in flight", in_flight)
     attempt("unshare", lambda: os.unshare(os.CLONE_NEWUSER))
+    attempt("vsock", lambda: held.append(socket.socket(40, socket.SOCK_STREAM)))  # to the host
+    attempt("KSM merge", lambda: mmap.mmap(-1, PAGE).madvise(12))  # MADV_MERGEABLE
     attempt("flock", lambda: fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB))
     attempt("fcntl lock", lambda: fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 0))
     def cpu_outside():

@@ -17,8 +17,14 @@ import sys
 import tempfile
 
 # madvise advice that reads file pages in, or drops or pages them out (page-cache residency):
-# WILLNEED, REMOVE, COLD, PAGEOUT, POPULATE_READ, POPULATE_WRITE
-MADVICE = (3, 9, 20, 21, 22, 23)
+# WILLNEED, REMOVE, COLD, PAGEOUT, POPULATE_READ, POPULATE_WRITE; and MERGEABLE, which offers pages
+# to KSM, whose merging across processes a write's time reveals (prctl's PR_SET_MEMORY_MERGE too)
+MADVICE = (3, 9, 12, 20, 21, 22, 23)
+PR_SET_MEMORY_MERGE = 67
+# socket families a job may open: unix, IPv4, IPv6 (in its own net namespace) and netlink (glibc's
+# getaddrinfo); every other (vsock reaches the host, whatever the namespace) is refused
+SOCKET_FAMILIES = (1, 2, 10, 16)
+AF_MAX = 46
 RWF_NOWAIT = 0x8  # preadv2/pwritev2: only if the pages are cached (a residency probe)
 F_SETPIPE_SZ = 1031  # fcntl: grow a pipe into the per-user pipe-buffer quota
 # fcntl: record locks (GETLK SETLK SETLKW, their OFD forms), leases and directory notices: a lock
@@ -133,6 +139,10 @@ def build() -> bytes:
         rule(deny, "madvise", sc.Arg(2, sc.EQ, advice))
     for name in ("preadv2", "pwritev2"):
         rule(deny, name, sc.Arg(5, sc.MASKED_EQ, RWF_NOWAIT, RWF_NOWAIT))
+    rule(deny, "prctl", sc.Arg(0, sc.EQ, PR_SET_MEMORY_MERGE))
+    for family in range(AF_MAX):
+        if family not in SOCKET_FAMILIES:
+            rule(deny, "socket", sc.Arg(0, sc.EQ, family))
     for cmd in (F_SETPIPE_SZ, *F_LOCKS):
         rule(deny, "fcntl", sc.Arg(1, sc.EQ, cmd))
     # threads only: a clone without CLONE_THREAD is a new process (fork), and no namespace flag
