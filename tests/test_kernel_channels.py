@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from jacrl.executor import Executor
+from jacrl.executor import Executor, SandboxUnavailable, client, sandbox
 
 # Plain Python, run by `exec` from a Jac program. MODE "write": make every mark it can and say
 # which ways were open; "read": say which marks it found. FILE, OFFSET: the pages the token's bits
@@ -262,3 +262,15 @@ def test_the_per_user_counters_left_are_bounded_by_the_jobs_own_limits(ex):
         [f'with entry {{ exec(__import__("base64").b64decode("{b64}").decode()); }}'], timeout=5
     )
     assert v.stdout.split() == ["64", "64"], v
+
+
+def test_no_policy_is_refused_unless_allowed(monkeypatch):
+    """A policy the kernel refuses (here: one BPF instruction and no return) leaves jobs without
+    it: the executor refuses to start, in one line, unless running unsandboxed was allowed."""
+    monkeypatch.setattr(client, "job_policy", lambda: bytes(8))
+    with Executor(allow_unsandboxed=False) as e:
+        if sandbox.why_unsandboxed():
+            pytest.skip(sandbox.why_unsandboxed())
+        with pytest.raises(SandboxUnavailable, match="the kernel refused the seccomp filter") as x:
+            e.run("with entry { print(1); }")
+    assert "\n" not in str(x.value)

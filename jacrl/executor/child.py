@@ -179,6 +179,18 @@ def install_policy(bpf: bytes) -> None:
         raise OSError(err, f"seccomp: {os.strerror(err)}")
 
 
+def policy_works(bpf: bytes) -> bool:
+    """Whether this kernel takes the policy: try it in a child."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            install_policy(bpf)
+            os._exit(0)
+        except BaseException:  # noqa: BLE001
+            os._exit(1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
 def namespaces_work(keep: list) -> bool:
     """Whether per-job namespaces work here (Linux with user namespaces): try in a child."""
     if not CLONE_JOB:

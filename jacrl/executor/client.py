@@ -299,9 +299,13 @@ class Executor:
                 stacklevel=3,
             )
         elif not self._server.hello.get("policy"):
+            why = policy.why_none() or "the kernel refused the seccomp filter"
+            if not self.allow_unsandboxed:
+                self._drop_server()
+                raise sandbox.refuse(why)
             warnings.warn(
-                f"jacrl executor: jobs run without their syscall policy ({policy.why_none()}): "
-                "kernel state (page cache, per-user quotas, IPC) can carry data between jobs",
+                f"jacrl executor: jobs run without their syscall policy ({why}): kernel state "
+                "(page cache, per-user quotas, IPC) can carry data between jobs",
                 stacklevel=3,
             )
         return self._server

@@ -174,7 +174,8 @@ class Zygote:
         self, limits: dict, scratch: str, namespaces: bool = True, keep=(), policy: bytes = b""
     ):
         self.keep = list(keep)  # [kept path, real path] of Python dirs under /tmp (see sandbox)
-        self.policy = policy  # every job's syscall policy (BPF; b"": none)
+        # every job's syscall policy (BPF; b"": none, or one this kernel refuses)
+        self.policy = policy if policy and child.policy_works(policy) else b""
         self.limits = {**DEFAULT_LIMITS, **limits}
         self.scratch = scratch
         warming.import_compiler()
