@@ -30,18 +30,21 @@ $(STAMP): pyproject.toml
 	@# uv: the ~150 packages in ~20 s from its cache (pip: ~85 s on the 2-core machine), compiled
 	@# to bytecode as pip does: the sandbox shows the venv read-only, so nothing compiled later sticks
 	$(VENV)/bin/uv pip install --python $(PY) --quiet --compile-bytecode -e '.[dev,ray]'  # ray: tested too
-	@# Linux: bubblewrap sandboxes the jobs that run model code (jacrl.executor.sandbox); MLX's CPU wheel
-	@# ships a slow reference BLAS, and Debian's OpenBLAS is picked up when present
+	@# Linux: bubblewrap sandboxes the jobs that run model code (jacrl.executor.sandbox), libseccomp
+	@# builds their syscall policy (jacrl.executor.policy); MLX's CPU wheel ships a slow reference
+	@# BLAS, and Debian's OpenBLAS is picked up when present
 	@if [ "$$(uname)" = Linux ]; then \
 	  pkgs=""; command -v bwrap >/dev/null || pkgs="bubblewrap"; \
+	  $(PY) -c 'import pyseccomp' 2>/dev/null || pkgs="$$pkgs libseccomp2"; \
 	  ls /usr/lib/*-linux-gnu/openblas-pthread/libopenblas*.so* >/dev/null 2>&1 || \
 	    pkgs="$$pkgs libopenblas0-pthread"; \
 	  if [ -n "$$pkgs" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    (apt-get update -qq && apt-get install -y -qq $$pkgs) >/dev/null 2>&1 || \
 	      echo "note: could not install $$pkgs"; \
 	  elif [ -n "$$pkgs" ]; then echo "note: install $$pkgs (e.g. sudo apt-get install $$pkgs)"; fi; \
-	  command -v bwrap >/dev/null || echo "note: without bubblewrap jacrl refuses to run model" \
-	    "code unless JACRL_ALLOW_UNSANDBOXED=1 (docs/threat-model.md)"; fi
+	  command -v bwrap >/dev/null && $(PY) -c 'import pyseccomp' 2>/dev/null || echo "note: without" \
+	    "bubblewrap and libseccomp jacrl refuses to run model code unless" \
+	    "JACRL_ALLOW_UNSANDBOXED=1 (docs/threat-model.md)"; fi
 	@# the `jacrl` Jupyter kernel, after OpenBLAS: its kernel.json preloads it (jacrl/kernel.py)
 	$(PY) -m jacrl.kernel
 	touch $@

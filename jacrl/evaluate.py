@@ -11,7 +11,8 @@ Row fields (percentages are 0-100, 2 dp; counts are over the `tasks` evaluated):
     tag, split, kind     free labels (ladder: `r<N>/<model>/<cond>/<gen|mem>`)
     model, adapter       what was loaded (`adapter` "" = base)
     tasks                tasks evaluated
-    runs, run_pct        greedy completion ran (exit 0)
+    runs, run_pct        greedy completion exited cleanly as the server saw it (compiled, exit 0,
+                         nothing on stderr: `reward.clean_exit`), never the job's own "ran"
     pass1, pass1_pct     greedy stdout == expected (whole output whitespace-trimmed)
     wilson_lo, wilson_hi 95 % Wilson interval of pass1/tasks, in percent
     near_pass, near_pct  greedy ran and output similarity (difflib) >= 0.9
@@ -26,7 +27,8 @@ Row fields (percentages are 0-100, 2 dp; counts are over the `tasks` evaluated):
                          apart so no name means two things
     pass_at_k            {k: unbiased pass@k in percent} from the n samples (greedy excluded),
                          each k <= n (Chen et al. 2021); the only pass@k this project reports
-    bestofk              first of the first k samples (in sample order) that runs: is it exact?
+    bestofk              first of the first k samples (in sample order) that exits cleanly (no
+                         look at the expected output): is it exact?
                          deploy / coverage (one ran) / oracle (one was exact) counts
     sample_truncation_pct, sample_run_pct
                          over all n x tasks samples
@@ -63,7 +65,7 @@ from jacrl.jacsyntax import idiom_count
 from jacrl.models import display_path, load, portable, resolve
 from jacrl.provenance import adapter_key, provenance
 from jacrl.results import format_row
-from jacrl.reward import Scored, reward_isolation, score_completions
+from jacrl.reward import Scored, clean_exit, reward_isolation, score_completions
 from jacrl.samples import header as samples_header
 from jacrl.samples import records as sample_records
 from jacrl.samples import write_samples
@@ -93,7 +95,8 @@ def _norm_ws(s: str) -> str:
 
 
 def _ran(s: Scored) -> bool:
-    return s.verdict is not None and s.verdict.ran
+    """Ran, as decided outside the job (the job's own "ran" is a claim it can forge)."""
+    return clean_exit(s.verdict)
 
 
 def _pct(x: float, n: int) -> float:

@@ -2,8 +2,8 @@
 
 `generate(model, tokenizer, prompts, n=..., temperature=...)` decodes n completions per prompt in
 batches (mlx-lm's BatchGenerator); temperature 0 is greedy, and the same call with the same seed
-gives the same samples. `generate_best_of_k` returns the first of k samples that the Jac toolchain
-accepts, without looking at the expected output.
+gives the same samples. `generate_best_of_k` returns the first of k samples the ruler accepts: for
+a task, one whose output is the task's expected output; for a bare prompt, one that exits cleanly.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from jacrl.config import MAX_TOKENS, EvalConfig
 from jacrl.extract import code_blocks
 from jacrl.models import load
 from jacrl.prompts import SYSTEM_PROMPT, prompt_ids
-from jacrl.reward import default_executor, score_completions
+from jacrl.reward import clean_exit, default_executor, score_completions
 
 BEST_OF = 8  # samples generate_best_of_k draws by default
 PREFILL_STEP = 2048  # prompt tokens per forward pass when prefilling (mlx-lm's default)
@@ -133,13 +133,16 @@ def generate_best_of_k(
     timeout: float = 20.0,
     progress: bool = False,
 ) -> dict:
-    """Sample k completions; return the first (in sample order) that the Jac toolchain accepts —
-    for a task (a record with `answer`): spliced into its template, it runs (exit 0); for a bare
-    prompt: the code block itself runs. No look at the expected output.
+    """Sample k completions; return the first (in sample order) that the ruler accepts, decided
+    outside the job (`best_of`): for a task (a record with `answer`), spliced into its template, it
+    prints the task's expected output (exact); for a bare prompt, the code block itself exits
+    cleanly (`reward.clean_exit`: nothing else can be checked without an expected output). Never
+    the job's own "ran", which a program can forge.
 
     model: registry name or model dir (+ adapter), or an already loaded (model, tokenizer) pair.
-    Returns {"accepted", "index" (None if none accepted), "body", "completion", "stdout", "k"};
-    when nothing is accepted, the first sample's body with accepted False.
+    Returns {"accepted", "index" (None if none accepted), "body", "completion", "stdout", "k",
+    "check" ("exact" or "clean exit")}; when nothing is accepted, the first sample's body with
+    accepted False.
     """
     lm, tok = load(model, adapter)
     is_task = isinstance(task_or_prompt, dict)
@@ -154,29 +157,29 @@ def generate_best_of_k(
         seed=seed,
         progress="samples" if progress else "",
     )[0]
-    texts = [s.text for s in samples]
+    return best_of([s.text for s in samples], task_or_prompt, timeout)
+
+
+def best_of(texts: Sequence[str], task_or_prompt, timeout: float = 20.0) -> dict:
+    """`generate_best_of_k`'s choice among sampled completions `texts` (its return value)."""
+    texts, k = list(texts), len(texts)
+    is_task = isinstance(task_or_prompt, dict)
     if is_task:
         scored = score_completions(texts, [task_or_prompt["answer"]])
         bodies = [s.body for s in scored]
         verdicts = [s.verdict for s in scored]
+        ok = [s.exact for s in scored]
     else:
         bodies = [code_blocks(t)[0].strip("\n") for t in texts]
         verdicts = default_executor().run_many(bodies, timeout=timeout)
-    for i, (b, v) in enumerate(zip(bodies, verdicts, strict=True)):
-        if b.strip() and v is not None and v.ran:
-            return {
-                "accepted": True,
-                "index": i,
-                "body": b,
-                "completion": texts[i],
-                "stdout": v.stdout,
-                "k": k,
-            }
+        ok = [b.strip() != "" and clean_exit(v) for b, v in zip(bodies, verdicts, strict=True)]
+    i = next((j for j, good in enumerate(ok) if good), None)  # in sample order
     return {
-        "accepted": False,
-        "index": None,
-        "body": bodies[0] if bodies else "",
-        "completion": texts[0] if texts else "",
-        "stdout": "",
+        "accepted": i is not None,
+        "index": i,
+        "body": bodies[i or 0] if bodies else "",
+        "completion": texts[i or 0] if texts else "",
+        "stdout": verdicts[i].stdout if i is not None else "",
         "k": k,
+        "check": "exact" if is_task else "clean exit",
     }

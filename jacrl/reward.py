@@ -109,6 +109,22 @@ def exact_match(stdout: str, expected: str) -> bool:
     return stdout.strip() == expected.strip()
 
 
+def clean_exit(verdict: Verdict | None) -> bool:
+    """It compiled, was not timed out, exited 0 (the kernel's wait status, as the server saw it)
+    and wrote nothing to stderr (where jaclang and Python report an error; no gold writes there).
+    What `jac run` shows a user, decided outside the job: never the job's own "ran" (its token,
+    which a program can forge). A program can still choose its exit and silence its stderr, so
+    only `exact` certifies a body; tools that only need "it runs" (run rates, a bare prompt's
+    best-of-k) use this."""
+    return (
+        verdict is not None
+        and verdict.compiled
+        and not verdict.timed_out
+        and verdict.exit_code == 0
+        and not verdict.stderr
+    )
+
+
 def body_similarity(body: str, gold: str) -> float:
     return difflib.SequenceMatcher(None, dedent(body).strip(), dedent(gold).strip()).ratio()
 

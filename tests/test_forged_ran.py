@@ -10,8 +10,13 @@ import base64
 import dataclasses
 import json
 
+from jacrl.config import DPOConfig
+from jacrl.evaluate import grade
+from jacrl.generate import best_of
 from jacrl.reward import Hole, score, score_completions
 from jacrl.splits import load_split
+from jacrl.train.dpo import build_pairs
+from jacrl.train.sft import fenced, gold_body
 
 FORGER = r"""
 import os, re, stat, sys
@@ -53,3 +58,26 @@ def test_a_forged_ran_scores_what_the_same_body_scores_without_it(executor):
         hole = Hole.from_answer(t["answer"])
         without = score(s.body, honest, hole)
         assert s.score <= without.score, (json.loads(t["answer"])["id"], s.score, without.score)
+
+
+def test_tools_act_on_the_ruler_never_on_a_forged_ran(executor):
+    """Best-of-k, evaluate's run rates and deploy pick, and DPO's chosen side use what the parent
+    decides (the exact match, a clean exit as the server saw it), never the job's own "ran": the
+    forged-ran raiser comes first in every sample list and is never chosen, counted as run or
+    certified (before: best-of-k and deploy took it over the gold, the run rate counted it)."""
+    tasks = load_split("holdout")[:4]
+    forged, golds = f"```jac\n{BODY}\n```", [fenced(gold_body(t)) for t in tasks]
+    for t, g in zip(tasks, golds, strict=True):
+        r = best_of([forged, g], t)
+        assert (r["accepted"], r["index"], r["check"]) == (True, 1, "exact"), r
+        assert best_of([forged], t)["accepted"] is False
+    m = grade(tasks, [forged] * len(tasks), [[forged, g] for g in golds], k=(2,))
+    assert m["runs"] == 0 and m["run_pct"] == 0.0, m["runs"]
+    assert [p["samples_ran"] for p in m["per_task"]] == [1] * len(tasks)
+    assert [p["deploy"] for p in m["per_task"]] == [True] * len(tasks)  # the gold, not the forger
+    assert m["sample_run_pct"] == 50.0
+    cfg = DPOConfig(reward_formula="tiered")  # the formula that pays for "ran"
+    rows, _ = build_pairs(tasks, [[forged, forged, g] for g in golds], cfg)
+    assert rows and all(r["chosen_source"] == "sample 3" for r in rows), rows
+    rows, _ = build_pairs(tasks, [[forged] for _ in tasks], cfg)
+    assert rows and all(r["chosen_source"] == "gold" for r in rows), rows

@@ -187,6 +187,6 @@ def test_score_and_generate_against_the_project(venv):
     )
     assert r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stderr
     assert (
-        "# verified: sample 1 of 1 runs" in r.stderr
-        or "# warning: none of 1 samples ran; showing the first" in r.stderr
+        "# sample 1 of 1 verified: prints the task's expected output" in r.stderr
+        or "# warning: none of 1 samples printed the expected output; showing the first" in r.stderr
     ), r.stderr

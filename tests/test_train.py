@@ -174,8 +174,8 @@ def test_sft_loss_scores_the_answer_only(tiny, one_task):
 
 def test_best_of_k_returns_a_running_body(tiny, one_task, memorized):
     r = generate_best_of_k(tiny, memorized.adapter_path, one_task, k=2, temperature=0.3)
-    assert r["accepted"] and r["index"] is not None
-    assert score_completions([r["completion"]], [one_task["answer"]])[0].verdict.ran
+    assert r["accepted"] and r["index"] is not None and r["check"] == "exact"
+    assert score_completions([r["completion"]], [one_task["answer"]])[0].exact
 
 
 def test_content_addressing_reuses_and_retrains(tiny, harness_tasks, out_root):

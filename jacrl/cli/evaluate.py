@@ -204,7 +204,11 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParse
     )
     p.add_argument("--prompt", default=None, help="free prompt (default: stdin when no --id)")
     p.add_argument(
-        "-k", type=int, default=BEST_OF, help="samples drawn; the first that runs is shown"
+        "-k",
+        type=int,
+        default=BEST_OF,
+        help="samples drawn; the first that prints the task's expected output (--id) or, for a "
+        "bare prompt, exits cleanly is shown",
     )
     _knob(p, ("--temperature",), "temperature")
     _knob(p, ("--seed",), "seed")
@@ -213,7 +217,9 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParse
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    """Best-of-k: print the first of k samples that runs (exit 1 when none does)."""
+    """Best-of-k: print the first of k samples the ruler accepts (exit 1 when none is): for a
+    task, its output is the expected output; for a bare prompt, it exits cleanly (compiled, exit
+    0, nothing on stderr: unverified, there is nothing to compare its output with)."""
     if args.k < 1:
         raise ValueError(f"-k must be >= 1, got {args.k}")
     resolve(args.model)  # an unknown model fails before any work
@@ -236,11 +242,17 @@ def run_generate(args: argparse.Namespace) -> int:
         progress=True,
     )
     if r["accepted"]:
-        print(f"# verified: sample {r['index'] + 1} of {r['k']} runs", file=sys.stderr)
+        what = (
+            "verified: prints the task's expected output"
+            if r["check"] == "exact"
+            else "exits cleanly (unverified: no expected output)"
+        )
+        print(f"# sample {r['index'] + 1} of {r['k']} {what}", file=sys.stderr)
         if r["stdout"]:
             print(r["stdout"], file=sys.stderr, end="" if r["stdout"].endswith("\n") else "\n")
     else:
-        print(f"# warning: none of {r['k']} samples ran; showing the first", file=sys.stderr)
+        why = "printed the expected output" if r["check"] == "exact" else "exited cleanly"
+        print(f"# warning: none of {r['k']} samples {why}; showing the first", file=sys.stderr)
     print(r["body"])
     return 0 if r["accepted"] else 1
 

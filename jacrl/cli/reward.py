@@ -35,21 +35,21 @@ def add(sub) -> None:
 
 
 def run_file(args: argparse.Namespace) -> int:
-    """Print the program's stdout/stderr, then its verdict as JSON on stderr; exit 1 unless it
-    ran."""
+    """Print the program's stdout/stderr, then its verdict as JSON on stderr with the isolation
+    level and syscall policy it ran under; exit 1 unless it ran."""
     with open(args.file) as fh:
         source = fh.read()
+    where = {"isolation": "none (plain jac run)"}
     if args.subprocess:
         verdict = run_subprocess(source, args.timeout)
     else:
         with Executor() as ex:
             verdict = ex.run(source, args.timeout)
+            where = {"isolation": ex.isolation, "syscall_policy": ex.syscall_policy}
     sys.stdout.write(verdict.stdout)
     sys.stderr.write(verdict.stderr)
-    print(
-        json.dumps({k: v for k, v in verdict.to_json().items() if k not in ("stdout", "stderr")}),
-        file=sys.stderr,
-    )
+    fields = {k: v for k, v in verdict.to_json().items() if k not in ("stdout", "stderr")}
+    print(json.dumps({**fields, **where}), file=sys.stderr)
     return 0 if verdict.ran else 1
 
 

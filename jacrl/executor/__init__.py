@@ -8,6 +8,7 @@
 - `child.py`: what runs in its forked children: the shim's namespaces, the job's limits and
   environment, `jac run` split into compile and exec.
 - `sandbox.py`: the bubblewrap sandbox the server runs in; isolation levels and the opt-in.
+- `policy.py`: every job's syscall policy (seccomp, built with libseccomp), in the client.
 """
 
 from jacrl.executor.client import (

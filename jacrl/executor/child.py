@@ -18,7 +18,9 @@ its /tmp and /var/tmp are fresh tmpfs that vanish with it (the sandbox's /dev is
 `sandbox.minimal_dev`), and when it exits every
 process it left behind dies with its pid namespace. A tiny init is pid 1 there, so the job is an
 ordinary process (a signal it sends itself acts as under `jac run`; pid 1 would ignore it). The job
-keeps no capability and no file descriptor but 0/1/2 and its completion file once its code runs.
+keeps no capability and no file descriptor but 0/1/2 and its completion file once its code runs,
+and runs under its syscall policy (`install_policy`: no new process, no IPC, no page-cache advice;
+`jacrl.executor.policy` builds it).
 
 Before any of the program's code runs, the job writes one byte (COMPILED or PARSED, or nothing)
 to the seal pipe and closes it: code from the model can never write to the server. After the
@@ -53,6 +55,7 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4  # prctl(2) options
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8  # mount(2) flags
 MS_RDONLY, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x1000, 0x4000, 0x40000
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 EXIT_JOB_FAILED, EXIT_SHIM_FAILED = 70, 71  # the job's or the shim's own setup failed
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -158,6 +161,36 @@ def enter_job_namespaces(uid: int, gid: int, keep: list) -> None:
     _drop_capabilities()
 
 
+class _Fprog(ctypes.Structure):  # struct sock_fprog
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def install_policy(bpf: bytes) -> None:
+    """The job's syscall policy (classic BPF from `jacrl.executor.policy`, built by libseccomp in
+    the client), installed on this process for good: every thread it starts inherits it and no
+    call can remove it (no_new_privs first, as seccomp requires without capabilities)."""
+    if not bpf:
+        return
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    buf = ctypes.create_string_buffer(bpf, len(bpf))
+    prog = _Fprog(len(bpf) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"seccomp: {os.strerror(err)}")
+
+
+def policy_works(bpf: bytes) -> bool:
+    """Whether this kernel takes the policy: try it in a child."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            install_policy(bpf)
+            os._exit(0)
+        except BaseException:  # noqa: BLE001
+            os._exit(1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
 def namespaces_work(keep: list) -> bool:
     """Whether per-job namespaces work here (Linux with user namespaces): try in a child."""
     if not CLONE_JOB:
@@ -253,7 +286,7 @@ def run_like_cli(path: str, seal) -> int:
 # ---- the shim and the job (forked; never return) --------------------------------------------
 
 
-def run_shim(job: Job, keep: list, rlimits: dict[int, int]) -> NoReturn:
+def run_shim(job: Job, keep: list, rlimits: dict[int, int], policy: bytes = b"") -> NoReturn:
     """Enters the job's namespaces, forks their init (pid 1 there, which forks the job) and
     mirrors the job's end: exit code or the signal that killed it. Runs no code of the program's."""
     try:
@@ -266,7 +299,7 @@ def run_shim(job: Job, keep: list, rlimits: dict[int, int]) -> NoReturn:
         pid = os.fork()
         if pid == 0:
             os.close(status_r)
-            _run_init(job, program, rlimits, status_w)
+            _run_init(job, program, rlimits, status_w, policy)
         for fd in (job.out, job.err, job.seal, job.done, status_w):
             os.close(fd)
         os.waitpid(pid, 0)
@@ -290,7 +323,7 @@ def run_shim(job: Job, keep: list, rlimits: dict[int, int]) -> NoReturn:
 
 
 def _run_init(
-    job: Job, program: tuple[str, str], rlimits: dict[int, int], status_w: int
+    job: Job, program: tuple[str, str], rlimits: dict[int, int], status_w: int, policy: bytes
 ) -> NoReturn:
     """pid 1 of the job's namespace: forks the job, reaps whatever is reparented to it until the
     job ends, and writes its wait status to the shim. Not dumpable: the job cannot ptrace it."""
@@ -299,7 +332,7 @@ def _run_init(
         pid = os.fork()
         if pid == 0:
             os.close(status_w)
-            run_job(job, JOB_CWD, rlimits, program)
+            run_job(job, JOB_CWD, rlimits, program, policy)
         prctl(PR_SET_DUMPABLE, 0)  # after the fork: the job stays an ordinary, dumpable process
         for fd in (job.out, job.err, job.seal, job.done):
             os.close(fd)
@@ -314,11 +347,16 @@ def _run_init(
 
 
 def run_job(
-    job: Job, work: str, rlimits: dict[int, int], program: tuple[str, str] | None = None
+    job: Job,
+    work: str,
+    rlimits: dict[int, int],
+    program: tuple[str, str] | None = None,
+    policy: bytes = b"",
 ) -> NoReturn:
     """The job: its own session, resource limits, stdio on the capture files, a minimal
-    environment, then the program in `work`. Exits with the program's exit code (70 when the job's
-    own setup failed). program: (source, secret), when the shim already read them."""
+    environment, its syscall policy (`install_policy`; before jaclang compiles the program), then
+    the program in `work`. Exits with the program's exit code (70 when the job's own setup
+    failed). program: (source, secret), when the shim already read them."""
     code = EXIT_JOB_FAILED
     try:
         source, secret = program or load_program(job.jobdir)
@@ -328,6 +366,7 @@ def run_job(
         _redirect(work, job)
         path = _write_program(source, work)
         del source
+        install_policy(policy)
         code = _run_program(path, job.seal, job.done, secret)
     except BaseException:  # noqa: BLE001
         code = EXIT_JOB_FAILED

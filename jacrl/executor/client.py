@@ -27,6 +27,7 @@ of an unknown name): `jac run` rejects those before running, and the status is t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -41,7 +42,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
-from jacrl.executor import sandbox
+from jacrl.executor import policy, sandbox
 from jacrl.executor.budget import fit_concurrency
 from jacrl.executor.child import wall_limit
 from jacrl.executor.jac_cache import jac_cache
@@ -104,13 +105,22 @@ def minimal_env(home: str) -> dict[str, str]:
     }
 
 
+@functools.cache
+def job_policy() -> bytes:
+    """Every job's syscall policy as BPF (`policy.build`, once a process); b"" where libseccomp
+    is not to be had (`policy.why_none` says why)."""
+    return b"" if policy.why_none() else policy.build()
+
+
 class _Server:
     """One running fork server: the process and a line reader with deadlines."""
 
     def __init__(self, limits: Limits, hash_seed: int | None, want: str | None):
         args = ["--limits", json.dumps(dataclasses.asdict(limits))]
-        if want == "rlimits-only":
+        if want == "rlimits-only":  # resource limits only: no namespaces, no syscall policy
             args.append("--no-namespaces")
+        else:
+            args += ["--policy", job_policy().hex()]
         self.level = "rlimits-only"
         self.note = sandbox.why_unsandboxed() or (f"{want} requested" if want else None)
         self._buf = b""
@@ -274,8 +284,10 @@ class Executor:
         if self._server is not None and self._server.proc.poll() is None:
             return self._server
         self._drop_server()
-        reason = sandbox.why_unsandboxed() or (
-            f"isolation {self.want!r} requested" if self.want else None
+        reason = (
+            sandbox.why_unsandboxed()
+            or (f"isolation {self.want!r} requested" if self.want else None)
+            or policy.why_none()
         )
         if reason and not self.allow_unsandboxed:
             raise sandbox.refuse(reason)
@@ -284,6 +296,16 @@ class Executor:
             warnings.warn(
                 f"jacrl executor isolation is {self._server.level!r} "
                 f"({self._server.note or 'no user namespaces'}): {sandbox.RISK}",
+                stacklevel=3,
+            )
+        elif not self._server.hello.get("policy"):
+            why = policy.why_none() or "the kernel refused the seccomp filter"
+            if not self.allow_unsandboxed:
+                self._drop_server()
+                raise sandbox.refuse(why)
+            warnings.warn(
+                f"jacrl executor: jobs run without their syscall policy ({why}): kernel state "
+                "(page cache, per-user quotas, IPC) can carry data between jobs",
                 stacklevel=3,
             )
         return self._server
@@ -297,6 +319,12 @@ class Executor:
     def isolation(self) -> str:
         """`sandbox`, `namespaces` or `rlimits-only` (starts the server when needed)."""
         return self._ensure_server().level
+
+    @property
+    def syscall_policy(self) -> str:
+        """`seccomp` when every job runs under the syscall policy (`policy.py`), else `none`
+        (starts the server when needed)."""
+        return "seccomp" if self._ensure_server().hello.get("policy") else "none"
 
     @property
     def hello(self) -> dict:

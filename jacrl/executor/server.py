@@ -57,6 +57,7 @@ HAVE_PIDFD = hasattr(os, "pidfd_open")  # Linux; macOS polls
 # the defaults of `jacrl.executor.client.Limits` (this file cannot import it)
 DEFAULT_LIMITS = dict(mem_mb=1024, fsize_mb=16, nproc=3, max_output=1 << 20, stderr_lines=40)
 RUNNERS = 2  # processes of each job's user namespace that run none of its code: shim and init
+JOB_FILES, JOB_SIGNALS = 64, 64  # a job's open files and queued signals (RLIMIT_NOFILE, ...)
 STDERR_READ = 64 * 1024  # bytes of a job's stderr read back (the verdict keeps its first lines)
 
 
@@ -169,8 +170,12 @@ class Zygote:
     """Single-threaded: imports and warms jaclang, then forks a shim (and its job) per job
     directory. Holds no program and no output: it sees paths, timeouts and wait statuses."""
 
-    def __init__(self, limits: dict, scratch: str, namespaces: bool = True, keep=()):
+    def __init__(
+        self, limits: dict, scratch: str, namespaces: bool = True, keep=(), policy: bytes = b""
+    ):
         self.keep = list(keep)  # [kept path, real path] of Python dirs under /tmp (see sandbox)
+        # every job's syscall policy (BPF; b"": none, or one this kernel refuses)
+        self.policy = policy if policy and child.policy_works(policy) else b""
         self.limits = {**DEFAULT_LIMITS, **limits}
         self.scratch = scratch
         warming.import_compiler()
@@ -201,6 +206,10 @@ class Zygote:
             out[resource.RLIMIT_AS] = self.base_vm + self.process_mem
         out[resource.RLIMIT_FSIZE] = lim["fsize_mb"] * 2**20
         out[resource.RLIMIT_CORE] = 0
+        # per-user counters a job could fill for another to see (docs/threat-model.md): open
+        # files bound its epoll watches and socket buffers, and its queued signals are its own
+        out[resource.RLIMIT_NOFILE] = JOB_FILES
+        out[resource.RLIMIT_SIGPENDING] = JOB_SIGNALS
         if self.namespaces or self.nproc_base:  # counted per user namespace (Linux >= 5.14)
             out[resource.RLIMIT_NPROC] = self.nproc_base + lim["nproc"] + RUNNERS
         return out
@@ -306,8 +315,8 @@ class Zygote:
     def _child(self, job: child.Job) -> NoReturn:
         try:
             if self.namespaces:
-                child.run_shim(job, self.keep, self.rlimits)
-            child.run_job(job, os.path.join(job.jobdir, "work"), self.rlimits)
+                child.run_shim(job, self.keep, self.rlimits, self.policy)
+            child.run_job(job, os.path.join(job.jobdir, "work"), self.rlimits, None, self.policy)
         finally:  # never back into the zygote's loop, whatever went wrong
             os._exit(child.EXIT_SHIM_FAILED)
 
@@ -343,12 +352,17 @@ def zygote_main(args: argparse.Namespace, scratch: str, commands: int, events: i
         send = lambda obj: (out.write(json.dumps(obj) + "\n"), out.flush())  # noqa: E731
         child.prctl(child.PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the collector
         zygote = Zygote(
-            json.loads(args.limits), scratch, not args.no_namespaces, json.loads(args.keep)
+            json.loads(args.limits),
+            scratch,
+            not args.no_namespaces,
+            json.loads(args.keep),
+            bytes.fromhex(args.policy),
         )
         send(
             {
                 "ready": True,
                 "namespaces": zygote.namespaces,
+                "policy": bool(zygote.policy),
                 "uid": os.getuid(),
                 "limits": zygote.limits,
             }
@@ -453,6 +467,7 @@ def serve(argv: list[str] | None = None) -> None:
     ap.add_argument("--limits", default="{}", help="JSON of limit fields")
     ap.add_argument("--no-namespaces", action="store_true", help="jobs without namespaces")
     ap.add_argument("--keep", default="[]", help="JSON [[kept path, real path], ...]")
+    ap.add_argument("--policy", default="", help="every job's syscall policy: BPF, in hex")
     args = ap.parse_args(argv)
     proto = os.fdopen(os.dup(1), "w")
     os.set_inheritable(proto.fileno(), False)
@@ -477,6 +492,7 @@ def serve(argv: list[str] | None = None) -> None:
                 "pid": os.getpid(),
                 "zygote": collector.zygote_pid,
                 "namespaces": collector.hello["namespaces"],
+                "policy": collector.hello["policy"],
                 "uid": collector.hello["uid"],
             }
         )
