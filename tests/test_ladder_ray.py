@@ -268,6 +268,20 @@ def test_a_cell_depends_on_the_sft_cell_whose_artifact_its_next_stage_continues(
     }
 
 
+def test_a_ray_row_names_the_adapter_of_its_cells_last_stage(tmp_path):
+    """For every condition, the node's rows filed by the driver name the installed artifact of
+    the cell's last stage, as the local engine's `adapter_of` does (main 2d52faa named the sft
+    adapter for sft_dpo and sft_rft, and none for star)."""
+    cells = ladder.plan(_cfg(tmp_path, tuple(ladder.CONDITIONS)))
+    for cell in cells:
+        installed = {s: tmp_path / "store" / f"{s}-{cell.condition}" for s in cell.stages}
+        rows = [{"model": "m", "adapter": "node/path", "ladder": {"artifacts": {}}}]
+        (row,) = ray_engine.localize_rows(rows, cell, installed)
+        want = str(installed[list(cell.stages)[-1]]) if cell.stages else "node/path"
+        assert row["adapter"] == want, cell.condition
+        assert row["ladder"]["artifacts"] == {s: str(p) for s, p in installed.items()}
+
+
 def test_engine_mistakes_are_one_line_errors(tmp_path, monkeypatch, capsys):
     """An unknown engine (flag or JACRL_LADDER_ENGINE) and an address where no cluster listens
     fail at once in one line (Ray itself would retry a dead address for minutes); nothing is

@@ -45,7 +45,7 @@ from pathlib import Path
 import ray  # the optional `ray` extra: this module is imported only for --engine ray
 from tqdm.auto import tqdm
 
-from jacrl.conditions import CONDITIONS
+from jacrl.conditions import CONDITIONS, condition_of
 from jacrl.ladder.plan import Cell
 from jacrl.ladder.ray_cell import (
     Progress,
@@ -102,8 +102,8 @@ def stored_artifacts(rows: list[dict], key: str) -> dict[str, bytes]:
 
 def localize_rows(rows: list[dict], cell: Cell, installed: dict[str, Path]) -> list[dict]:
     """A node's rows as the local engine would have written them here: the model and the
-    artifacts named by the driver's paths."""
-    last = installed.get("grpo") or installed.get("sft")
+    artifacts named by the driver's paths, the adapter the cell's last stage's (`adapter_of`)."""
+    last = installed.get(condition_of(cell.condition).last)
     out = []
     for r in rows:
         r = {**r, "model": portable(cell.model)}
