@@ -259,7 +259,7 @@ def test_a_cell_depends_on_the_sft_cell_whose_artifact_its_next_stage_continues(
             )
         )
     )
-    parents = ray_engine.sft_parents(cells)
+    parents = ray_engine.shared_parents(cells)
     by = {(c.rung, c.condition): c for c in cells}
     assert parents == {
         by[r, c].key: by[r, "sft"]

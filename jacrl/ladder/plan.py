@@ -16,7 +16,7 @@ from pathlib import Path
 
 from jacrl import stages as stage_table
 from jacrl.conditions import condition_of
-from jacrl.config import SFTConfig, configure
+from jacrl.config import configure
 from jacrl.ladder.settings import (
     DEFAULTS,
     LadderConfig,
@@ -55,11 +55,6 @@ class Cell:
     key: str  # the key its rows are filed under
     key_parts: dict = field(repr=False, default_factory=dict)
     reads: dict[str, object] = field(default_factory=dict)  # configs its evaluation reads
-
-    @property
-    def sft(self) -> SFTConfig | None:
-        """The gold SFT stage's config (None: the condition has none)."""
-        return self.stages.get("sft")
 
     @property
     def eval(self) -> dict:
@@ -185,10 +180,8 @@ def ladder_config(
     """One stage's config as a ladder cell resolves it (see `stage_configs`), unscaled."""
     sets, st = sets or {}, STAGES[stage]
     own: dict = {"seed": seed, **({"iters": iters[st.iters]} if st.iters else {})}
-    nested = [f.name for f in dataclasses.fields(st.config) if f.type in (SFTConfig, "SFTConfig")]
-    if nested:  # its SFT runs are the cell's one SFT config
-        sft = ladder_config("sft", seed, iters, sets, env, reward_formula)
-        own.update({n: dataclasses.asdict(sft) for n in nested})
+    for name, inner in st.nests.items():  # its SFT runs are the cell's one SFT config
+        own[name] = dataclasses.asdict(ladder_config(inner, seed, iters, sets, env, reward_formula))
     return stage_table.resolve(stage, reward_formula, env, own, dict(sets.get(stage, {})))
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from jacrl.conditions import baseline
 from jacrl.report.rows import (
     COND_ORDER,
     _order,
@@ -202,9 +203,10 @@ def mcnemar_vs_base(rows: list[dict]) -> pd.DataFrame:
         if c is not None and row.get("per_task"):
             latest[(*c, *variant_of(row))] = row
     recs = []
+    reference = baseline()
     for (model, rung, cond, kind, fmt, paired), row in latest.items():
-        base = latest.get((model, rung, "base", kind, fmt, paired))
-        if cond == "base" or base is None:
+        base = latest.get((model, rung, reference, kind, fmt, paired))
+        if cond == reference or base is None:
             continue
         b, x = _greedy(base), _greedy(row)
         ids = sorted(set(b) & set(x))
