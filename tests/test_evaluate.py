@@ -174,7 +174,7 @@ def test_torn_last_line_is_ignored_and_next_append_drops_it(tmp_path):
         f.write('{"tag": "torn", "pass1"')  # a crash mid-write
     with pytest.warns(UserWarning, match="torn last line 2"):
         assert read_rows(path) == [{"tag": "ok"}]
-    with pytest.warns(UserWarning, match="dropped torn last line 2"):
+    with pytest.warns(UserWarning, match="dropped a torn last line 2"):
         append_row(path, {"tag": "after"})  # starts on its own line, the torn one gone
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no note left: the file is whole

@@ -489,7 +489,7 @@ def test_append_cell_rows_never_duplicates(tmp_path):
     assert results.append_cell_rows(res, [gen]) == 1  # as if killed between the two appends
     with open(res, "a") as f:
         f.write('{"torn": ')  # and a torn write after it
-    with pytest.warns(UserWarning, match="dropped torn last line 2"):  # before appending to it
+    with pytest.warns(UserWarning, match="dropped a torn last line 2"):  # before appending to it
         assert results.append_cell_rows(res, [gen, mem]) == 1
     assert results.append_cell_rows(res, [gen, mem]) == 0
     import warnings
