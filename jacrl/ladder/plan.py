@@ -99,10 +99,24 @@ class Cell:
 
     @staticmethod
     def from_json(
-        text: str, env: Mapping[str, str] = os.environ, log: Callable[[str], None] = print
+        text: str,
+        env: Mapping[str, str] = os.environ,
+        log: Callable[[str], None] = print,
+        source: str = "cell_json",
     ) -> Cell:
-        """`to_json`'s cell, resolved again here (a changed key is logged; see `make_cell`)."""
+        """`to_json`'s cell, resolved again here (a changed key is logged; see `make_cell`). A
+        cell written by another jacrl (before the stage table: its settings have `sft_set`,
+        `grpo_set`, ... where they now have `sets`) is a one-line ValueError naming `source`
+        (the parameter or file it came from) and what to do."""
         d = json.loads(text)
+        known = {f.name for f in dataclasses.fields(LadderConfig)}
+        old = sorted(set(d.get("cfg", {})) - known)
+        if old:
+            raise ValueError(
+                f"{source}: a cell planned by another jacrl version (its settings have "
+                f"{', '.join(old)}; one stage's overrides are now `sets`): plan it again "
+                "(`jacrl ladder run` replans every cell)"
+            )
         cfg = configure(LadderConfig(), d.pop("cfg"))
         return make_cell(cfg, env=env, log=log, **d)
 
