@@ -43,6 +43,7 @@ from jacrl.report.rows import (
     cell_of,
     condition_label,
     in_table_order,
+    line_fields,
     variant_of,
 )
 from jacrl.splits import RUNGS
@@ -266,7 +267,7 @@ def seed_summary(
     `sampled1_pct` and `temperature` (when every seed sampled at the same one) are means over
     seeds. Sorted as `frame`."""
     recs = []
-    for (model, rung, cond, kind, fmt, paired), by_seed in seed_groups(rows).items():
+    for key, by_seed in seed_groups(rows).items():
         st = seed_stat(by_seed, resamples, rng_seed)
         if st is None:
             continue
@@ -277,12 +278,7 @@ def seed_summary(
         one_t = len(temps) == 1 and all(r.get("n") for r in rs)
         recs.append(
             {
-                "model": model,
-                "rung": rung,
-                "condition": cond,
-                "format": fmt,
-                "paired": paired,
-                "kind": kind,
+                **line_fields(key),
                 "seeds": st.n_seeds,
                 "train_seeds": ",".join(map(str, st.seeds)),
                 "tasks": st.tasks,
