@@ -22,6 +22,7 @@ from jacrl.ladder.settings import LadderConfig
 from jacrl.ladder.taskset import cell_tasks
 from jacrl.notebooks import scaled, unknown_params
 from jacrl.project import project
+from jacrl.provenance import artifact_inputs
 from jacrl.samples import cell_samples_path
 from jacrl.stages import STAGES, function_of, trainer_of
 
@@ -202,6 +203,11 @@ def evaluate_cell(
                     **{s: dataclasses.asdict(sc) for s, sc in cell.stages.items()},
                     "artifacts": {s: str(a.path) for s, a in arts.items()},
                     "artifact_keys": {s: a.key for s, a in arts.items()},
+                    # what each key is made of: a rebuild's verdict names the input that changed
+                    "artifact_inputs": {
+                        s: artifact_inputs(a.manifest.get("key_parts") or {})
+                        for s, a in arts.items()
+                    },
                     "key_parts": {
                         k: v for k, v in cell.key_parts.items() if k in KEY_PARTS_IN_ROWS
                     },
