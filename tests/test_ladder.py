@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 import papermill
 import pytest
+from tiny_ladder import tiny_ladder_args
 
 from jacrl import ladder, report, results
 from jacrl.cli import build_parser, main
@@ -367,6 +368,22 @@ def test_an_unknown_cell_parameter_is_a_one_line_error(data_dir):
     assert ladder.notebook_params(ns) == {"rung": "1", "nn": 4}
 
 
+def test_a_cell_planned_before_the_stage_table_is_a_one_line_error(data_dir):
+    """A cell JSON whose settings still have the per-stage `*_set` fields (before the stage
+    table) fails in one line naming where it came from, the old fields and what to do."""
+    cell = ladder.plan(ladder.LadderConfig(rungs=("1",), conditions=("sft",), data_dir=data_dir))
+    old = json.loads(cell[0].to_json())
+    old["cfg"]["sft_set"] = old["cfg"].pop("sets").get("sft", {})
+    old["cfg"]["grpo_set"] = {}
+    with pytest.raises(ValueError) as e:
+        ladder.notebook_cell(cell_json=json.dumps(old), env={})
+    assert str(e.value) == (
+        "cell_json: a cell planned by another jacrl version (its settings have grpo_set, "
+        "sft_set; one stage's overrides are now `sets`): plan it again (`jacrl ladder run` "
+        "replans every cell)"
+    )
+
+
 def test_a_misspelled_papermill_parameter_fails_notebook_30(data_dir, tmp_path):
     """papermill only warns about a parameter the notebook does not declare; notebook 30 passes
     every parameter to the cell, which refuses an unknown one before any work."""
@@ -601,28 +618,7 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
     a resumed run skips the finished cell, reruns the killed one, and the results file holds
     exactly one row per (cell, kind); show reproduces the numbers from those rows."""
     res = tmp_path / "results"
-    argv = [
-        "--models",
-        tiny,
-        "--rungs",
-        "1,3",
-        "--conditions",
-        "base",
-        "--gen-limit",
-        "2",
-        "-n",
-        "2",
-        "-k",
-        "1,2",
-        "--max-tokens",
-        "16",
-        "--data-dir",
-        data_dir,
-        "--results",
-        str(res),
-        "--artifacts",
-        str(tmp_path / "artifacts"),
-    ]
+    argv = tiny_ladder_args(tmp_path, "1,3", model=tiny, data=data_dir)
     cfg = config_from_args(_args("run", *argv))
     first, second = ladder.plan(cfg)
     status2 = ladder.cell_dir(cfg, second) / "status.json"
@@ -703,28 +699,7 @@ def test_two_concurrent_runs_split_the_cells(tiny, data_dir, tmp_path):
     """Two `ladder run` processes started together on the same two-cell plan: each cell is run
     exactly once (the other process finds it held and moves on), one row per evaluation."""
     res = tmp_path / "results"
-    argv = [
-        "--models",
-        tiny,
-        "--rungs",
-        "1,3",
-        "--conditions",
-        "base",
-        "--gen-limit",
-        "2",
-        "-n",
-        "0",
-        "-k",
-        "1",
-        "--max-tokens",
-        "16",
-        "--data-dir",
-        data_dir,
-        "--results",
-        str(res),
-        "--artifacts",
-        str(tmp_path / "artifacts"),
-    ]
+    argv = tiny_ladder_args(tmp_path, "1,3", model=tiny, n=0, data=data_dir)
     logs = [tmp_path / f"run{i}.log" for i in (1, 2)]
     procs = [
         subprocess.Popen(
