@@ -103,7 +103,7 @@ def test_conditions_are_data_in_one_place():
     assert report.COND_ORDER == C.ORDER == tuple(ladder.CONDITIONS)
     assert C.parent_stage(C.CONDITIONS["sft_rft"], "rft") == "sft"
     assert C.parent_stage(C.CONDITIONS["star"], "star") is None
-    assert [c for c, v in C.CONDITIONS.items() if v.shares_sft] == [
+    assert [c for c, v in C.CONDITIONS.items() if v.shares == "sft"] == [
         "sft_rft",
         "sft_grpo",
         "sft_grpo_tuned",
@@ -253,7 +253,7 @@ def test_plan_runs_nothing_and_keys_are_stable(tiny, data_dir, tmp_path, capsys)
     # every training seed is a cell of its own; the first is the one-seed ladder's cell
     assert ladder.notebook_cell(**one, train_seed=0).key == k0
     s1 = ladder.notebook_cell(**one, train_seed=1)
-    assert s1.key != k0 and s1.key.startswith("r1-jac-tiny-sft-s1-") and s1.sft.seed == 1
+    assert s1.key != k0 and s1.key.startswith("r1-jac-tiny-sft-s1-") and s1.stages["sft"].seed == 1
     assert s1.name == "r1/jac-tiny/sft/s1" and s1.key_parts["seed"] == 0  # the eval seed
     # by hand, rows go to the project's scratch results, never the ladder's own
     assert ladder.notebook_cell(**one).results == str(project().scratch / "rl_ladder.jsonl")
