@@ -53,6 +53,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from docs_figures import recorded  # noqa: E402  (bench/, the script's own folder)
+
 from jacrl.blas import fast_blas_env  # noqa: E402
 
 TINY_ARMS = ("beta0", "theirs", "ckpt", "copy", "shared", "nobatch")
@@ -380,6 +382,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
         args.json.with_suffix(".txt").write_text(text + "\n")
+        recorded(args.json)  # the docs quote its figures
 
 
 if __name__ == "__main__":

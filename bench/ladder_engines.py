@@ -31,44 +31,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from ray_cluster import Cluster, node_project  # noqa: E402  (the tests' cluster, reused)
+from tiny_ladder import tiny_ladder_args  # noqa: E402  (the tests' tiny ladder)
 
 from jacrl.notebooks import QUICK_SETS  # noqa: E402
 
 
 def plan_argv(out: Path) -> list[str]:
-    sets = [
-        x
-        for stage in ("sft", "grpo")
-        for k, v in QUICK_SETS[stage].items()
-        for x in ("--set", f"{stage}.{k}={str(v).lower()}")
-    ]
-    return [
-        "--models",
-        "jac-tiny",
-        "--rungs",
-        "1",
-        "--conditions",
-        "base,sft,sft_grpo,raw_grpo",
-        "--iters",
-        "sft=3,grpo=2",
-        "--gen-limit",
-        "2",
-        "--mem-limit",
-        "2",
-        "-n",
-        "2",
-        "-k",
-        "1,2",
-        "--max-tokens",
-        "16",
-        "--data",
-        str(ROOT / "data"),
-        "--results",
-        str(out / "results"),
-        "--artifacts",
-        str(out / "artifacts"),
-        *sets,
-    ]
+    quick = {stage: QUICK_SETS[stage] for stage in ("sft", "grpo")}
+    return tiny_ladder_args(
+        out, "1", "base,sft,sft_grpo,raw_grpo", mem_limit=2, iters="sft=3,grpo=2", sets=quick
+    )
 
 
 def timed_run(name: str, out: Path, engine: str, address: str | None, env: dict) -> float:

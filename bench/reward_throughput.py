@@ -46,6 +46,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from docs_figures import recorded  # noqa: E402  (bench/, the script's own folder)
+
 from jacrl.drivers import parse_driver  # noqa: E402
 from jacrl.executor import Executor, Verdict, run_subprocess  # noqa: E402
 from jacrl.extract import extract_body, splice  # noqa: E402
@@ -586,6 +588,7 @@ def main() -> None:
         }
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
         print(f"figures written to {args.json}")
+        recorded(args.json)  # the docs quote its figures
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@ the sft adapter, `sft_rft`'s RFT samples from it. The first stage starts from th
 condition whose first stage is `sft` shares the gold SFT artifact of the `sft` cell (same rung,
 model, seed and SFT config), which is what the Ray engine's DAG follows.
 
-Owns: `Condition`, `CONDITIONS`, `DEFAULT_CONDITIONS`, `TUNED`. What a stage is, is
-`jacrl.stages` (the one table); both import no MLX, so every floor (report, recipe, ladder) may
-read them.
+Owns: `Condition`, `CONDITIONS`, `DEFAULT_CONDITIONS`, `TUNED`, `alone`, `baseline`. What a
+stage is, is `jacrl.stages` (the one table); both import no MLX, so every floor (report, recipe,
+ladder) may read them.
 """
 
 from __future__ import annotations
@@ -52,10 +52,21 @@ class Condition:
         return any(STAGES[s].grades for s in self.stages)
 
     @property
-    def shares_sft(self) -> bool:
-        """Whether its first stage's artifact is shared (the gold SFT an `sft` cell also
-        trains)."""
-        return len(self.stages) > 1 and STAGES[self.stages[0]].shared
+    def shares(self) -> str | None:
+        """Its first stage when that stage's artifact is shared and another stage follows (the
+        gold SFT an `sft` cell also trains), else None."""
+        first = self.stages[0] if len(self.stages) > 1 else None
+        return first if first and STAGES[first].shared else None
+
+
+def alone(stage: str) -> str | None:
+    """The condition that trains `stage` and nothing else (sft for sft), or None."""
+    return next((c.name for c in CONDITIONS.values() if c.stages == (stage,)), None)
+
+
+def baseline() -> str:
+    """The condition that trains nothing: the model as is, every other's reference."""
+    return next(c.name for c in CONDITIONS.values() if not c.stages)
 
 
 def parent_stage(condition: Condition, stage: str) -> str | None:

@@ -121,6 +121,21 @@ def _prefilled(model, ids: list[int]) -> list:
     return cache
 
 
+def sample_tasks(model, adapter, tasks: Sequence[dict], cfg, seed: int) -> list[list[Sample]]:
+    """`cfg.samples` completions per task's prompt from model + adapter (loaded here), at
+    `cfg.temperature` and `cfg.max_tokens`, seeded: how RFT and DPO sample their parent."""
+    lm, tok = load(model, adapter)
+    return generate(
+        lm,
+        tok,
+        [t["prompt"] for t in tasks],
+        n=cfg.samples,
+        temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens,
+        seed=seed,
+    )
+
+
 def generate_best_of_k(
     model,
     adapter: str | os.PathLike | None,

@@ -62,9 +62,11 @@ def is_record(data: bytes) -> bool:
         return False
 
 
-def append(path: str | os.PathLike, record: Mapping) -> None:
+def append(path: str | os.PathLike, record: Mapping, through: tuple[str, ...] = ()) -> None:
     """Append one record as one line with a single write + fsync, under an exclusive flock (so
-    two writers never interleave and another writer's line is never taken for a torn one)."""
+    two writers never interleave and another writer's line is never taken for a torn one). The
+    torn-line warning points at the first caller outside this file and the files `through`
+    (a module that appends through this one, as `results.append_row`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = dumps(record).encode()
@@ -77,9 +79,11 @@ def append(path: str | os.PathLike, record: Mapping) -> None:
             if is_record(os.pread(fd, size - start, start)):
                 data = b"\n" + data
             else:
+                line = os.pread(fd, start, 0).count(b"\n") + 1
                 warnings.warn(
-                    f"{path}: dropped a torn last line ({size - start} bytes)",
-                    stacklevel=outside(__file__),
+                    f"{path}: dropped a torn last line {line} (an interrupted write) before "
+                    "appending",
+                    stacklevel=outside(__file__, *through),
                 )
                 os.ftruncate(fd, start)
         written = os.write(fd, data)

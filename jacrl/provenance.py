@@ -311,15 +311,41 @@ UNKNOWN = (
 )
 
 
+# an artifact's key_parts (`jacrl.train.artifacts.key_parts`), as the inputs a reader can name
+INPUT_PARTS = {"data": "data", "base_model": "base model", "hyperparameters": "stage config"}
+
+
+def artifact_inputs(parts: dict) -> dict:
+    """The inputs an artifact's key is made of, one digest each, from its manifest's `key_parts`:
+    the code of its stage's trainer (`code of <stage>`), its data, base model, stage config and
+    parent's key, and the rest (its condition label, system prompt, ...) as `other`. Ladder rows
+    record them per stage (`ladder.artifact_inputs`), so a verdict names what changed."""
+    out = {f"code of {parts.get('stage', '?')}": parts.get("code_version") or ""}
+    out |= {name: _digest(parts.get(part)) for part, name in INPUT_PARTS.items()}
+    out["parent"] = parts.get("parent") or ""
+    rest = set(parts) - set(INPUT_PARTS) - {"stage", "code_version", "parent"}
+    out["other"] = _digest({k: parts[k] for k in sorted(rest)})
+    return out
+
+
+def _digest(value) -> str:
+    return sha256_bytes(json.dumps(value, sort_keys=True).encode())[:16]
+
+
 def _identity(row: dict) -> dict:
-    """What a row records of the adapter it was evaluated with."""
+    """What a row records of the adapter it was evaluated with (its `inputs`: those of the stage
+    whose artifact it is, when the row records them)."""
     prov = row.get("provenance") or {}
+    lad = row.get("ladder") or {}
+    keys = lad.get("artifact_keys") or {}
+    stage = next((s for s, k in keys.items() if k and k == row.get("artifact")), None)
     return {
         "key": row.get("artifact") or "",
         "weights": prov.get("adapter_weights_hash") or "",
         "dir": prov.get("adapter_hash") or "",
         "code": prov.get("code_version") or "",
         "model": prov.get("model_hash") or "",
+        "inputs": (lad.get("artifact_inputs") or {}).get(stage) or {},
     }
 
 
@@ -337,16 +363,23 @@ def _disk_identity(adapter_dir: Path) -> dict | None:
         "dir": dir_hash(adapter_dir),
         "code": parts.get("code_version") or "",
         "model": sha256_bytes(json.dumps(files, sort_keys=True).encode()) if files else "",
+        "inputs": artifact_inputs(parts) if parts else {},
     }
+
+
+def _differing(was: dict, now: dict) -> list[str]:
+    """What differs between two adapters' records: each input of their artifacts' keys when both
+    record them (`artifact_inputs`), else the code and base model hashes both records have."""
+    if was["inputs"] and now["inputs"]:
+        names = dict.fromkeys([*now["inputs"], *was["inputs"]])
+        return [n for n in names if was["inputs"].get(n) != now["inputs"].get(n)]
+    pairs = (("code", "code"), ("base model", "model"))
+    return [name for name, k in pairs if was[k] and now[k] and was[k] != now[k]]
 
 
 def _verdict(was: dict, now: dict) -> str:
     if was["key"] and now["key"] and was["key"] != now["key"]:
-        what = [
-            name
-            for name, k in (("code", "code"), ("base model", "model"))
-            if was[k] and now[k] and was[k] != now[k]
-        ]
+        what = _differing(was, now)
         return (
             f"{CHANGED} (artifact key {was['key'][:16]} -> {now['key'][:16]}"
             + "".join(f"; {w} differs" for w in what)
@@ -365,8 +398,10 @@ def rebuild_verdict(row: dict, adapter_dir: str | os.PathLike) -> str:
     """Whether the artifact at `adapter_dir` (the row's own, or a rebuild of the same cell) holds
     the adapter the row was evaluated with: "" when it does (same weights, whatever the build
     record says); `NOISE` when it is the same artifact key (same data, hyperparameters, code, base
-    model and parent) with other weights; `CHANGED` (with the two keys and, where the records
-    tell, "code differs" / "base model differs") when the key differs; `UNKNOWN` for a same-key
+    model and parent) with other weights; `CHANGED` (with the two keys and what differs: with a
+    ladder row's `artifact_inputs`, each input by name, "code of grpo differs", "data differs",
+    "stage config differs", ...; else "code" / "base model" as the records tell) when the key
+    differs; `UNKNOWN` for a same-key
     rebuild when the row predates adapter_weights_hash; "adapter missing" without a manifest."""
     now = _disk_identity(Path(adapter_dir))
     if now is None:

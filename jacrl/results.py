@@ -20,8 +20,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from jacrl.callers import outside
-from jacrl.jsonl import is_record, last_line_start
+from jacrl import jsonl
 from jacrl.models import read_registry
 
 KINDS = ("gen", "mem")  # a ladder cell's rows: the holdout sample, the rung's own tasks
@@ -40,34 +39,10 @@ class RowsError(ValueError):
 
 
 def append_row(path: str | os.PathLike, row: dict) -> None:
-    """Append one row as one line: a single write + fsync, holding an exclusive lock on the file.
-    A last line without its newline is closed first when it is a whole row, else (a torn write
-    left by a crash) dropped with a warning, so the file never gets an unreadable middle line."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = (json.dumps(row, ensure_ascii=False) + "\n").encode()
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # another writer's row is never taken for a torn one
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            start = last_line_start(fd, size)
-            if is_record(os.pread(fd, size - start, start)):
-                data = b"\n" + data
-            else:
-                line = os.pread(fd, start, 0).count(b"\n") + 1
-                warnings.warn(
-                    f"{path}: dropped torn last line {line} (an interrupted write) "
-                    "before appending",
-                    stacklevel=outside(__file__),  # append_cell_rows' caller, not its loop
-                )
-                os.ftruncate(fd, start)
-        written = os.write(fd, data)
-        if written != len(data):
-            raise OSError(f"short write to {path}: {written} of {len(data)} bytes")
-        os.fsync(fd)
-    finally:
-        os.close(fd)  # releases the lock
+    """Append one row as one line (`jsonl.append`: one write + fsync under an exclusive lock; a
+    torn last line left by a crash dropped first with a warning at the line that called into
+    this module)."""
+    jsonl.append(path, row, through=(__file__,))
 
 
 def read_rows(path: str | os.PathLike) -> list[dict]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -52,9 +53,11 @@ class Stage:
     the previous stage's artifact (`parent`: PARENT_USES), whether it may only come first (it
     starts from the base model), whether its artifact is `shared` by every condition that starts
     with it (labelled with the stage's name, not the condition's), the ladder's knob its
-    `iters` come from ("sft_iters", "grpo_iters"; "" = its own default), and `eval_reads`:
+    `iters` come from ("sft_iters", "grpo_iters"; "" = its own default), `eval_reads`:
     {stage: fields} of the configs the cell's evaluation reads when this is its last stage
-    (beside the cell's own stages)."""
+    (beside the cell's own stages), and `calibrates` ("module:function"; "" = it samples no
+    rollouts): how it picks its rollout temperature on an adapter, which its artifact's
+    manifest summary records as `temperature` — a cell's mem rows are sampled at it."""
 
     name: str
     config: type
@@ -64,18 +67,34 @@ class Stage:
     shared: bool = False
     iters: str = ""
     eval_reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    calibrates: str = ""
 
     def __post_init__(self):
-        if self.parent not in PARENT_USES or ":" not in self.trainer:
+        paths = [self.trainer] + ([self.calibrates] if self.calibrates else [])
+        if self.parent not in PARENT_USES or any(":" not in p for p in paths):
             raise ValueError(
-                f"stage {self.name!r}: parent {self.parent!r} (of {PARENT_USES}), "
-                f"trainer {self.trainer!r} (module:function)"
+                f"stage {self.name!r}: parent {self.parent!r} (of {PARENT_USES}), trainer "
+                f"{self.trainer!r}, calibrates {self.calibrates!r} (module:function)"
             )
 
     @property
     def grades(self) -> bool:
         """Whether it grades samples (its config has a reward_formula)."""
         return "reward_formula" in {f.name for f in dataclasses.fields(self.config)}
+
+    @property
+    def nests(self) -> dict[str, str]:
+        """{field: stage} of the stage configs its config nests (RFT's `sft`: the cell's SFT
+        config), the first stage in the table with that config class."""
+        by_config = {}
+        for st in STAGES.values():
+            by_config.setdefault(st.config, st.name)
+        hints = typing.get_type_hints(self.config)
+        return {
+            f.name: by_config[hints[f.name]]
+            for f in dataclasses.fields(self.config)
+            if hints[f.name] in by_config
+        }
 
     @property
     def env_prefix(self) -> str:
@@ -101,7 +120,14 @@ STAGES: dict[str, Stage] = {
         ),
         Stage("rft", RFTConfig, "jacrl.train.rft:rft", parent="samples", eval_reads=CALIBRATED),
         Stage("star", STaRConfig, "jacrl.train.rft:star", first_only=True, eval_reads=CALIBRATED),
-        Stage("grpo", GRPOConfig, "jacrl.train.grpo:grpo", parent="continues", iters="grpo_iters"),
+        Stage(
+            "grpo",
+            GRPOConfig,
+            "jacrl.train.grpo:grpo",
+            parent="continues",
+            iters="grpo_iters",
+            calibrates="jacrl.train.grpo:calibrate_temperature",
+        ),
         Stage("dpo", DPOConfig, "jacrl.train.dpo:dpo", parent="continues", eval_reads=CALIBRATED),
     )
 }
@@ -118,10 +144,15 @@ def stage_of(name: str) -> Stage:
         raise ValueError(f"unknown stage {name!r}; choose from {', '.join(STAGES)}") from None
 
 
+def function_of(path: str) -> Callable:
+    """The function a "module:function" path of the table names, imported now."""
+    module, _, func = path.partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
 def trainer_of(name: str) -> Callable:
     """The stage's trainer function, imported now (MLX loads with it)."""
-    module, _, func = stage_of(name).trainer.partition(":")
-    return getattr(importlib.import_module(module), func)
+    return function_of(stage_of(name).trainer)
 
 
 def resolve(name: str, formula: str, env: Mapping[str, str], *layers: Mapping) -> object:

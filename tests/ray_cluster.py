@@ -112,7 +112,8 @@ class Node:
 class Cluster:
     """`start_node(name, project, head=True)` first, then workers; `stop()` ends them all."""
 
-    def __init__(self):
+    def __init__(self, env: dict[str, str] | None = None):
+        self.env = dict(env or {})  # every node's, beside its own (e.g. a PYTHONPATH)
         self.port = free_port()
         # Ray's token authentication with a token of this cluster's own: no node or driver reads
         # or writes ~/.ray/auth_token (where a local `ray.init()` keeps one); drivers need `auth`
@@ -168,6 +169,7 @@ class Cluster:
             else ["--address", self.address]
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+        env.update(self.env)
         env.update(
             FAST_DEATH,
             **self.auth,

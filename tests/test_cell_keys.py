@@ -1,11 +1,12 @@
 """A cell's key sees every input of its rows, and nothing else: each field of `LadderConfig` and
-of every stage config (through `sets`) is perturbed alone, a small grid is planned (no
-training), and each cell's key must change if and only if that field can change one of its
-rows. What a field can change is declared here from the stage table (`jacrl.stages`): a stage's
-knobs reach the cells that run the stage, the cells whose stages nest its config, and the cells
-whose evaluation reads it (an sft cell's mem temperature is GRPO's calibration). The same
-perturbation on main 8adcf00 left the sft key unchanged for a GRPO calibration knob (the bug
-this file pins down)."""
+of every stage config (through `sets`) is perturbed alone, a grid of every condition is planned
+(no training), and each cell's key must change if and only if that field can change one of its
+rows. What a field can change: a stage's knobs reach the cells that run the stage and the cells
+whose stages nest its config (the stage table), and the cells whose evaluation is *observed* to
+read it: each condition's cell is evaluated for real on jac-tiny while every stage config class
+records the fields read on it (`observed`), so a table entry (`eval_reads`) that is wrong or
+missing a field fails here rather than agreeing with itself. The same perturbation on main
+8adcf00 left the sft key unchanged for a GRPO calibration knob (the bug this file pins down)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,20 @@ import dataclasses
 import shutil
 
 import pytest
+from quick import QUICK
 
-from jacrl.conditions import condition_of
-from jacrl.config import SFTConfig
+from jacrl.conditions import CONDITIONS, condition_of
+from jacrl.ladder import cell as cell_module
+from jacrl.ladder.cell import evaluate_cell
 from jacrl.ladder.plan import plan
 from jacrl.ladder.settings import LadderConfig
 from jacrl.models import resolve
+from jacrl.notebooks import QUICK_SETS
 from jacrl.stages import STAGES
 
-GRID = ("base", "sft", "sft_grpo", "sft_rft", "star", "raw_grpo")
+GRID = tuple(CONDITIONS)
 ALL = set(GRID)
-TRAINED = ALL - {"base"}
+TRAINED = {c for c in GRID if condition_of(c).stages}
 
 # LadderConfig fields that are no input of any row: where things are kept, throughput, tracking,
 # time-outs, which cells a run picks. data_dir and notebook are paths too: their content is an
@@ -54,23 +58,87 @@ def _stage_cells(stage: str) -> set[str]:
     return {c for c in GRID if users & set(condition_of(c).stages)}
 
 
-def _reading_cells(stage: str, name: str) -> set[str]:
-    """The grid's cells whose evaluation reads `stage`'s field `name` (the table's eval_reads of
-    the cell's last stage)."""
-    return {
-        c
-        for c in GRID
-        if (last := condition_of(c).last) and name in STAGES[last].eval_reads.get(stage, ())
-    }
+def _reading_cells(observed: dict, stage: str, name: str) -> set[str]:
+    """The grid's cells whose evaluation was observed to read `stage`'s field `name`."""
+    return {c for c in GRID if name in observed[c].get(stage, ())}
 
 
 def _iters_cells(knob: str) -> set[str]:
     return set().union(*(_stage_cells(s) for s, st in STAGES.items() if st.iters == knob))
 
 
-def _formula_cells() -> set[str]:
+def _formula_cells(observed: dict) -> set[str]:
     grading = set().union(*(_stage_cells(s) for s, st in STAGES.items() if st.grades))
-    return grading | set().union(*(_reading_cells(s, "reward_formula") for s in STAGES))
+    return grading | set().union(*(_reading_cells(observed, s, "reward_formula") for s in STAGES))
+
+
+def _observe(cell, arts) -> dict[str, set[str]]:
+    """{stage: fields} of the configs beside the cell's own stages that evaluating it reads: while
+    `evaluate_cell` runs (calibration included), every stage config class records each field read
+    on its instances. A dry run: the grading `evaluate` (given the ladder's EvalConfig, no stage
+    config) is replaced by a recorder that counts any stage config handed to it as read whole. A
+    config read that is neither the cell's own stages' nor one of `cell.reads` fails."""
+    seen = []
+
+    def spy(self, name):
+        if name in type(self).__dataclass_fields__:
+            seen.append((self, name))
+        return object.__getattribute__(self, name)
+
+    def dry_evaluate(*args, **kwargs) -> dict:
+        for a in (*args, *kwargs.values()):
+            if type(a) in configs:
+                seen.extend((a, f) for f in type(a).__dataclass_fields__)
+        return {}
+
+    configs = {st.config for st in STAGES.values()}
+    with pytest.MonkeyPatch.context() as mp:
+        for config in configs:
+            mp.setattr(config, "__getattribute__", spy)
+        mp.setattr(cell_module, "evaluate", dry_evaluate)
+        evaluate_cell(cell, arts, progress=False)
+    own = {id(c) for c in cell.stages.values()}
+    own |= {id(getattr(c, n)) for s, c in cell.stages.items() for n in STAGES[s].nests}
+    whose = {id(c): s for s, c in cell.reads.items()}
+    out: dict[str, set[str]] = {}
+    for obj, name in seen:
+        if id(obj) not in own:
+            assert id(obj) in whose, f"{cell.condition} read {type(obj).__name__}.{name}"
+            out.setdefault(whose[id(obj)], set()).add(name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def observed(tiny, data_dir, tmp_path_factory) -> dict[str, dict[str, set[str]]]:
+    """{condition: {stage: fields}} its cell's evaluation read of configs beside its own stages
+    (`_observe`), for every condition of the table: one jac-tiny cell each, with one quick SFT
+    adapter as every stage's artifact (the evaluation reads an artifact's adapter, and of a stage
+    that samples rollouts the temperature its manifest records) and tiny evaluation settings."""
+    from jacrl.ladder.taskset import cell_tasks
+    from jacrl.train import sft
+
+    d = tmp_path_factory.mktemp("observed")
+    tasks = cell_tasks("1", data_dir)
+    art = sft(tiny, tasks["train"][:1], None, QUICK, d / "a", log=lambda _: None)
+    rolled = dataclasses.replace(art, manifest={**art.manifest, "summary": {"temperature": 0.7}})
+    cfg = LadderConfig(
+        rungs=("1",),
+        conditions=GRID,
+        data_dir=data_dir,
+        results_dir=str(d / "r"),
+        gen_limit=1,
+        mem_limit=1,
+        n=1,  # mem is sampled (at the calibrated temperature) only with n > 0
+        k=(1,),
+        max_tokens=16,
+        # calibration: groups of 2, 16 tokens, one temperature (every field is still read)
+        sets={"grpo": {**QUICK_SETS["grpo"], "temperature_grid": (1.0,)}},
+    )
+    out = {}
+    for cell in plan(cfg):
+        arts = {s: rolled if STAGES[s].calibrates else art for s in cell.stages}
+        out[cell.condition] = _observe(cell, arts)
+    return out
 
 
 # LadderConfig field -> (its perturbed value, the cells it can change)
@@ -81,7 +149,7 @@ LADDER_INPUTS = {
     "sft_iters": (7, _iters_cells("sft_iters")),
     "grpo_iters": (7, _iters_cells("grpo_iters")),
     "sft_iters_per_task": (1, _iters_cells("sft_iters")),  # rung 1: min(200, 1 x its tasks)
-    "reward_formula": ("tiered", _formula_cells()),
+    "reward_formula": ("tiered", None),  # grading cells and readers (`_formula_cells`)
     "gen_limit": (3, ALL),
     "mem_limit": (1, ALL),
     "n": (9, ALL),
@@ -92,18 +160,20 @@ LADDER_INPUTS = {
     "sets": None,  # every stage config's field, below
 }
 
-CHOICES = {
+CHOICES = {  # by stage.knob, else knob
     "advantage": "std",
-    "loss_type": "bnpo",
+    "grpo.loss_type": "bnpo",
+    "dpo.loss_type": "hinge",
     "lora_keys": "self_attn.v_proj",
     "reward_formula": "tiered",
 }
 
 
-def _other(name: str, value):
-    """A valid value other than `value` for the knob `name`."""
-    if name in CHOICES:
-        return CHOICES[name]
+def _other(stage: str, name: str, value):
+    """A valid value other than `value` for the knob `name` of `stage`."""
+    for key in (f"{stage}.{name}", name):
+        if key in CHOICES:
+            return CHOICES[key]
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):
@@ -124,9 +194,9 @@ def _knobs():
             value = getattr(cfg, f.name)
             if dataclasses.is_dataclass(value):
                 for g in dataclasses.fields(value):
-                    yield stage, f"{f.name}.{g.name}", _other(g.name, getattr(value, g.name))
+                    yield stage, f"{f.name}.{g.name}", _other(stage, g.name, getattr(value, g.name))
             else:
-                yield stage, f.name, _other(f.name, value)
+                yield stage, f.name, _other(stage, f.name, value)
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +227,17 @@ def test_every_ladder_field_is_declared():
     assert sorted(declared) == sorted(fields), set(fields) ^ set(declared)
 
 
-def test_a_ladder_field_changes_exactly_the_keys_of_the_cells_it_feeds(grid, tmp_path):
+def test_a_cells_key_holds_exactly_the_fields_its_evaluation_reads(grid, observed):
+    """For every condition: the configs its key holds beside its own stages (`reads`) are those
+    its evaluation was observed to read, field for field (an sft cell: GRPO's calibration)."""
+    base, _ = grid
+    for cell in plan(base):
+        held = {s: set(f) for s, f in cell.key_parts.get("reads", {}).items()}
+        assert held == observed[cell.condition], cell.condition
+    assert observed["sft"]["grpo"] and not observed["base"] and not observed["sft_grpo"]
+
+
+def test_a_ladder_field_changes_exactly_the_keys_of_the_cells_it_feeds(grid, observed, tmp_path):
     base, keys = grid
     k0 = keys(base)
     assert len(set(k0.values())) == len(GRID)
@@ -165,6 +245,7 @@ def test_a_ladder_field_changes_exactly_the_keys_of_the_cells_it_feeds(grid, tmp
         if spec is None:
             continue
         value, want = spec
+        want = _formula_cells(observed) if want is None else want
         assert getattr(base, name) != value, name
         got = _changed(k0, keys(dataclasses.replace(base, **{name: value})))
         assert got == want, (name, sorted(got), sorted(want))
@@ -197,14 +278,14 @@ def test_a_ladder_field_changes_exactly_the_keys_of_the_cells_it_feeds(grid, tmp
 
 
 @pytest.mark.parametrize("stage", list(STAGES))
-def test_a_stage_knob_changes_exactly_the_keys_of_the_cells_that_read_it(grid, stage):
+def test_a_stage_knob_changes_exactly_the_keys_of_the_cells_that_read_it(grid, observed, stage):
     base, keys = grid
     k0 = keys(base)
     for st, name, value in _knobs():
         if st != stage:
             continue
         top = name.partition(".")[0]
-        want = _stage_cells(stage) | _reading_cells(stage, top)
+        want = _stage_cells(stage) | _reading_cells(observed, stage, top)
         if "." in name:  # a nested config's field (RFT's SFT): only this stage's own cells
             want = {c for c in GRID if stage in condition_of(c).stages}
         got = _changed(k0, keys(dataclasses.replace(base, sets={stage: {name: value}})))
@@ -226,9 +307,8 @@ def test_the_sft_key_moves_with_the_grpo_calibration(grid):
 
 
 def test_sft_configs_nest_where_the_table_says():
-    assert _stage_cells("sft") == {"sft", "sft_grpo", "sft_rft", "star"}
-    assert {
-        s
-        for s, st in STAGES.items()
-        if any(f.type in (SFTConfig, "SFTConfig") for f in dataclasses.fields(st.config))
-    } == {"rft", "star"}
+    assert _stage_cells("sft") == ALL - {"base", "raw_grpo"}
+    assert {s: st.nests for s, st in STAGES.items() if st.nests} == {
+        "rft": {"sft": "sft"},
+        "star": {"sft": "sft"},
+    }

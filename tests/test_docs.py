@@ -139,3 +139,32 @@ def test_generated_regions_match_their_recorded_runs(tmp_path):
     assert read_region(copy, "smollm2-pivot") != regions(ROOT / "results" / "smollm2")["pivot"]
     with pytest.raises(ValueError, match="no region"):
         write_region(copy, "nope", "x\n")
+
+
+def _docs_figures():
+    """bench/docs_figures.py, imported by path (bench/ is scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_figures", ROOT / "bench/docs_figures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_benchmark_figure_quoted_is_its_benchs_last_recorded_run(tmp_path):
+    """A figure between `bench:` marks in the README or docs/ reads as its rendering from the
+    bench's latest JSON in bench/results (`bench/docs_figures.py`), and every figure the
+    renderer knows is quoted somewhere; a recorded run with another figure rewrites it."""
+    figures = _docs_figures()
+    for name, places in figures.quoted().items():
+        assert places, f"no doc quotes figure {name}"
+        want = figures.render(name)
+        for doc, text in places:
+            assert text == want, f"{doc.relative_to(ROOT)}: figure {name} is not its last run"
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("x <!-- bench:grpo_step -->1.0x<!-- /bench:grpo_step -->")
+    (tmp_path / "docs" / "a.md").write_text("none here")
+    assert figures.write("grpo_step", tmp_path) == [tmp_path / "README.md"]
+    assert figures.quoted(tmp_path)["grpo_step"] == [
+        (tmp_path / "README.md", figures.render("grpo_step"))
+    ]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from tiny_ladder import tiny_ladder_args
 
 from jacrl import corpus
 from jacrl.build import build_tasks
@@ -291,33 +292,7 @@ def test_pipeline_runs_in_another_folder(foreign_data, tmp_path, capsys, monkeyp
     row = json.loads(res.read_text())
     assert row["tasks"] == len(hold)
     res = tmp_path / "results"
-    assert (
-        main(
-            [
-                "ladder",
-                "run",
-                "--models",
-                "jac-tiny",
-                "--rungs",
-                "1",
-                "--conditions",
-                "base",
-                "-n",
-                "2",
-                "-k",
-                "1,2",
-                "--max-tokens",
-                "16",
-                "--data-dir",
-                str(data),
-                "--results",
-                str(res),
-                "--artifacts",
-                str(tmp_path / "artifacts"),
-            ]
-        )
-        == 0
-    )
+    assert main(["ladder", "run", *tiny_ladder_args(tmp_path, gen_limit=0, data=data)]) == 0
     rows = [json.loads(ln) for ln in (res / "rl_ladder.jsonl").read_text().splitlines()]
     assert sorted(r["kind"] for r in rows) == ["gen", "mem"]
     assert next(r for r in rows if r["kind"] == "gen")["tasks"] == len(hold)

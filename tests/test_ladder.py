@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 import papermill
 import pytest
+from tiny_ladder import tiny_ladder_args
 
 from jacrl import ladder, report, results
 from jacrl.cli import build_parser, main
@@ -102,7 +103,7 @@ def test_conditions_are_data_in_one_place():
     assert report.COND_ORDER == C.ORDER == tuple(ladder.CONDITIONS)
     assert C.parent_stage(C.CONDITIONS["sft_rft"], "rft") == "sft"
     assert C.parent_stage(C.CONDITIONS["star"], "star") is None
-    assert [c for c, v in C.CONDITIONS.items() if v.shares_sft] == [
+    assert [c for c, v in C.CONDITIONS.items() if v.shares == "sft"] == [
         "sft_rft",
         "sft_grpo",
         "sft_grpo_tuned",
@@ -252,7 +253,7 @@ def test_plan_runs_nothing_and_keys_are_stable(tiny, data_dir, tmp_path, capsys)
     # every training seed is a cell of its own; the first is the one-seed ladder's cell
     assert ladder.notebook_cell(**one, train_seed=0).key == k0
     s1 = ladder.notebook_cell(**one, train_seed=1)
-    assert s1.key != k0 and s1.key.startswith("r1-jac-tiny-sft-s1-") and s1.sft.seed == 1
+    assert s1.key != k0 and s1.key.startswith("r1-jac-tiny-sft-s1-") and s1.stages["sft"].seed == 1
     assert s1.name == "r1/jac-tiny/sft/s1" and s1.key_parts["seed"] == 0  # the eval seed
     # by hand, rows go to the project's scratch results, never the ladder's own
     assert ladder.notebook_cell(**one).results == str(project().scratch / "rl_ladder.jsonl")
@@ -365,6 +366,22 @@ def test_an_unknown_cell_parameter_is_a_one_line_error(data_dir):
     # what notebook 30 passes on: the public names bound before its first import
     ns = {"__name__": "__main__", "rung": "1", "nn": 4, "plt": os, "cell": None, "rows": []}
     assert ladder.notebook_params(ns) == {"rung": "1", "nn": 4}
+
+
+def test_a_cell_planned_before_the_stage_table_is_a_one_line_error(data_dir):
+    """A cell JSON whose settings still have the per-stage `*_set` fields (before the stage
+    table) fails in one line naming where it came from, the old fields and what to do."""
+    cell = ladder.plan(ladder.LadderConfig(rungs=("1",), conditions=("sft",), data_dir=data_dir))
+    old = json.loads(cell[0].to_json())
+    old["cfg"]["sft_set"] = old["cfg"].pop("sets").get("sft", {})
+    old["cfg"]["grpo_set"] = {}
+    with pytest.raises(ValueError) as e:
+        ladder.notebook_cell(cell_json=json.dumps(old), env={})
+    assert str(e.value) == (
+        "cell_json: a cell planned by another jacrl version (its settings have grpo_set, "
+        "sft_set; one stage's overrides are now `sets`): plan it again (`jacrl ladder run` "
+        "replans every cell)"
+    )
 
 
 def test_a_misspelled_papermill_parameter_fails_notebook_30(data_dir, tmp_path):
@@ -489,7 +506,7 @@ def test_append_cell_rows_never_duplicates(tmp_path):
     assert results.append_cell_rows(res, [gen]) == 1  # as if killed between the two appends
     with open(res, "a") as f:
         f.write('{"torn": ')  # and a torn write after it
-    with pytest.warns(UserWarning, match="dropped torn last line 2"):  # before appending to it
+    with pytest.warns(UserWarning, match="dropped a torn last line 2"):  # before appending to it
         assert results.append_cell_rows(res, [gen, mem]) == 1
     assert results.append_cell_rows(res, [gen, mem]) == 0
     import warnings
@@ -601,28 +618,7 @@ def test_sigkill_mid_cell_then_resume(tiny, data_dir, tmp_path, capsys):
     a resumed run skips the finished cell, reruns the killed one, and the results file holds
     exactly one row per (cell, kind); show reproduces the numbers from those rows."""
     res = tmp_path / "results"
-    argv = [
-        "--models",
-        tiny,
-        "--rungs",
-        "1,3",
-        "--conditions",
-        "base",
-        "--gen-limit",
-        "2",
-        "-n",
-        "2",
-        "-k",
-        "1,2",
-        "--max-tokens",
-        "16",
-        "--data-dir",
-        data_dir,
-        "--results",
-        str(res),
-        "--artifacts",
-        str(tmp_path / "artifacts"),
-    ]
+    argv = tiny_ladder_args(tmp_path, "1,3", model=tiny, data=data_dir)
     cfg = config_from_args(_args("run", *argv))
     first, second = ladder.plan(cfg)
     status2 = ladder.cell_dir(cfg, second) / "status.json"
@@ -703,28 +699,7 @@ def test_two_concurrent_runs_split_the_cells(tiny, data_dir, tmp_path):
     """Two `ladder run` processes started together on the same two-cell plan: each cell is run
     exactly once (the other process finds it held and moves on), one row per evaluation."""
     res = tmp_path / "results"
-    argv = [
-        "--models",
-        tiny,
-        "--rungs",
-        "1,3",
-        "--conditions",
-        "base",
-        "--gen-limit",
-        "2",
-        "-n",
-        "0",
-        "-k",
-        "1",
-        "--max-tokens",
-        "16",
-        "--data-dir",
-        data_dir,
-        "--results",
-        str(res),
-        "--artifacts",
-        str(tmp_path / "artifacts"),
-    ]
+    argv = tiny_ladder_args(tmp_path, "1,3", model=tiny, n=0, data=data_dir)
     logs = [tmp_path / f"run{i}.log" for i in (1, 2)]
     procs = [
         subprocess.Popen(

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tiny_ladder import tiny_ladder_args
 
 from jacrl import conversion, ladder, report, results, splits
 from jacrl.cli import build_parser, main
@@ -247,36 +248,12 @@ def test_a_conversion_row_is_checked_against_the_conversion_tasks(data_dir):
 
 def test_a_ladder_run_with_both_formats_pairs_its_rows(tiny, data_dir, tmp_path, capsys):
     res, figs = tmp_path / "results", tmp_path / "figures"
-    argv = [
-        "--models",
-        tiny,
-        "--rungs",
-        "1",
-        "--conditions",
-        "base,sft",
-        "--formats",
-        "hole,conversion",
-        "--iters",
-        "3",
-        "--gen-limit",
-        "3",
-        "-n",
-        "2",
-        "-k",
-        "1,2",
-        "--max-tokens",
-        "16",
-        "--data-dir",
-        data_dir,
-        "--results",
-        str(res),
-        "--artifacts",
-        str(tmp_path / "artifacts"),
-    ]
     # both quick sets: the grpo one sizes the sft cells' mem calibration (rollouts at 16 tokens)
-    argv += [
-        f"--set={stage}.{k}={v}" for stage in ("sft", "grpo") for k, v in QUICK_SETS[stage].items()
-    ]
+    quick = {stage: QUICK_SETS[stage] for stage in ("sft", "grpo")}
+    argv = tiny_ladder_args(
+        tmp_path, "1", "base,sft", model=tiny, gen_limit=3, iters="3", sets=quick, data=data_dir
+    )
+    argv += ["--formats", "hole,conversion"]
     cells = ladder.plan(config_from_args(_args("run", *argv)))
     assert [c.name for c in cells] == [
         "r1/jac-tiny/base",

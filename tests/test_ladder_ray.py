@@ -1,13 +1,15 @@
 """The ladder's Ray engine (jacrl.ladder.ray_engine) on a real Ray cluster on loopback: a head and a
 worker node started here (separate processes, each with its own working directory, project and
-scratch: no shared artifacts folder) run jac-tiny cells with tiny iterations, sft -> sft_grpo
-included. The rows equal the local engine's (metrics and cell keys; timings excluded); a worker
-process or the worker node's raylet killed mid-cell is retried and leaves exactly one row set per
-cell; a killed driver's rerun resumes; a node without the driver's model fails the cell in one
-line. Plus the artifact shipping (pack / content-addressed install) on its own."""
+scratch: no shared artifacts folder) run jac-tiny cells with tiny iterations: every condition of
+the stage table, and one whose stage the table alone adds (tests/new_stage). The rows equal the
+local engine's (metrics and cell keys; timings excluded); a worker process or the worker node's
+raylet killed mid-cell is retried and leaves exactly one row set per cell; a killed driver's rerun
+resumes; a node without the driver's model fails the cell in one line. Plus the artifact shipping
+(pack / content-addressed install) on its own."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from ray_cluster import Cluster, cmdline, free_port, node_pids, node_project
+from tiny_ladder import tiny_ladder_args
 
 from jacrl import ladder
 from jacrl.ladder import ray_cell, ray_engine
@@ -29,8 +32,16 @@ from jacrl.results import read_rows, rows_by_key
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
+NEW_STAGE = str(ROOT / "tests" / "new_stage")  # on PYTHONPATH: the stage `resample` is known
 # jac-tiny after 3 SFT iterations verifies no sample: threshold 0 keeps any with a body (plumbing)
-STAR = {"rounds": 1, "samples": 2, "threshold": 0.0, "max_tokens": 16}
+SAMPLING = {"samples": 2, "threshold": 0.0, "max_tokens": 16}
+SETS = {
+    "sft": dict(QUICK_SETS["sft"]),
+    "grpo": dict(QUICK_SETS["grpo"]),
+    "star": {**SAMPLING, "rounds": 1},
+    "rft": SAMPLING,
+    "dpo": {"samples": 2, "max_tokens": 16, "iters": 2, "batch_size": 1, "steps_per_report": 1},
+}
 TINY = {
     "models": ("jac-tiny",),
     "sft_iters": 3,
@@ -40,7 +51,7 @@ TINY = {
     "n": 2,
     "k": (1, 2),
     "max_tokens": 16,
-    "sets": {"sft": dict(QUICK_SETS["sft"]), "grpo": dict(QUICK_SETS["grpo"]), "star": dict(STAR)},
+    "sets": SETS,
 }
 
 
@@ -49,7 +60,7 @@ def cluster(tmp_path_factory):
     """Head + one worker node, 1 CPU and one `mlx` each; every process ended afterwards. This
     process and the drivers it starts carry the cluster's token meanwhile."""
     base = tmp_path_factory.mktemp("nodes")
-    c = Cluster()
+    c = Cluster(env={"PYTHONPATH": NEW_STAGE})  # its nodes know the stage `resample`
     saved = {k: os.environ.get(k) for k in c.auth}
     os.environ.update(c.auth)
     try:
@@ -116,16 +127,11 @@ def _statuses(results: Path) -> list[dict]:
     return out
 
 
-def _ladder_run(d: Path, rungs: str, seed: int, conditions: str) -> list[str]:
-    """`jacrl ladder run`'s command line on jac-tiny with tiny evaluation settings, its rows and
-    artifacts under d."""
-    return [
-        *(sys.executable, "-m", "jacrl.cli", "ladder", "run", "--models", "jac-tiny"),
-        *("--rungs", rungs, "--conditions", conditions, "--seed", str(seed)),
-        *("--gen-limit", "2", "--mem-limit", "2", "-n", "2", "-k", "1,2", "--max-tokens", "16"),
-        *("--data-dir", str(DATA), "--results", str(d / "results")),
-        *("--artifacts", str(d / "artifacts")),
-    ]
+def _ladder_run(d: Path, rungs: str, seed: int, conditions: str, **tiny) -> list[str]:
+    """`jacrl ladder run`'s command line on the tiny ladder (2 mem tasks; `tiny`: more of
+    `tiny_ladder_args`), its rows and artifacts under d."""
+    args = tiny_ladder_args(d, rungs, conditions, mem_limit=2, **tiny)
+    return [sys.executable, "-m", "jacrl.cli", "ladder", "run", "--seed", str(seed), *args]
 
 
 def _driver(
@@ -135,23 +141,19 @@ def _driver(
     conditions: str = "base",
     engine: str = "ray",
     address: str | None = None,
+    sets: dict = SETS,
+    env: dict | None = None,
 ) -> subprocess.Popen:
-    """`jacrl ladder run` on jac-tiny with tiny settings, in its own process (the drivers' way;
-    Ray reads its token settings at process start), output in d/driver.log."""
-    sets = [
-        f"{stage}.{k}={str(v).lower()}"
-        for stage in ("sft", "grpo")
-        for k, v in QUICK_SETS[stage].items()
-    ] + [f"star.{k}={v}" for k, v in STAR.items()]
+    """`jacrl ladder run` on jac-tiny with tiny settings (`sets`), in its own process (the
+    drivers' way; Ray reads its token settings at process start) with `env` (None: ours), output
+    in d/driver.log."""
     argv = [
-        *_ladder_run(d, rungs, seed, conditions),
-        *("--engine", engine, "--iters", "sft=3,grpo=2"),
-        *(x for kv in sets for x in ("--set", kv)),
-        *(("--address", address) if address else ()),
+        *_ladder_run(d, rungs, seed, conditions, iters="sft=3,grpo=2", sets=sets),
+        *("--engine", engine, *(("--address", address) if address else ())),
     ]
     d.mkdir(parents=True, exist_ok=True)
     with open(d / "driver.log", "w") as log:
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
 
 
 def _finish(proc: subprocess.Popen, d: Path) -> str:
@@ -259,13 +261,27 @@ def test_a_cell_depends_on_the_sft_cell_whose_artifact_its_next_stage_continues(
             )
         )
     )
-    parents = ray_engine.sft_parents(cells)
+    parents = ray_engine.shared_parents(cells)
     by = {(c.rung, c.condition): c for c in cells}
     assert parents == {
         by[r, c].key: by[r, "sft"]
         for r in ("1", "3")
         for c in ("sft_rft", "sft_grpo", "sft_grpo_tuned", "sft_dpo")
     }
+
+
+def test_a_ray_row_names_the_adapter_of_its_cells_last_stage(tmp_path):
+    """For every condition, the node's rows filed by the driver name the installed artifact of
+    the cell's last stage, as the local engine's `adapter_of` does (main 2d52faa named the sft
+    adapter for sft_dpo and sft_rft, and none for star)."""
+    cells = ladder.plan(_cfg(tmp_path, tuple(ladder.CONDITIONS)))
+    for cell in cells:
+        installed = {s: tmp_path / "store" / f"{s}-{cell.condition}" for s in cell.stages}
+        rows = [{"model": "m", "adapter": "node/path", "ladder": {"artifacts": {}}}]
+        (row,) = ray_engine.localize_rows(rows, cell, installed)
+        want = str(installed[list(cell.stages)[-1]]) if cell.stages else "node/path"
+        assert row["adapter"] == want, cell.condition
+        assert row["ladder"]["artifacts"] == {s: str(p) for s, p in installed.items()}
 
 
 def test_engine_mistakes_are_one_line_errors(tmp_path, monkeypatch, capsys):
@@ -302,28 +318,7 @@ def test_engine_mistakes_are_one_line_errors(tmp_path, monkeypatch, capsys):
 def _ray_driver(env: dict, d: Path, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
     """`jacrl ladder run --engine ray` of one base cell in its own process with `env` (no
     RAY_* from ours), and how long it took."""
-    argv = [
-        sys.executable,
-        "-m",
-        "jacrl.cli",
-        "ladder",
-        "run",
-        "--engine",
-        "ray",
-        "--models",
-        "jac-tiny",
-        "--rungs",
-        "1",
-        "--conditions",
-        "base",
-        "--data-dir",
-        str(DATA),
-        "--results",
-        str(d / "results"),
-        "--artifacts",
-        str(d / "artifacts"),
-        *extra,
-    ]
+    argv = [*_ladder_run(d, "1", 0, "base"), "--engine", "ray", *extra]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_")}, **env}
     t0 = time.monotonic()
     run = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -410,49 +405,71 @@ def test_a_driver_without_the_clusters_token_fails_in_one_line(cluster, tmp_path
     assert not (tmp_path / "results" / "rl_ladder.jsonl").exists()
 
 
-def test_rows_equal_the_local_engines(cluster, tmp_path):
-    """sft, sft_grpo and star on rung 1: sft and star run side by side on the two nodes,
-    sft_grpo after sft, reusing its artifact; every row once, equal to the local engine's for the
-    same plan (star included: its rounds ran on a node); a rerun skips every cell. (A base cell
-    is the same evaluation without training: the kill tests below run base cells on Ray.)"""
+def test_every_condition_and_a_new_stage_give_the_local_engines_rows(
+    cluster, tmp_path, monkeypatch
+):
+    """Every condition of the table on rung 1, `star_resample` included: its stage `resample`
+    (tests/new_stage: RFT on STaR's adapter, a parent other than SFT) is added to the stage table
+    and the conditions alone — here by monkeypatch, in the drivers, nodes and kernels by a
+    sitecustomize on their PYTHONPATH. Planned, run on the two nodes side by side (the cells that
+    continue the gold SFT after the sft cell, reusing its shipped artifact) and reported: every
+    planned row once, naming the adapter of its cell's last stage, equal to the local engine's
+    for the same plan; a rerun skips every cell."""
+    from new_stage import resample_stage
+
+    resample_stage.register(monkeypatch.setitem)
+    conditions = tuple(ladder.CONDITIONS)
+    sets = {**SETS, "resample": SAMPLING}
+    cfg = dataclasses.replace(_cfg(tmp_path, conditions), sets=sets)
+    planned = {c.key for c in ladder.plan(cfg)}
+    env = {**os.environ, "PYTHONPATH": NEW_STAGE}
+    run = ("1", 0, ",".join(conditions))
     d = tmp_path / "ray"
-    conditions = ("sft", "sft_grpo", "star")
     t0 = time.monotonic()
-    out = _finish(_driver(d, "1", 0, ",".join(conditions), address=cluster.address), d)
+    out = _finish(_driver(d, *run, address=cluster.address, sets=sets, env=env), d)
     wall_ray = time.monotonic() - t0
     results = d / "results"
     rows = read_rows(results / "rl_ladder.jsonl")
+    _one_row_set_each(results, planned)
     by_cond = {r["condition"]: r["cell_key"] for r in rows}
     st = {
         c: json.loads((results / "cells" / k / "status.json").read_text())
         for c, k in by_cond.items()
     }
-    assert [st[c]["status"] for c in conditions] == ["done"] * 3, out
+    assert {s["status"] for s in st.values()} == {"done"}, out
     assert len({s["node"] for s in st.values()}) == 2  # side by side, on both nodes
     for s in st.values():  # the start line names the node and the log there
         assert f"{s['cell']} ({s['key']}): running on " in out and s["log"] in out, out
         d_cell = results / "cells" / s["key"]  # the cell's record came back
         assert {"30_training.ipynb", "log.txt", "status.json"} <= {p.name for p in d_cell.iterdir()}
     sft_art = Path(next(r for r in rows if r["condition"] == "sft")["adapter"]).name
-    log = (results / "cells" / st["sft_grpo"]["key"] / "log.txt").read_text()
-    assert re.search(rf"reusing \S+/{sft_art} ", log), log  # the sft cell's artifact, shipped
+    for c in (c for c in conditions if ladder.CONDITIONS[c].shares):
+        log = (results / "cells" / st[c]["key"] / "log.txt").read_text()
+        assert re.search(rf"reusing \S+/{sft_art} ", log), log  # the sft cell's, shipped
     assert (d / "artifacts" / sft_art / "COMPLETE").is_file()
-    _one_row_set_each(results, set(by_cond.values()))
+    for r in rows:  # the adapter evaluated: its cell's last stage's (`adapter_of`)
+        last = ladder.CONDITIONS[r["condition"]].last
+        want = Path(r["ladder"]["artifacts"][last]).name if last else ""
+        assert Path(r["adapter"] or "").name == want, r["condition"]
 
     d_local = tmp_path / "local"
     t0 = time.monotonic()
-    _finish(_driver(d_local, "1", 0, ",".join(conditions), engine="local"), d_local)
+    _finish(_driver(d_local, *run, engine="local", sets=sets, env=env), d_local)
     wall_local = time.monotonic() - t0
-    print(f"\n3 cells: --engine ray {wall_ray:.0f} s, --engine local {wall_local:.0f} s")
+    print(f"\n{len(planned)} cells: --engine ray {wall_ray:.0f} s, local {wall_local:.0f} s")
     ours = {r["tag"]: _comparable(r) for r in rows}
     theirs = {r["tag"]: _comparable(r) for r in read_rows(d_local / "results/rl_ladder.jsonl")}
-    assert ours == theirs and sorted(r["condition"] for r in rows) == sorted(conditions * 2)
+    assert ours == theirs
     star = next(r for r in rows if r["condition"] == "star")
     assert Path(star["adapter"]).name.startswith("star1-") and star["ladder"]["star"]["rounds"] == 1
+    resampled = next(r for r in rows if r["condition"] == "star_resample")
+    assert Path(resampled["adapter"]).name.startswith("star_resample-")
+    text, _ = ladder.show(results, figures_dir=None, check_figures=False)
+    assert all(c in text for c in conditions), text
 
-    out = _finish(_driver(d, "1", 0, ",".join(conditions), address=cluster.address), d)
-    assert "3 cells, 0 run, 3 skipped" in out
-    assert len(read_rows(results / "rl_ladder.jsonl")) == 6
+    out = _finish(_driver(d, *run, address=cluster.address, sets=sets, env=env), d)
+    assert f"{len(planned)} cells, 0 run, {len(planned)} skipped" in out
+    assert len(read_rows(results / "rl_ladder.jsonl")) == 2 * len(planned)
 
 
 def test_a_killed_driver_is_resumed_by_rerunning_it(cluster, tmp_path):

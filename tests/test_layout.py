@@ -64,6 +64,26 @@ def test_every_module_is_in_the_architecture_table_once():
     assert groups == set(order), groups ^ set(order)
 
 
+def test_every_module_of_a_package_is_named_in_its_row():
+    """A package's row names each of its modules and subpackages (`sft`, `dpo`, ...), so a new
+    module (a trainer, a report part) is documented where the package is."""
+    table = (ROOT / "docs" / "architecture.md").read_text()
+    rows = {
+        m: row
+        for row in re.findall(r"^\| (`jacrl\.[^\n]*)$", table, re.M)
+        for m in re.findall(r"`(jacrl\.\w+)`", row.split("|")[0])
+    }
+    missing = [
+        f"{pkg.name}.{p.stem}"
+        for pkg in PKG.iterdir()
+        if (pkg / "__init__.py").is_file()
+        for p in pkg.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
+        if f"`{p.stem}`" not in rows[f"jacrl.{pkg.name}"]
+    ]
+    assert missing == []
+
+
 def test_imports_flow_one_way():
     rank = {m: i for i, m in enumerate(_table_order())}
     upward = []

@@ -128,7 +128,7 @@ def test_a_torn_line_dropped_for_a_cells_rows_is_reported_at_the_callers_line(tm
     append_cell_rows' own call of append_row."""
     path = tmp_path / "rows.jsonl"
     path.write_text('{"cell_key": "k1", "kind": "gen"}\n{"cell_key": "k1", "ki')
-    with pytest.warns(UserWarning, match="dropped torn last line 2") as rec:
+    with pytest.warns(UserWarning, match="dropped a torn last line 2") as rec:
         assert append_cell_rows(path, [_cell("k1", "mem")]) == 1
     assert rec[0].filename != results.__file__
     assert rec[0].filename == __file__ or "mutmut" in sys.modules

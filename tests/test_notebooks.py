@@ -405,8 +405,10 @@ def test_notebook_cell_reports_a_key_mismatch_and_keeps_the_planned_key():
     )
     logged = []
     by_hand = ladder.notebook_cell(env=quick, log=logged.append, **args)
-    assert by_hand.sft.iters == 3 and by_hand.eval["n"] == 2 and by_hand.eval["k"] == [1, 2]
-    assert by_hand.sft.lora_layers == 2 and "JACRL_NOTEBOOK_QUICK=1" in logged[0]
+    assert (
+        by_hand.stages["sft"].iters == 3 and by_hand.eval["n"] == 2 and by_hand.eval["k"] == [1, 2]
+    )
+    assert by_hand.stages["sft"].lora_layers == 2 and "JACRL_NOTEBOOK_QUICK=1" in logged[0]
     planned = ladder.notebook_cell(env={}, log=logged.append, **args)
     logged.clear()
     cell = ladder.notebook_cell(cell_key=planned.key, env=quick, log=logged.append, **args)

@@ -22,8 +22,9 @@ from jacrl.ladder.settings import LadderConfig
 from jacrl.ladder.taskset import cell_tasks
 from jacrl.notebooks import scaled, unknown_params
 from jacrl.project import project
+from jacrl.provenance import artifact_inputs
 from jacrl.samples import cell_samples_path
-from jacrl.stages import STAGES, trainer_of
+from jacrl.stages import STAGES, function_of, trainer_of
 
 KEY_PARTS_IN_ROWS = ("model_hash", "data_hash", "code_version", "notebook")
 
@@ -123,24 +124,29 @@ def adapter_of(arts: Mapping) -> Path | None:
 
 
 def rollout_temperature(cell: Cell, arts: Mapping, tasks: list[dict]) -> float | None:
-    """The temperature mem is also sampled at: the GRPO stage's rollout temperature; for a cell
-    with an adapter but no GRPO stage (sft, sft_rft, star), the one GRPO calibrates on that
-    adapter with the cell's GRPO settings — so sft and sft_grpo compare at the temperature
-    sft_grpo trained at; None for the base model. The GRPO config is the cell's, resolved once
-    (`make_cell`: JACRL_GRPO_*, the ladder's formula and sets), and in its key."""
-    if "grpo" in arts:
-        return float(arts["grpo"].manifest["summary"]["temperature"])
+    """The temperature mem is also sampled at: the rollout temperature of the cell's last stage
+    that samples rollouts (the table's `calibrates`: GRPO), as its artifact recorded it; for a
+    cell with an adapter but no such stage (sft, sft_rft, star), the one that stage calibrates
+    on that adapter with the config the cell's evaluation reads (`eval_reads`) — so sft and
+    sft_grpo compare at the temperature sft_grpo trained at; None for the base model, or when
+    the cell reads no calibrating config (mem is then greedy only). The config read is the
+    cell's, resolved once (`make_cell`: JACRL_GRPO_*, the ladder's formula and sets), and in its
+    key."""
+    sampled = [s for s in arts if STAGES[s].calibrates]
+    if sampled:
+        return float(arts[sampled[-1]].manifest["summary"]["temperature"])
     adapter = adapter_of(arts)
-    if adapter is None or not tasks:
+    calibrating = [s for s in cell.reads if STAGES[s].calibrates]
+    if adapter is None or not tasks or not calibrating:
         return None
     from jacrl.models import load
-    from jacrl.train.grpo import calibrate_temperature
 
-    cfg = cell.reads["grpo"]
+    cfg = cell.reads[calibrating[0]]
     if cfg.temperature > 0:
         return cfg.temperature
     lm, tok = load(cell.model, str(adapter))
-    return calibrate_temperature(lm, tok, tasks, cfg, log=lambda _: None)[0]
+    calibrate = function_of(STAGES[calibrating[0]].calibrates)
+    return calibrate(lm, tok, tasks, cfg, log=lambda _: None)[0]
 
 
 def evaluate_cell(
@@ -197,6 +203,11 @@ def evaluate_cell(
                     **{s: dataclasses.asdict(sc) for s, sc in cell.stages.items()},
                     "artifacts": {s: str(a.path) for s, a in arts.items()},
                     "artifact_keys": {s: a.key for s, a in arts.items()},
+                    # what each key is made of: a rebuild's verdict names the input that changed
+                    "artifact_inputs": {
+                        s: artifact_inputs(a.manifest.get("key_parts") or {})
+                        for s, a in arts.items()
+                    },
                     "key_parts": {
                         k: v for k, v in cell.key_parts.items() if k in KEY_PARTS_IN_ROWS
                     },

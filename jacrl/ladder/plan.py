@@ -16,7 +16,7 @@ from pathlib import Path
 
 from jacrl import stages as stage_table
 from jacrl.conditions import condition_of
-from jacrl.config import SFTConfig, configure
+from jacrl.config import configure
 from jacrl.ladder.settings import (
     DEFAULTS,
     LadderConfig,
@@ -55,11 +55,6 @@ class Cell:
     key: str  # the key its rows are filed under
     key_parts: dict = field(repr=False, default_factory=dict)
     reads: dict[str, object] = field(default_factory=dict)  # configs its evaluation reads
-
-    @property
-    def sft(self) -> SFTConfig | None:
-        """The gold SFT stage's config (None: the condition has none)."""
-        return self.stages.get("sft")
 
     @property
     def eval(self) -> dict:
@@ -104,10 +99,24 @@ class Cell:
 
     @staticmethod
     def from_json(
-        text: str, env: Mapping[str, str] = os.environ, log: Callable[[str], None] = print
+        text: str,
+        env: Mapping[str, str] = os.environ,
+        log: Callable[[str], None] = print,
+        source: str = "cell_json",
     ) -> Cell:
-        """`to_json`'s cell, resolved again here (a changed key is logged; see `make_cell`)."""
+        """`to_json`'s cell, resolved again here (a changed key is logged; see `make_cell`). A
+        cell written by another jacrl (before the stage table: its settings have `sft_set`,
+        `grpo_set`, ... where they now have `sets`) is a one-line ValueError naming `source`
+        (the parameter or file it came from) and what to do."""
         d = json.loads(text)
+        known = {f.name for f in dataclasses.fields(LadderConfig)}
+        old = sorted(set(d.get("cfg", {})) - known)
+        if old:
+            raise ValueError(
+                f"{source}: a cell planned by another jacrl version (its settings have "
+                f"{', '.join(old)}; one stage's overrides are now `sets`): plan it again "
+                "(`jacrl ladder run` replans every cell)"
+            )
         cfg = configure(LadderConfig(), d.pop("cfg"))
         return make_cell(cfg, env=env, log=log, **d)
 
@@ -186,10 +195,8 @@ def ladder_config(
     """One stage's config as a ladder cell resolves it (see `stage_configs`), unscaled."""
     sets, st = sets or {}, STAGES[stage]
     own: dict = {"seed": seed, **({"iters": iters[st.iters]} if st.iters else {})}
-    nested = [f.name for f in dataclasses.fields(st.config) if f.type in (SFTConfig, "SFTConfig")]
-    if nested:  # its SFT runs are the cell's one SFT config
-        sft = ladder_config("sft", seed, iters, sets, env, reward_formula)
-        own.update({n: dataclasses.asdict(sft) for n in nested})
+    for name, inner in st.nests.items():  # its SFT runs are the cell's one SFT config
+        own[name] = dataclasses.asdict(ladder_config(inner, seed, iters, sets, env, reward_formula))
     return stage_table.resolve(stage, reward_formula, env, own, dict(sets.get(stage, {})))
 
 

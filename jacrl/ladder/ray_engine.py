@@ -21,12 +21,13 @@ executed notebook, metrics) and its artifacts come back as bytes. The driver alo
 (the local engine's lock and dedup) and installs artifacts into its own content-addressed store;
 the rows name the driver's paths, as the local engine's do.
 
-DAG: a cell whose gold SFT stage is followed by another (`jacrl.conditions`: sft_grpo,
-sft_grpo_tuned, sft_rft) gets the sft cell's artifact (same rung, model, seed, format and SFT
-config) as a Ray object dependency: it starts after that cell, on any node, and reuses the artifact
-instead of training it again. Other cells run in parallel. A cell whose rows exist is skipped, one
-another `ladder run` holds is left to it (the local engine's cell lock, held here while the cell is
-submitted), none is submitted twice.
+DAG: a cell whose first stage's artifact is shared and followed by another stage
+(`jacrl.conditions`' `Condition.shares`: the gold SFT of sft_grpo, sft_grpo_tuned, sft_rft,
+sft_dpo) gets the artifact of the cell that trains that stage alone (same rung, model, seed,
+format and stage config) as a Ray object dependency: it starts after that cell, on any node, and
+reuses the artifact instead of training it again. Other cells run in parallel. A cell whose rows
+exist is skipped, one another `ladder run` holds is left to it (the local engine's cell lock, held
+here while the cell is submitted), none is submitted twice.
 
 Faults: a worker process or node that dies mid-cell makes Ray rerun the cell (`RETRIES` more
 attempts), then it is recorded failed with the reason. Only a finished attempt returns rows, so a
@@ -45,7 +46,8 @@ from pathlib import Path
 import ray  # the optional `ray` extra: this module is imported only for --engine ray
 from tqdm.auto import tqdm
 
-from jacrl.conditions import CONDITIONS
+from jacrl import conditions
+from jacrl.conditions import condition_of
 from jacrl.ladder.plan import Cell
 from jacrl.ladder.ray_cell import (
     Progress,
@@ -73,19 +75,21 @@ CELL_CPUS = 1  # CPUs a cell asks for; its `mlx` resource is what keeps cells ap
 # -------------------------------------------------------------------------------------------
 
 
-def sft_parents(cells: list[Cell]) -> dict[str, Cell]:
-    """{key of a cell whose first stage is gold SFT followed by another (`jacrl.conditions`: the
-    next stage's parent): the plan's sft cell whose artifact it reuses}: same rung, model, seed,
-    task format and resolved SFT config (so the same content-addressed artifact)."""
+def shared_parents(cells: list[Cell]) -> dict[str, Cell]:
+    """{key of a cell whose first stage's artifact is shared and followed by another stage
+    (`Condition.shares`: sft_grpo's gold SFT): the plan's cell that trains that stage alone,
+    whose artifact it reuses}: same rung, model, seed, task format and resolved config of that
+    stage (so the same content-addressed artifact)."""
 
-    def group(c: Cell) -> tuple:
-        return c.rung, c.model, c.train_seed, c.format, c.paired
+    def group(c: Cell, condition: str) -> tuple:
+        return c.rung, c.model, c.train_seed, c.format, c.paired, condition
 
-    sft = {group(c): c for c in cells if c.condition == "sft"}
+    alone = {group(c, c.condition): c for c in cells}
     out = {}
     for c in cells:
-        p = sft.get(group(c))
-        if CONDITIONS[c.condition].shares_sft and p is not None and p.sft == c.sft:
+        first = condition_of(c.condition).shares
+        p = alone.get(group(c, conditions.alone(first))) if first else None
+        if p is not None and p.stages[first] == c.stages[first]:
             out[c.key] = p
     return out
 
@@ -102,8 +106,8 @@ def stored_artifacts(rows: list[dict], key: str) -> dict[str, bytes]:
 
 def localize_rows(rows: list[dict], cell: Cell, installed: dict[str, Path]) -> list[dict]:
     """A node's rows as the local engine would have written them here: the model and the
-    artifacts named by the driver's paths."""
-    last = installed.get("grpo") or installed.get("sft")
+    artifacts named by the driver's paths, the adapter the cell's last stage's (`adapter_of`)."""
+    last = installed.get(condition_of(cell.condition).last)
     out = []
     for r in rows:
         r = {**r, "model": portable(cell.model)}
@@ -133,7 +137,7 @@ class Driver:
     ):
         self.cfg, self.heads, self.log, self.bar = cfg, heads, log, bar
         self.results = cfg.results_file.resolve()
-        self.parents = sft_parents(plan)
+        self.parents = shared_parents(plan)
         # on the head node, which outlives every other (Ray's own resource naming the head)
         self.progress = Progress.options(resources={"node:__internal_head__": 0.001}).remote()
         nb = Path(cfg.notebook)
@@ -147,8 +151,8 @@ class Driver:
         self.statuses: dict[str, dict] = {}
 
     def parent_input(self, cell: Cell):
-        """The sft artifact the cell reuses: the ref of the sft cell submitted in this run, or
-        the bytes of one finished earlier, or None (the cell trains its SFT stage itself)."""
+        """The shared artifact the cell reuses: the ref of its parent cell submitted in this
+        run, or the bytes of one finished earlier, or None (the cell trains that stage itself)."""
         p = self.parents.get(cell.key)
         if p is None:
             return None
@@ -156,7 +160,8 @@ class Driver:
             return self.arts[p.key]
         rows = read_rows(self.results) if self.results.is_file() else []
         stored = stored_artifacts(rows, p.key)
-        return {"sft": stored["sft"]} if "sft" in stored else None
+        first = condition_of(cell.condition).shares
+        return {first: stored[first]} if first in stored else None
 
     def submit(self, cell: Cell, parent) -> None:
         result, arts = cell_task.options(

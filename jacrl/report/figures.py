@@ -212,9 +212,10 @@ def _training_records(metrics: str | os.PathLike) -> tuple[list[dict], Path]:
     return recs, path
 
 
-def _training_series(stage: str) -> list[tuple[str, str]]:
-    """A stage's panels: (column, title); SFT's one panel holds train and val loss together."""
-    if stage == "grpo":
+def _training_series(recs: list[dict]) -> list[tuple[str, str]]:
+    """A metrics file's panels: (column, title); a stage that logged rollout rewards (GRPO) has
+    its reward, spread, KL and truncation panels, any other one panel of train and val loss."""
+    if any("reward_mean" in r for r in recs):
         return [
             ("reward_mean", "reward mean ± σ"),
             ("group_reward_std", "within-group σ"),
@@ -234,7 +235,7 @@ def _stage(recs: list[dict]) -> str:
 def _panels(recs: list[dict]) -> int:
     """Panels a metrics file fills: its stage's curves, + GRPO's per-step timings."""
     steps = any(r.get("event") == "step" for r in recs)
-    return len(_training_series(_stage(recs))) + steps
+    return len(_training_series(recs)) + steps
 
 
 def _draw_training(axes, recs: list[dict], label: str = "") -> None:
@@ -243,7 +244,7 @@ def _draw_training(axes, recs: list[dict], label: str = "") -> None:
     GRPO step events, the seconds per step (generation / reward / update, stacked)."""
     steps = [r for r in recs if r.get("event") == "step"]
     df = pd.DataFrame([r for r in recs if r.get("event") != "step"])
-    series = _training_series(_stage(recs))
+    series = _training_series(recs)
     for ax, (col, title) in zip(axes, series, strict=False):
         if not df.empty and col in df and "iteration" in df and df[col].notna().any():
             d = df[df[col].notna()]

@@ -13,6 +13,12 @@ from jacrl.splits import RUNGS
 
 COND_ORDER = ORDER  # jacrl.conditions' order is the display order
 FORMAT_ORDER = ("hole", "conversion")
+LINE = ("model", "rung", "condition", "kind", "format", "paired")  # a table line's key, in order
+
+
+def line_fields(key: tuple) -> dict:
+    """A line key (`latest_rows`', `seeds.seed_groups`') as its table columns."""
+    return dict(zip(LINE, key, strict=True))
 
 
 def load_rows(path: str | os.PathLike) -> list[dict]:

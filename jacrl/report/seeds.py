@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from jacrl.conditions import CONDITIONS
+from jacrl.conditions import CONDITIONS, alone, baseline
 from jacrl.report.rows import (
     COND_ORDER,
     _order,
@@ -43,6 +43,7 @@ from jacrl.report.rows import (
     cell_of,
     condition_label,
     in_table_order,
+    line_fields,
     variant_of,
 )
 from jacrl.splits import RUNGS
@@ -53,11 +54,16 @@ RNG_SEED = 0  # the bootstrap's fixed seed: the report is deterministic
 BOOTSTRAP = "seeds x tasks bootstrap"
 WILSON = "wilson (1 seed)"
 NO_OUTCOMES = "none (no per-task outcomes)"
-# each condition against base, and each one that continues the sft adapter against sft
-DEFAULT_PAIRS: tuple[tuple[str, str], ...] = tuple(
-    [("base", c) for c in CONDITIONS if c != "base"]
-    + [("sft", c) for c, cond in CONDITIONS.items() if cond.shares_sft]
-)
+
+
+def default_pairs() -> tuple[tuple[str, str], ...]:
+    """Each condition against the baseline (base), and each that continues a shared artifact
+    against the condition that trains it alone (sft_grpo against sft)."""
+    base = baseline()
+    return tuple(
+        [(base, c) for c in CONDITIONS if c != base]
+        + [(alone(cond.shares), c) for c, cond in CONDITIONS.items() if cond.shares]
+    )
 
 
 def train_seed(row: Mapping) -> int:
@@ -261,7 +267,7 @@ def seed_summary(
     `sampled1_pct` and `temperature` (when every seed sampled at the same one) are means over
     seeds. Sorted as `frame`."""
     recs = []
-    for (model, rung, cond, kind, fmt, paired), by_seed in seed_groups(rows).items():
+    for key, by_seed in seed_groups(rows).items():
         st = seed_stat(by_seed, resamples, rng_seed)
         if st is None:
             continue
@@ -272,12 +278,7 @@ def seed_summary(
         one_t = len(temps) == 1 and all(r.get("n") for r in rs)
         recs.append(
             {
-                "model": model,
-                "rung": rung,
-                "condition": cond,
-                "format": fmt,
-                "paired": paired,
-                "kind": kind,
+                **line_fields(key),
                 "seeds": st.n_seeds,
                 "train_seeds": ",".join(map(str, st.seeds)),
                 "tasks": st.tasks,
@@ -467,21 +468,20 @@ def _rec(model, rung, kind, vs, a_label, b_label, st: PairedStat, cond, fmt, pai
 
 def seed_comparisons(
     rows: Iterable[Mapping],
-    pairs: Sequence[tuple[str, str]] = DEFAULT_PAIRS,
+    pairs: Sequence[tuple[str, str]] | None = None,
     resamples: int = RESAMPLES,
     rng_seed: int = RNG_SEED,
 ) -> pd.DataFrame:
     """Paired comparisons over seeds x tasks, b - a in percentage points (`diff_pct`, its 95 %
     interval `lo`-`hi`, `above0` the share of resamples above 0): `vs` `condition` for each
-    (a, b) of `pairs` at the same model, rung, kind, format and paired (default: each condition
-    against base, and those that continue the sft adapter against sft); `vs` `format` for paired
-    hole-fill (a) against conversion (b) of the same condition. `a_seeds`/`b_seeds` each side's
-    seeds, `seeds` the seed pairs, `n` the paired task ids. Sorted model, rung, then b's
-    condition order."""
+    (a, b) of `pairs` at the same model, rung, kind, format and paired (None: `default_pairs`);
+    `vs` `format` for paired hole-fill (a) against conversion (b) of the same condition.
+    `a_seeds`/`b_seeds` each side's seeds, `seeds` the seed pairs, `n` the paired task ids.
+    Sorted model, rung, then b's condition order."""
     groups = seed_groups(rows)
     recs = []
     for (model, rung, cond, kind, fmt, paired), b in groups.items():
-        for a_cond, b_cond in pairs:
+        for a_cond, b_cond in default_pairs() if pairs is None else pairs:
             a = groups.get((model, rung, a_cond, kind, fmt, paired))
             if b_cond != cond or a is None:
                 continue

@@ -109,7 +109,7 @@ def _known_text(known: set[str]) -> str:
     """The settings rows have, for an error: the evaluation's and seeds by name, the stages'."""
     names = [k for k in EVAL_KEYS + ROW_SEEDS if k in known]
     stages = sorted({k.partition(".")[0] for k in known if "." in k})
-    eg = "sft" if "sft" in stages else stages[0] if stages else ""
+    eg = next((s for s in STAGES if s in stages), stages[0] if stages else "")  # table order
     return ", ".join(names) + (
         f" and STAGE.FIELD of {', '.join(stages)}, e.g. {eg}.iters" if stages else ""
     )

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from jacrl.conditions import baseline
 from jacrl.report.rows import (
     COND_ORDER,
     _order,
@@ -17,6 +18,7 @@ from jacrl.report.rows import (
     condition_label,
     in_table_order,
     latest_rows,
+    line_fields,
     variant_of,
 )
 from jacrl.report.seeds import (
@@ -61,18 +63,13 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     """One line per (model, rung, condition, format, paired, kind), the last row winning; sorted
     model, rung order, condition order, format (hole, paired hole, conversion), kind."""
     recs = []
-    for (model, rung, cond, kind, fmt, paired), row in latest_rows(rows).items():
+    for key, row in latest_rows(rows).items():
         n, p = int(row.get("tasks", 0)), int(row.get("pass1", 0))
         lo, hi = wilson(p, n) if n else (math.nan, math.nan)
         passk, k = _passk(row)
         recs.append(
             {
-                "model": model,
-                "rung": rung,
-                "condition": cond,
-                "format": fmt,
-                "paired": paired,
-                "kind": kind,
+                **line_fields(key),
                 "tasks": n,
                 "pass1": p,
                 "pass1_pct": round(100 * p / n, 2) if n else math.nan,
@@ -202,9 +199,10 @@ def mcnemar_vs_base(rows: list[dict]) -> pd.DataFrame:
         if c is not None and row.get("per_task"):
             latest[(*c, *variant_of(row))] = row
     recs = []
+    reference = baseline()
     for (model, rung, cond, kind, fmt, paired), row in latest.items():
-        base = latest.get((model, rung, "base", kind, fmt, paired))
-        if cond == "base" or base is None:
+        base = latest.get((model, rung, reference, kind, fmt, paired))
+        if cond == reference or base is None:
             continue
         b, x = _greedy(base), _greedy(row)
         ids = sorted(set(b) & set(x))

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from jacrl import jsonl
 from jacrl.config import DPOConfig
-from jacrl.generate import generate
+from jacrl.generate import sample_tasks
 from jacrl.models import load
 from jacrl.prompts import SYSTEM_PROMPT
 from jacrl.provenance import data_hash
@@ -44,7 +44,7 @@ from jacrl.train.artifacts import (
     key_parts,
     resolve_base,
 )
-from jacrl.train.mlx_compat import lora_model, seed_all, trainable, warn_slow_blas
+from jacrl.train.mlx_compat import lora_model, seed_all, trainable, trainer_args, warn_slow_blas
 from jacrl.train.sft import fenced, gold_body, task_id
 from jacrl.train.tracking import Tracking, metrics_log, tracking
 
@@ -137,16 +137,7 @@ def sample_pairs(
     """Sample cfg.samples completions per task from base + adapter (seeded) and `build_pairs`
     them. Returns (rows, tasks without a pair, sampling counts for the manifest)."""
     t0 = time.time()
-    lm, tok = load(base, adapter)
-    outs = generate(
-        lm,
-        tok,
-        [t["prompt"] for t in tasks],
-        n=cfg.samples,
-        temperature=cfg.temperature,
-        max_tokens=cfg.max_tokens,
-        seed=seed,
-    )
+    outs = sample_tasks(base, adapter, tasks, cfg, seed)
     rows, without = build_pairs(tasks, [[s.text for s in ss] for ss in outs], cfg, split)
     info = {
         "samples_total": cfg.samples * len(tasks),
@@ -411,15 +402,7 @@ def train_dpo(
     val_ds = _dataset(val, tok, cfg)[0] if val else None
     batch = max(1, min(cfg.batch_size, len(rows), len(val) if val else len(rows)))
     args = dt.DPOTrainingArgs(
-        batch_size=batch,
-        iters=cfg.iters,
-        val_batches=cfg.val_batches,
-        steps_per_report=cfg.steps_per_report,
-        steps_per_eval=cfg.steps_per_eval if cfg.steps_per_eval > 0 else cfg.iters + 1,
-        steps_per_save=cfg.iters + 1,
-        max_seq_length=cfg.max_seq_length,
-        adapter_file=str(out_dir / "adapters.safetensors"),
-        grad_checkpoint=False,
+        **trainer_args(cfg, batch, out_dir),
         beta=cfg.beta,
         loss_type=cfg.loss_type,
         delta=cfg.delta,

@@ -45,6 +45,7 @@ from jacrl.train.mlx_compat import (
     lora_model,
     seed_all,
     trainable,
+    trainer_args,
     warn_slow_blas,
 )
 from jacrl.train.reference import frozen_view
@@ -155,15 +156,7 @@ def _training_args(cfg: GRPOConfig, batch: int, out_dir: Path):
     from mlx_lm_lora.trainer.grpo_trainer import GRPOTrainingArgs  # heavy: only when training
 
     return GRPOTrainingArgs(
-        batch_size=batch,
-        iters=cfg.iters,
-        val_batches=cfg.val_batches,
-        steps_per_report=cfg.steps_per_report,
-        steps_per_eval=cfg.steps_per_eval if cfg.steps_per_eval > 0 else cfg.iters + 1,
-        steps_per_save=cfg.iters + 1,
-        max_seq_length=cfg.max_seq_length,
-        adapter_file=str(out_dir / "adapters.safetensors"),
-        grad_checkpoint=False,
+        **trainer_args(cfg, batch, out_dir),
         group_size=cfg.group_size,
         beta=cfg.beta,
         epsilon=cfg.epsilon,

@@ -193,6 +193,23 @@ def lora_model(base: Path, cfg, out_dir: Path, parent_adapter: Path | None = Non
     return model, tok, acfg
 
 
+def trainer_args(cfg, batch: int, out_dir: Path) -> dict:
+    """The training-loop arguments mlx-lm-lora's GRPO and DPO trainers share, from a stage's
+    config: no intermediate saves, validation only when steps_per_eval > 0, the trainer's own
+    checkpointing off (`lora_model` set it)."""
+    return {
+        "batch_size": batch,
+        "iters": cfg.iters,
+        "val_batches": cfg.val_batches,
+        "steps_per_report": cfg.steps_per_report,
+        "steps_per_eval": cfg.steps_per_eval if cfg.steps_per_eval > 0 else cfg.iters + 1,
+        "steps_per_save": cfg.iters + 1,
+        "max_seq_length": cfg.max_seq_length,
+        "adapter_file": str(out_dir / "adapters.safetensors"),
+        "grad_checkpoint": False,
+    }
+
+
 def trainable(model) -> int:
     """The number of trainable parameters."""
     from mlx.utils import tree_flatten

@@ -26,8 +26,7 @@ from typing import NamedTuple
 
 from jacrl import jsonl
 from jacrl.config import RFTConfig, STaRConfig
-from jacrl.generate import generate
-from jacrl.models import load
+from jacrl.generate import sample_tasks
 from jacrl.prompts import SYSTEM_PROMPT
 from jacrl.provenance import data_hash
 from jacrl.reward import check_formula, reward_isolation, score_completions
@@ -49,16 +48,7 @@ def sample_verified(model, adapter, tasks: Sequence[dict], cfg: RFTConfig, seed:
     "passing", "total", "per_task": {id: kept}, "tasks_with_kept", "reward_formula", "sample_s"}."""
     check_formula(cfg.reward_formula)
     t0 = time.time()
-    lm, tok = load(model, adapter)
-    outs = generate(
-        lm,
-        tok,
-        [t["prompt"] for t in tasks],
-        n=cfg.samples,
-        temperature=cfg.temperature,
-        max_tokens=cfg.max_tokens,
-        seed=seed,
-    )
+    outs = sample_tasks(model, adapter, tasks, cfg, seed)
     flat = [(i, s.text) for i, ss in enumerate(outs) for s in ss]
     scored = score_completions(
         [c for _, c in flat], [tasks[i]["answer"] for i, _ in flat], formula=cfg.reward_formula
