@@ -72,19 +72,19 @@ REAL := --models smollm2-135m --gen-limit 12 -n 4 -k 1,2,4 --temperature 0.7 --b
 	--set sft.decay_steps=200 --set sft.grad_checkpoint=false --set sft.val_batches=2 \
 	--set sft.steps_per_eval=20 --set grpo.temperature=0.7 --set grpo.max_completion_length=256 \
 	--set grpo.learning_rate=1e-5 --set grpo.grad_checkpoint=false --set dpo.iters=20 \
-	--set dpo.max_tokens=256 --set dpo.samples=4 --set dpo.learning_rate=5e-6
+	--set dpo.max_tokens=256 --set dpo.samples=8 --set dpo.temperature=1.2 \
+	--set dpo.learning_rate=5e-6
 real-ladder: real-model
-	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 1,3 --conditions base,sft --results results/smollm2
-	$(VENV)/bin/jacrl ladder show --results results/smollm2 --figures results/smollm2/figures
-	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 1,3 --conditions base,sft --data learnable/data \
-	  --results results/smollm2-learnable
+	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 1,3,10 --conditions base,sft,sft_grpo,sft_dpo \
+	  --data learnable/data --results results/smollm2-learnable
 	$(VENV)/bin/jacrl ladder show --results results/smollm2-learnable \
 	  --figures results/smollm2-learnable/figures
+	$(PY) -m jacrl.report.markdown docs/real-model.md smollm2-learnable results/smollm2-learnable
+	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 1,3 --conditions base,sft --results results/smollm2
 	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 3 --conditions sft_grpo,sft_dpo --results results/smollm2
 	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 10 --conditions base,sft --results results/smollm2
 	$(VENV)/bin/jacrl ladder show --results results/smollm2 --figures results/smollm2/figures
 	$(PY) -m jacrl.report.markdown docs/real-model.md smollm2 results/smollm2
-	$(PY) -m jacrl.report.markdown docs/real-model.md smollm2-learnable results/smollm2-learnable
 
 test: setup real-model
 	@# the house's style (pyproject.toml): pyflakes, errors, 100 columns, import order, bugbear;

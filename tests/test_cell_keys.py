@@ -167,6 +167,9 @@ CHOICES = {  # by stage.knob, else knob
     "lora_keys": "self_attn.v_proj",
     "reward_formula": "tiered",
 }
+# a choice that is valid only with another knob moved too (DPO-Positive's penalty lives inside the
+# sigmoid loss, so another loss needs it off); both belong to the same stage's cells
+COMPANIONS = {"dpo.loss_type": {"dpop_lambda": 0.0}}
 
 
 def _other(stage: str, name: str, value):
@@ -288,7 +291,8 @@ def test_a_stage_knob_changes_exactly_the_keys_of_the_cells_that_read_it(grid, o
         want = _stage_cells(stage) | _reading_cells(observed, stage, top)
         if "." in name:  # a nested config's field (RFT's SFT): only this stage's own cells
             want = {c for c in GRID if stage in condition_of(c).stages}
-        got = _changed(k0, keys(dataclasses.replace(base, sets={stage: {name: value}})))
+        sets = {stage: {name: value, **COMPANIONS.get(f"{stage}.{name}", {})}}
+        got = _changed(k0, keys(dataclasses.replace(base, sets=sets)))
         assert got == want, (stage, name, sorted(got), sorted(want))
 
 
