@@ -1,9 +1,10 @@
 """The benchmark figures the docs quote, written from the benches' recorded JSON, never by hand.
 
-A figure in a doc (docs/*.md, README.md) sits between `<!-- bench:NAME -->` and
-`<!-- /bench:NAME -->`; its text is `FIGURES[NAME]` applied to bench/results/NAME.json. A bench
-that records NAME.json calls `write(NAME)` right after, so the docs say what its last run
-measured; tests/test_docs.py fails when a doc's figure differs from its rendering.
+A figure in a doc (docs/*.md, README.md) is a generated region (`jacrl.doc_regions`):
+`<!-- generated:NAME -->` ... `<!-- /generated:NAME -->`, inline in a sentence or a block (a
+table); its text is `FIGURES[NAME]` applied to bench/results/NAME.json. A bench that records
+NAME.json calls `recorded(path)` right after, so the docs say what its last run measured;
+tests/test_docs.py fails when a doc's figure differs from its rendering.
 
     .venv/bin/python bench/docs_figures.py           # rewrite every figure from the JSON
 """
@@ -11,12 +12,15 @@ measured; tests/test_docs.py fails when a doc's figure differs from its renderin
 from __future__ import annotations
 
 import json
-import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
+sys.path.insert(0, str(ROOT))
+
+from jacrl.doc_regions import regions_in, write_region  # noqa: E402
 
 
 def _reward_throughput(d: dict) -> str:
@@ -39,19 +43,38 @@ def _grpo_step_reward(d: dict) -> str:
     )
 
 
+def _real_model_speed(record: dict) -> str:
+    """The table docs/real-model.md shows (bench/real_model_speed.py's run)."""
+    h = record["host"]
+    group = record["models"][0]["group_prefill"]["group"]
+    lines = [
+        f"Host: {h['cpu']}, {h['cores']} cores, BLAS {h['blas']} ({h['blas_threads']} threads); "
+        f"load average {h['load_before']} before, {h.get('load_after')} after.",
+        "",
+        "| model | prefill tok/s | decode tok/s b1 | b8 | b32 | b64 | shared prompt (x"
+        f"{group} prefill) | LoRA step | GRPO-like step |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for m in record["models"]:
+        d = m["decode_tok_s"]
+        lines.append(
+            f"| {m['model']} | {m['prefill_tok_s']} | {d['1']} | {d['8']} | {d['32']} | "
+            f"{d['64']} | {m['group_prefill']['saving']}x | {m['lora_step_s']['s']} s "
+            f"({m['lora_step_s']['shape']}) | {m['grpo_like_step_s']['s']} s |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 # NAME (bench/results/NAME.json) -> its figure's text
 FIGURES: dict[str, Callable[[dict], str]] = {
     "reward_throughput": _reward_throughput,
     "grpo_step": _grpo_step_reward,
+    "real_model_speed": _real_model_speed,
 }
 
 
 def docs(root: Path = ROOT) -> list[Path]:
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
-
-
-def _block(name: str) -> re.Pattern:
-    return re.compile(rf"(<!-- bench:{name} -->)(.*?)(<!-- /bench:{name} -->)", re.S)
 
 
 def render(name: str, results: Path = RESULTS) -> str:
@@ -64,24 +87,16 @@ def render(name: str, results: Path = RESULTS) -> str:
 
 def quoted(root: Path = ROOT) -> dict[str, list[tuple[Path, str]]]:
     """{NAME: [(doc, the figure's text there)]} of every figure the docs quote."""
-    out: dict[str, list[tuple[Path, str]]] = {name: [] for name in FIGURES}
-    for doc in docs(root):
-        text = doc.read_text()
-        for name in FIGURES:
-            out[name] += [(doc, m.group(2)) for m in _block(name).finditer(text)]
-    return out
+    return {
+        name: [(doc, text) for doc in docs(root) for text in regions_in(doc, name)]
+        for name in FIGURES
+    }
 
 
 def write(name: str, root: Path = ROOT, results: Path = RESULTS) -> list[Path]:
     """Rewrite figure NAME wherever a doc quotes it; the docs changed."""
-    text, changed = render(name, results), []
-    for doc in docs(root):
-        old = doc.read_text()
-        new = _block(name).sub(lambda m: m.group(1) + text + m.group(3), old)
-        if new != old:
-            doc.write_text(new)
-            changed.append(doc)
-    return changed
+    text = render(name, results)
+    return [doc for doc in docs(root) if regions_in(doc, name) and write_region(doc, name, text)]
 
 
 def recorded(path: Path) -> list[Path]:

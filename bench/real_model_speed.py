@@ -35,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from docs_figures import recorded, render  # noqa: E402  (bench/, the script's own folder)
+
 from jacrl.blas import blas_record, ensure_fast_blas  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "real_model_speed.json"
@@ -222,33 +224,9 @@ def main(argv=None) -> int:
     record["host"]["load_after"] = [round(x, 2) for x in os.getloadavg()]
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(record, indent=2) + "\n")
-    if args.json == OUT:  # the recorded run: the doc's table is written from it, never by hand
-        from jacrl.doc_regions import write_region
-
-        write_region(ROOT / "docs" / "real-model.md", "real-model-speed", table(record))
-    print(table(record))
+    recorded(args.json)  # the recorded run (bench/results): docs/real-model.md's table from it
+    print(render("real_model_speed", args.json.parent))
     return 0
-
-
-def table(record: dict) -> str:
-    """The markdown table docs/real-model.md shows (written by the same run as the JSON)."""
-    h = record["host"]
-    lines = [
-        f"Host: {h['cpu']}, {h['cores']} cores, BLAS {h['blas']} ({h['blas_threads']} threads); "
-        f"load average {h['load_before']} before, {h.get('load_after')} after.",
-        "",
-        "| model | prefill tok/s | decode tok/s b1 | b8 | b32 | b64 | shared prompt (x"
-        f"{GROUP} prefill) | LoRA step | GRPO-like step |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for m in record["models"]:
-        d = m["decode_tok_s"]
-        lines.append(
-            f"| {m['model']} | {m['prefill_tok_s']} | {d['1']} | {d['8']} | {d['32']} | "
-            f"{d['64']} | {m['group_prefill']['saving']}x | {m['lora_step_s']['s']} s "
-            f"({m['lora_step_s']['shape']}) | {m['grpo_like_step_s']['s']} s |"
-        )
-    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

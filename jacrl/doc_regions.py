@@ -1,7 +1,11 @@
 """Generated regions of the docs: text between `<!-- generated:NAME -->` and
 `<!-- /generated:NAME -->` is written by the run that measured it (a bench, the real-model
 ladder), never by hand, so a figure in prose cannot drift from its recorded run; a test renders
-each region again from the recorded JSON and compares."""
+each region again from the recorded JSON or rows and compares.
+
+A region is a block (a newline after its opening mark: a table) or inline (a figure inside a
+sentence); writing keeps its form. The one mechanism for every generated text: the ladder's tables
+(`jacrl.report.markdown`) and the benches' figures (`bench/docs_figures.py`) both write here."""
 
 from __future__ import annotations
 
@@ -10,32 +14,42 @@ import re
 from pathlib import Path
 
 
-def _markers(name: str) -> tuple[str, str]:
-    return f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
+def _pattern(name: str) -> re.Pattern:
+    start, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
+    return re.compile(re.escape(start) + r"(\n?)(.*?)" + re.escape(end), re.S)
+
+
+def regions_in(doc: str | os.PathLike, name: str) -> list[str]:
+    """The texts of every region `name` in `doc` (without their marks; [] when none)."""
+    return [m.group(2) for m in _pattern(name).finditer(Path(doc).read_text())]
 
 
 def read_region(doc: str | os.PathLike, name: str) -> str:
-    """The text of region `name` in `doc` (without its markers)."""
-    text = Path(doc).read_text()
-    start, end = _markers(name)
-    m = re.search(re.escape(start) + r"\n(.*?)" + re.escape(end), text, re.S)
-    if not m:
-        raise ValueError(f"{doc}: no region {name!r} ({start} ... {end})")
-    return m.group(1)
+    """The text of the first region `name` in `doc` (without its marks)."""
+    found = regions_in(doc, name)
+    if not found:
+        raise ValueError(
+            f"{doc}: no region {name!r} (<!-- generated:{name} --> ... <!-- /generated:{name} -->)"
+        )
+    return found[0]
 
 
-def write_region(doc: str | os.PathLike, name: str, body: str) -> None:
-    """Replace region `name` of `doc` with `body` (ending in a newline), atomically."""
+def write_region(doc: str | os.PathLike, name: str, body: str) -> bool:
+    """Replace every region `name` of `doc` with `body`, atomically; a block region gets `body`
+    on lines of its own, an inline one `body` stripped. True when the file changed. The region
+    must exist: a typo never appends."""
     path = Path(doc)
-    read_region(path, name)  # the region must exist: a typo never appends
-    start, end = _markers(name)
-    text = path.read_text()
-    new = re.sub(
-        re.escape(start) + r"\n.*?" + re.escape(end),
-        lambda _: f"{start}\n{body.rstrip()}\n{end}",
-        text,
-        flags=re.S,
-    )
+    read_region(path, name)
+    old = path.read_text()
+
+    def fill(m: re.Match) -> str:
+        start, end = m.group(0)[: m.start(1) - m.start(0)], f"<!-- /generated:{name} -->"
+        return f"{start}\n{body.rstrip()}\n{end}" if m.group(1) else f"{start}{body.strip()}{end}"
+
+    new = _pattern(name).sub(fill, old)
+    if new == old:
+        return False
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(new)
     os.replace(tmp, path)
+    return True

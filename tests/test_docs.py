@@ -5,7 +5,6 @@ is either run by a named test (or CI script) or marked as an illustration."""
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -115,10 +114,8 @@ def test_the_checker_catches_a_broken_link_and_an_unmarked_block(tmp_path):
 
 
 def test_generated_regions_match_their_recorded_runs(tmp_path):
-    """docs/real-model.md's generated regions are what their recorded runs render now: the
-    ladder tables from the committed rows, the speed table from the bench's JSON."""
-    import json
-
+    """docs/real-model.md's ladder tables are what the committed rows render now (the benches'
+    figures: the next test)."""
     from jacrl.doc_regions import read_region, write_region
     from jacrl.report.markdown import regions
 
@@ -126,12 +123,6 @@ def test_generated_regions_match_their_recorded_runs(tmp_path):
     for name in ("smollm2", "smollm2-learnable"):
         for suffix, text in regions(ROOT / "results" / name).items():
             assert read_region(doc, f"{name}-{suffix}") == text, f"{name}-{suffix}: rerun"
-    speed = ROOT / "bench" / "results" / "real_model_speed.json"
-    if speed.is_file():
-        sys.path.insert(0, str(ROOT / "bench"))
-        from real_model_speed import table
-
-        assert read_region(doc, "real-model-speed") == table(json.loads(speed.read_text()))
     # the checker can fail: a hand edit inside a region differs from its render
     copy = tmp_path / "d.md"
     copy.write_text(doc.read_text())
@@ -152,7 +143,7 @@ def _docs_figures():
 
 
 def test_every_benchmark_figure_quoted_is_its_benchs_last_recorded_run(tmp_path):
-    """A figure between `bench:` marks in the README or docs/ reads as its rendering from the
+    """A figure in a generated region of the README or docs/ reads as its rendering from the
     bench's latest JSON in bench/results (`bench/docs_figures.py`), and every figure the
     renderer knows is quoted somewhere; a recorded run with another figure rewrites it."""
     figures = _docs_figures()
@@ -162,9 +153,13 @@ def test_every_benchmark_figure_quoted_is_its_benchs_last_recorded_run(tmp_path)
         for doc, text in places:
             assert text == want, f"{doc.relative_to(ROOT)}: figure {name} is not its last run"
     (tmp_path / "docs").mkdir()
-    (tmp_path / "README.md").write_text("x <!-- bench:grpo_step -->1.0x<!-- /bench:grpo_step -->")
+    start, end = "<!-- generated:grpo_step -->", "<!-- /generated:grpo_step -->"
+    (tmp_path / "README.md").write_text(f"x {start}1.0x{end}, a block:\n{start}\n2x\n{end}\n")
     (tmp_path / "docs" / "a.md").write_text("none here")
     assert figures.write("grpo_step", tmp_path) == [tmp_path / "README.md"]
+    want = figures.render("grpo_step")
     assert figures.quoted(tmp_path)["grpo_step"] == [
-        (tmp_path / "README.md", figures.render("grpo_step"))
+        (tmp_path / "README.md", want),
+        (tmp_path / "README.md", want + "\n"),
     ]
+    assert figures.write("grpo_step", tmp_path) == []  # nothing left to change
