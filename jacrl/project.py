@@ -42,6 +42,12 @@ class Project:
         return self.data / "tasks.jsonl"
 
     @property
+    def task_sets(self) -> tuple[Path, ...]:
+        """Every data folder whose tasks a ladder row may be graded on: the project's own and the
+        learnable family's (`jacrl.learnable`, `jacrl ladder run --data learnable/data`)."""
+        return (self.data, self.root / "learnable" / "data")
+
+    @property
     def splits(self) -> Path:
         return self.data / "splits"
 

@@ -47,6 +47,18 @@ def test_foreign_model_hash_and_changed_tasks_are_stale():
     assert report.stale_reasons(gone) == ["model missing"]
 
 
+def test_a_row_graded_on_the_learnable_family_is_fresh_and_unknown_tasks_are_missing():
+    """Rows of `ladder run --data learnable/data` are checked against that task set, not
+    flagged "tasks missing" because data/ lacks their ids (the real-model ladder's second set)."""
+    learnable = read_tasks(ROOT / "learnable" / "data" / "tasks.jsonl")[:3]
+    row = _fresh_row()
+    row["per_task"] = [{"id": t["meta"]["id"]} for t in learnable]
+    row["provenance"]["data_hash"] = data_hash(learnable)
+    assert report.stale_reasons(row) == []
+    row["per_task"].append({"id": "no_such_task"})
+    assert report.stale_reasons(row) == ["tasks missing"]
+
+
 def test_show_leaves_stale_rows_out_and_counts_them(tmp_path):
     fresh = _fresh_row()
     foreign = {**_fresh_row(), "condition": "sft", "cell_key": "foreign"}

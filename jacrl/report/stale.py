@@ -45,21 +45,27 @@ class _Disk:
         return None
 
     def tasks(self, fmt: str = "hole") -> dict[str, dict]:
-        """The project's tasks of a format by id (conversion: data/conversion.jsonl)."""
+        """The project's tasks of a format by id, over all its task sets (`Project.task_sets`:
+        data/ and learnable/data/; conversion: their conversion.jsonl)."""
         if fmt not in self._tasks:
             from jacrl import conversion
             from jacrl.project import ProjectNotFound, project
             from jacrl.tasks import read_tasks
 
+            self._tasks[fmt] = {}
             try:
-                recs = (
-                    read_tasks(project().tasks)
-                    if fmt == "hole"
-                    else conversion.read(project().data)
-                )
-                self._tasks[fmt] = {t["meta"]["id"]: t for t in recs}
-            except (ProjectNotFound, OSError, ValueError):
-                self._tasks[fmt] = {}
+                folders = project().task_sets
+            except ProjectNotFound:
+                folders = ()
+            for data in folders:
+                try:
+                    recs = (
+                        read_tasks(data / "tasks.jsonl") if fmt == "hole" else conversion.read(data)
+                    )
+                except (OSError, ValueError):
+                    continue
+                for t in recs:
+                    self._tasks[fmt].setdefault(t["meta"]["id"], t)
         return self._tasks[fmt]
 
 
