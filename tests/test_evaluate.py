@@ -1,6 +1,7 @@
 """jacrl.evaluate: metrics from known completions (real jaclang), a real MLX eval row on jac-tiny;
 seeded generation; the append-only results file (jacrl.results); the code hash
-(jacrl.provenance); the eval CLI's parsers."""
+(jacrl.provenance); the eval CLI's parsers. Then one real evaluation's row field by field, and
+the result rows' contracts: a cell's rows appended once, a row's summary, model labels."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """Adversarial suite for the fork server: every hostile job ends within its timeout + 1 s, the
 server survives, the next job's output is right, nothing leaks between jobs or stays on disk.
-(Reward-hacking attacks on the sandbox itself: test_reward_hacks.py.)"""
+Then the client's contracts (the environment a program sees, who decides to run without a
+sandbox, the isolation level in force, cached verdicts, a server that breaks the protocol, fails
+to start or stops reading) and the server's judging of how a job ended. (Reward-hacking attacks
+on the sandbox itself: test_reward_hacks.py; faults under load: test_executor_faults.py.)"""
 
 from __future__ import annotations
 

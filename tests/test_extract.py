@@ -1,4 +1,6 @@
-"""Extraction and splicing, without running anything: every answer shape yields the gold body."""
+"""Extraction and splicing, without running anything: every answer shape yields the gold body;
+dedent's bracket depths, thinking, fences, splice's errors; and the Jac lexer (jacrl.jacsyntax)
+they rest on: strings, replacement fields, headers and the blocks enclosing a position."""
 
 from __future__ import annotations
 

@@ -379,7 +379,7 @@ def test_the_quiet_progress_bar_drops_only_the_clipping_line():
     assert out.getvalue() == "Iter 1: loss 0.5\nclipping: kept\n"
 
 
-# -- dynamic sampling on real GRPO runs, and what a run prints -------------------------------------
+# -- dynamic sampling: by hand, as a config knob, on real GRPO runs; the reports -------------------
 
 
 def _draws(*rewards_per_draw):

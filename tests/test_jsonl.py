@@ -1,6 +1,7 @@
 """jacrl.jsonl: the one JSONL writer and reader (whole file atomically, one-line appends with
 fsync under a lock, a torn last line closed or dropped on append and skipped on read, any other
-bad line a one-line error naming the file and the line)."""
+bad line a one-line error naming the file and the line), UTF-8 whatever the locale, and where
+its torn-line warnings point."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """Provenance verdicts name what changed: a ladder row records, per stage, the inputs its
 artifact's key is made of (`provenance.artifact_inputs`), so a rebuilt adapter with another key is
 said to differ in the code of which stage, its data, base model, stage config, parent or other
-parts, never a blanket "code differs"."""
+parts, never a blanket "code differs". Then the rest of jacrl.provenance: what a directory's
+hash covers, the file-hash cache, a row's provenance fields, rebuild and row verdicts, an
+artifact's key, git_commit, the sources a module imports, code_hash's errors."""
 
 from __future__ import annotations
 

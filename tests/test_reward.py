@@ -1,6 +1,7 @@
 """The reward on real jaclang runs: every answer shape built from a gold body scores exactly 1.0;
 empty, garbage and wrong bodies land below 1.0 in the right tier; fork-server verdicts equal the
-plain `jac run` subprocess backend's."""
+plain `jac run` subprocess backend's; the changed-lines share, why a body is not run, a
+time-out's lines, each task's own time-out and a failed extraction's record and warning."""
 
 from __future__ import annotations
 

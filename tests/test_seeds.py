@@ -2,7 +2,8 @@
 comparisons over seeds and task ids, what `ladder show` prints about seeds, and the recipe's elbow
 rule and GRPO-vs-SFT comparison on rows of several train seeds. Rows are copies of the committed
 ladder rows (results/rl_ladder.jsonl) with their per-task outcomes and train seeds varied; the
-bootstrap itself is also checked on plain matrices."""
+bootstrap itself is also checked on plain matrices. Also the tables' columns and the
+comparisons' seeds."""
 
 from __future__ import annotations
 

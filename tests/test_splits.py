@@ -1,4 +1,6 @@
-"""Splits: file-disjoint holdout with every family, decontaminated, nested balanced rungs."""
+"""Splits: file-disjoint holdout with every family, decontaminated, nested balanced rungs; how
+sources and unsourced tasks are picked, valid's families, the rung-5 check, the report, and the
+splits of a data dir of one's own."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Task build: the committed corpus and data/ are valid, rebuild byte-identically, and bad drivers
-are rejected with one line `path:line: reason` while nothing is written."""
+are rejected with one line `path:line: reason` while nothing is written; the answer record, a
+task's meta, how a failed run is reported, validate's time-outs (jacrl.tasks)."""
 
 from __future__ import annotations
 
