@@ -32,80 +32,204 @@ OUT = ROOT / "bench" / "results"
 EQUIVALENT = ROOT / "bench" / "mutation_equivalent.txt"
 MUTMUT = str(Path(sys.executable).parent / "mutmut")
 # Each module and the fast test files that exercise it: mutmut runs, for each mutant, those of
-# these tests that call the function it changed.
+# these tests that call the function it changed. Tests are filed by subject
+# (tests/test_<module>.py); where a module's run takes only some tests of a file (the rest are
+# slow, or test another module), they are named one by one.
+
+
+def tests_in(path: str, *names: str) -> list[str]:
+    """pytest node ids of the tests `names` in `path`."""
+    return [f"{path}::{name}" for name in names]
+
+
+def selection(*parts: str | list[str]) -> list[str]:
+    """The parts as one list of pytest arguments, without a node id whose file is already
+    there whole."""
+    flat = [p for part in parts for p in ([part] if isinstance(part, str) else part)]
+    whole = {p for p in flat if "::" not in p}
+    out: list[str] = []
+    for p in flat:
+        if p not in out and (p in whole or p.split("::")[0] not in whole):
+            out.append(p)
+    return out
+
+
 CONTRACTS = "tests/test_contracts.py"
-MORE = "tests/test_contracts_more.py"
-GRPO = "tests/test_mutants_grpo.py"
-ROWS = "tests/test_mutants_rows.py"
+# Contracts that mutants survived (docs/mutation.md), filed with their subjects: each module's
+# run takes all of them, as it took their one file before
+MORE = [
+    *tests_in(
+        "tests/test_extract.py",
+        "test_two_brackets_opened_on_one_line_are_two_levels_for_dedent",
+        "test_a_stray_closer_closes_one_bracket_for_dedent",
+        "test_everything_up_to_the_last_think_close_is_thinking",
+        "test_a_backtick_fence_with_a_backtick_in_its_info_is_not_a_fence_a_tilde_one_is",
+        "test_a_whole_unit_with_a_braced_decorator_is_unwrapped_at_its_own_brace",
+        "test_splice_says_how_many_hole_lines_a_bad_template_has",
+        "test_a_single_quoted_string_left_open_ends_at_its_line",
+        "test_a_replacement_field_spans_lines_and_a_runaway_one_ends_at_its_line",
+        "test_strings_nested_in_a_replacement_field_are_strings",
+        "test_a_header_inside_brackets_finds_its_body",
+        "test_a_position_after_every_brace_is_inside_nothing",
+        "test_enclosing_blocks_of_positions_at_inside_and_after_braces",
+    ),
+    *tests_in(
+        "tests/test_executor.py",
+        "test_a_job_that_compiled_and_completed_is_ok",
+        "test_each_way_a_job_ends_has_its_status",
+        "test_the_verdict_keeps_the_first_stderr_lines_only",
+        "test_a_job_is_over_its_cpu_only_when_killed_for_it",
+    ),
+    *tests_in(
+        "tests/test_splits.py",
+        "test_sources_are_picked_until_every_family_is_held_and_no_further",
+        "test_unsourced_holdout_gets_a_missing_family_first_and_never_all_tasks",
+        "test_valid_takes_from_the_largest_family_first",
+        "test_build_writes_loads_and_reports_the_splits_of_its_own_data_dir",
+        "test_a_pool_of_five_from_one_family_is_flagged",
+        "test_a_pool_whose_first_five_span_two_families_passes",
+        "test_the_report_names_each_rung_and_every_problem",
+        "test_the_default_data_dir_is_the_projects",
+    ),
+    *tests_in(
+        "tests/test_jsonl.py",
+        "test_write_and_append_make_missing_folders",
+        "test_appending_after_a_whole_last_line_warns_of_nothing",
+        "test_a_line_with_bytes_that_are_not_utf8_is_read_with_replacements",
+        "test_the_last_line_start_is_found_at_offset_one_of_a_long_file",
+        "test_a_torn_line_warning_never_points_into_jsonl",
+        "test_records_are_written_as_utf8_whatever_the_locale",
+    ),
+    *tests_in(
+        "tests/test_provenance.py",
+        "test_rows_verdict_tells_same_noise_changed_and_unknown",
+        "test_adapter_key_is_the_manifests_key_or_empty",
+    ),
+]
+GRPO = tests_in(
+    "tests/test_grpo.py",
+    "test_a_steps_rollout_rows_and_record",
+    "test_validation_passes_its_arguments_and_ends_the_step_first",
+    "test_a_draw_times_its_generation_and_groups_by_prompt",
+    "test_fill_batch_keeps_groups_with_signal_and_fills_from_the_latest",
+    "test_dynamic_sampling_rewrites_the_trainers_batch_in_place",
+    "test_training_batches_repeat_and_are_remembered",
+    "test_the_quiet_progress_bar_drops_only_the_clipping_line",
+    "test_the_fallback_is_mlx_lm_loras_loss_with_every_argument",
+    "test_a_groups_width_is_its_longest_completion",
+    "test_the_fallback_under_our_patch_is_still_mlx_lm_loras_loss",
+)
 MODULES = {
     "stats": ["tests/test_stats.py"],
-    "reward": [
+    "reward": selection(
         "tests/test_reward.py",
         CONTRACTS,
-        "tests/test_mutants_reward.py",
         "tests/test_reward_never_raises.py::test_extraction_failure_costs_one_completion_and_says_why",
         "tests/test_reward_never_raises.py::test_a_body_over_max_body_is_not_run_and_says_why",
-    ],
-    "extract": ["tests/test_extract.py", CONTRACTS, MORE],
-    "jacsyntax": ["tests/test_extract.py", "tests/test_reward.py", MORE],
-    "splits": ["tests/test_splits.py", CONTRACTS, MORE],
-    "jsonl": ["tests/test_jsonl.py", CONTRACTS, MORE],
-    "report/seeds": [
-        "tests/test_seeds.py",
-        CONTRACTS,
-        "tests/test_mutants_seeds.py",
-    ],
+    ),
+    "extract": selection("tests/test_extract.py", CONTRACTS, MORE),
+    "jacsyntax": selection("tests/test_extract.py", "tests/test_reward.py", MORE),
+    "splits": selection("tests/test_splits.py", CONTRACTS, MORE),
+    "jsonl": selection("tests/test_jsonl.py", CONTRACTS, MORE),
+    "report/seeds": ["tests/test_seeds.py", CONTRACTS],
     "train/grpo_compat": [
         "tests/test_train.py::test_advantage_variants_on_hand_made_groups",
         CONTRACTS,
-        GRPO,
+        *GRPO,
     ],
-    "train/grpo_loss": ["tests/test_grpo_loss.py", GRPO],
-    "results": ["tests/test_evaluate.py", "tests/test_samples.py", ROWS],
+    "train/grpo_loss": [
+        *tests_in(
+            "tests/test_grpo.py",
+            "test_shared_prompt_loss_equals_grpo_loss",
+            "test_checkpointing_is_set_per_training_and_falls_back",
+        ),
+        *GRPO,
+    ],
+    "results": ["tests/test_evaluate.py", "tests/test_samples.py"],
     "ladder/plan": [
         CONTRACTS,
         "tests/test_ladder_formats.py::test_a_hole_cell_keys_and_names_as_before",
         "tests/test_cell_keys.py",
         "tests/test_stages.py::test_a_key_holds_only_the_code_its_stage_imports",
         "tests/test_stages.py::test_a_cells_code_is_its_stages_and_its_evaluations",
-        "tests/test_mutants_plan.py",
+        "tests/test_ladder_plan.py",
     ],
-    "tasks": [
+    "tasks": selection(
         "tests/test_tasks.py::test_corpus_composition",
         "tests/test_tasks.py::test_bad_drivers_are_rejected_and_nothing_is_written",
         "tests/test_tasks.py::test_build_errors_name_the_real_cause",
+        tests_in(
+            "tests/test_tasks.py",
+            "test_the_answer_record_carries_family_and_timeout",
+            "test_meta_is_the_parsed_answer_or_the_one_already_read",
+            "test_a_failure_is_its_exception_line_or_its_exit_code",
+            "test_read_tasks_defaults_to_the_projects_tasks_file",
+            "test_a_fixed_timeout_is_the_cap_and_otherwise_a_step_of_the_rule",
+            "test_a_gold_body_that_fails_only_in_the_template_is_named_with_why",
+        ),
         "tests/test_timeouts.py::test_the_rule_and_the_stored_values",
         MORE,
-        "tests/test_mutants_tasks.py",
-    ],
-    "executor/client": [
-        "tests/test_executor.py::test_environment_is_minimal",
-        "tests/test_executor.py::test_nothing_leaks_between_jobs",
-        "tests/test_executor.py::test_dedup_cache_runs_identical_programs_once",
-        "tests/test_executor.py::test_timeouts_are_not_cached",
-        "tests/test_executor.py::test_server_death_is_an_error_then_recovers",
+    ),
+    "executor/client": selection(
+        tests_in(
+            "tests/test_executor.py",
+            "test_environment_is_minimal",
+            "test_nothing_leaks_between_jobs",
+            "test_dedup_cache_runs_identical_programs_once",
+            "test_timeouts_are_not_cached",
+            "test_server_death_is_an_error_then_recovers",
+            "test_a_program_sees_only_path_lang_and_home",
+            "test_an_explicit_allow_unsandboxed_wins_over_the_environment",
+            "test_a_lower_isolation_asked_for_is_refused_with_its_reason",
+            "test_the_isolation_level_is_the_one_in_force",
+            "test_a_verdict_from_the_cache_says_so",
+            "test_an_unsandboxed_server_keeps_the_hash_seed_it_is_given",
+            "test_a_skipped_verdict_is_a_fault_and_the_job_is_resubmitted",
+            "test_a_verdict_for_a_job_one_past_the_last_is_a_fault",
+            "test_two_failed_attempts_are_counted_in_the_plural",
+            "test_one_timeout_per_program_or_an_error_saying_how_many",
+            "test_the_server_leads_its_own_session_and_kill_takes_its_tree",
+            "test_a_server_that_fails_to_start_is_named_by_its_last_stderr_line",
+            "test_a_server_that_closes_its_output_but_lingers_is_reported_without_waiting_for_it",
+            "test_a_request_to_a_server_that_never_reads_times_out",
+        ),
         MORE,
-        "tests/test_mutants_executor.py",
-    ],
-    "executor/server": [MORE],
-    "provenance": [
+    ),
+    "executor/server": MORE,
+    "provenance": selection(
         "tests/test_evaluate.py::test_code_version_ignores_comments_and_docstrings",
         "tests/test_evaluate.py::test_code_version_changes_with_the_code_of_a_listed_module",
         "tests/test_evaluate.py::test_code_version_covers_the_result_modules",
         "tests/test_report.py::test_a_row_matching_the_disk_is_fresh",
         "tests/test_report.py::test_foreign_model_hash_and_changed_tasks_are_stale",
+        "tests/test_provenance.py",
         MORE,
-        "tests/test_mutants_provenance.py",
-    ],
-    "evaluate": [
-        "tests/test_evaluate.py::test_grade_counts_known_completions",
-        "tests/test_evaluate.py::test_grade_deploy_is_not_an_oracle",
-        "tests/test_evaluate.py::test_grade_greedy_only",
-        "tests/test_evaluate.py::test_append_and_read_rows_roundtrip",
+    ),
+    "evaluate": selection(
+        tests_in(
+            "tests/test_evaluate.py",
+            "test_grade_counts_known_completions",
+            "test_grade_deploy_is_not_an_oracle",
+            "test_grade_greedy_only",
+            "test_append_and_read_rows_roundtrip",
+            "test_a_sampled_evaluation_row",
+            "test_a_greedy_evaluation_has_temperature_0_and_no_tasks_is_refused",
+            "test_percentages_keep_two_decimals_and_none_of_nothing",
+            "test_a_tasks_family_is_its_own_or_its_ids_first_word",
+            "test_grading_no_tasks_gives_zeros_not_an_error",
+            "test_one_sample_per_task_is_a_best_of_one",
+        ),
         MORE,
-        "tests/test_mutants_evaluate.py",
-    ],
+    ),
 }
+# Tests deselected in every module's run: each checks that a warning points at the calling
+# test's own line, which under mutmut is a trampoline in mutmut's file (between the caller and
+# the module). Their twins, that the warning never points into the module, run there instead.
+CALLER_LINE = (
+    "tests/test_jsonl.py::test_a_torn_line_warning_names_the_callers_line",
+    "tests/test_reward.py::test_an_extraction_warning_names_the_line_that_asked_for_the_scores",
+    "tests/test_evaluate.py::test_a_torn_line_dropped_for_a_cells_rows_is_reported_at_the_callers_line",
+)
 # Modules scored on some functions only: executor/server's judging. The rest of server.py runs
 # in the server process the client starts inside the sandbox (and in its zygote's forks), which
 # mutmut's switch does not reach: its mutants would count as survivors no test could kill there.
@@ -148,6 +272,8 @@ def work_config(mod: str) -> str:
         f"only_mutate = {json.dumps([modules()[mod]])}\n"
         f"pytest_add_cli_args_test_selection = {json.dumps(MODULES[mod])}\n"
     )
+    deselect = "".join(f'"--deselect", {json.dumps(t)}, ' for t in CALLER_LINE)
+    text = text.replace("pytest_add_cli_args = [", "pytest_add_cli_args = [" + deselect, 1)
     return text.replace("[tool.mutmut]\n", "[tool.mutmut]\n" + extra, 1)
 
 

@@ -46,7 +46,7 @@ LONGEST_FIRST = (
     "test_executor_faults.py",
     "test_train.py",
     "test_quantized.py",
-    "test_grpo_dynamic.py",
+    "test_grpo.py",
     "test_ladder_formats.py",
     "test_timeouts.py",
     "test_reward_never_raises.py",

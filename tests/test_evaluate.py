@@ -1,24 +1,37 @@
 """jacrl.evaluate: metrics from known completions (real jaclang), a real MLX eval row on jac-tiny;
 seeded generation; the append-only results file (jacrl.results); the code hash
-(jacrl.provenance); the eval CLI's parsers."""
+(jacrl.provenance); the eval CLI's parsers. Then one real evaluation's row field by field, and
+the result rows' contracts: a cell's rows appended once, a row's summary, model labels."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 import warnings
 from pathlib import Path
 
 import pytest
 
 from jacrl import evaluate as ev
-from jacrl import provenance
+from jacrl import provenance, results
 from jacrl.cli import evaluate as eval_cli
 from jacrl.config import EvalConfig
 from jacrl.generate import generate
 from jacrl.models import load
-from jacrl.results import RowsError, append_row, read_rows, rows_by_key
+from jacrl.results import (
+    KINDS,
+    RowsError,
+    append_cell_rows,
+    append_row,
+    format_row,
+    is_done,
+    model_label,
+    read_rows,
+    rows_by_key,
+)
 from jacrl.stats import pass_at_k, wilson
+from jacrl.tasks import read_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -294,3 +307,221 @@ def test_code_version_covers_the_result_modules():
         assert not [n for n in names if n.startswith(module)], module
     with pytest.raises(FileNotFoundError, match="RESULT_MODULES"):
         provenance.code_version(provenance.PACKAGE, ("no_such_module",))
+
+
+# -- one real evaluation's row; percentages, families, best-of-1 -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def one_task():
+    t = read_tasks(ROOT / "data" / "tasks.jsonl")[0]
+    return [{"prompt": t["prompt"], "answer": t["answer"]}]
+
+
+def test_a_sampled_evaluation_row(tiny, one_task, tmp_path, capsys):
+    """evaluate with samples: n and temperature as asked, every phase timed (load, greedy,
+    sample, grade, total; none negative), the samples file named, the per-task record kept,
+    BLAS threads recorded, and progress saying how many completions are graded."""
+    cfg = EvalConfig(n=2, temperature=0.7, k=(1, 2), seed=0, max_tokens=12)
+    path = tmp_path / "s.jsonl.gz"
+    row = ev.evaluate(tiny, None, one_task, cfg, samples=path, progress=True)
+    assert (row["n"], row["temperature"], row["tasks"]) == (2, 0.7, 1)
+    assert set(row["seconds"]) == {"load", "greedy", "sample", "grade", "total"}
+    assert all(v >= 0 for v in row["seconds"].values())
+    assert row["seconds"]["total"] >= row["seconds"]["sample"]
+    assert path.is_file() and row["samples"] and row["samples"].endswith("s.jsonl.gz")
+    assert len(row["per_task"]) == 1 and 0 <= row["per_task"][0]["samples_correct"] <= 2
+    assert "blas_threads" in row["provenance"]
+    err = capsys.readouterr().err
+    assert "grading 3 completions" in err and "greedy" in err and "samples" in err
+
+
+def test_a_greedy_evaluation_has_temperature_0_and_no_tasks_is_refused(tiny, one_task):
+    """evaluate with n=0: the row's temperature is 0.0 whatever the config says (greedy only);
+    no tasks: 'no tasks to evaluate'."""
+    cfg = EvalConfig(n=0, temperature=0.7, k=(1,), seed=0, max_tokens=8)
+    row = ev.evaluate(tiny, None, one_task, cfg)
+    assert (row["n"], row["temperature"]) == (0, 0.0)
+    with pytest.raises(ValueError, match="^no tasks to evaluate$"):
+        ev.evaluate(tiny, None, [], cfg)
+
+
+def test_percentages_keep_two_decimals_and_none_of_nothing(harness_tasks):
+    """grade's percentages: 1 of 3 tasks is 33.33 %, 2 of 3 66.67 % (two decimals); of no
+    tasks, 0.0."""
+    tasks = harness_tasks[:3]
+    one = ev.grade(tasks, [gold(tasks[0]), "junk", "junk"], k=(1,))
+    two = ev.grade(tasks, [gold(tasks[0]), gold(tasks[1]), "junk"], k=(1,))
+    assert (one["pass1_pct"], two["pass1_pct"]) == (33.33, 66.67)
+    assert ev.grade([], [], k=(1,))["pass1_pct"] == 0.0
+
+
+def test_a_tasks_family_is_its_own_or_its_ids_first_word():
+    assert ev.family_of({"meta": {"id": "loop_sum_3", "family": "walkers"}}) == "walkers"
+    assert ev.family_of({"meta": {"id": "loop_sum_3", "family": ""}}) == "loop"
+    assert ev.family_of({"answer": json.dumps({"id": "graph_bfs"})}) == "graph"
+
+
+def test_grading_no_tasks_gives_zeros_not_an_error():
+    m = ev.grade([], [], k=(1,))
+    assert (m["tasks"], m["pass1_pct"], m["avg_osim"], m["avg_idiom"]) == (0, 0.0, 0.0, 0.0)
+    assert m["bestofk"] is None and m["pass_at_k"] == {}
+
+
+def test_one_sample_per_task_is_a_best_of_one(harness_tasks):
+    """n = 1: best-of-k is reported with k = 1 (it is only absent without samples)."""
+    task = harness_tasks[0]
+    body = "```jac\n" + json.loads(task["answer"])["gold"] + "\n```"
+    m = ev.grade([task], [body], [[body]], k=(1,))
+    assert m["pass_at_k"] == {"1": 100.0}
+    assert m["bestofk"] == {
+        "k": 1,
+        "deploy": 1,
+        "deploy_pct": 100.0,
+        "coverage": 1,
+        "coverage_pct": 100.0,
+        "oracle": 1,
+        "oracle_pct": 100.0,
+    }
+
+
+# -- the result rows (jacrl.results): a cell's rows, the summary, model labels ---------------------
+
+
+def _cell(key: str, kind: str, **extra) -> dict:
+    return {"cell_key": key, "kind": kind, **extra}
+
+
+def test_a_cells_rows_are_appended_once_per_key_and_kind(tmp_path):
+    """append_cell_rows: rows already in the file (same cell key and kind) are not appended
+    again, nor a second row of one (key, kind) in the same call; it returns how many it
+    appended, makes missing folders and locks `<results>.lock` beside the file."""
+    path = tmp_path / "new" / "rows.jsonl"
+    assert append_cell_rows(path, [_cell("k1", "gen", v=1), _cell("k1", "gen", v=2)]) == 1
+    assert (tmp_path / "new" / "rows.jsonl.lock").is_file()
+    assert (
+        append_cell_rows(path, [_cell("k1", "gen", v=3), _cell("k1", "mem"), _cell("k2", "gen")])
+        == 2
+    )
+    rows = [json.loads(ln) for ln in path.read_text().splitlines()]
+    assert [(r["cell_key"], r["kind"], r.get("v")) for r in rows] == [
+        ("k1", "gen", 1),
+        ("k1", "mem", None),
+        ("k2", "gen", None),
+    ]
+    present = rows_by_key(path)
+    assert present == {"k1": {"gen", "mem"}, "k2": {"gen"}}
+    assert is_done(present, "k1") and not is_done(present, "k2") and not is_done(present, "k3")
+    assert set(KINDS) == {"gen", "mem"}
+
+
+def test_rows_by_key_skips_rows_without_a_key_and_a_torn_last_line(tmp_path):
+    """rows_by_key: {cell key: kinds} of the rows that have a key; a torn last line is skipped
+    without a warning; no file is {}."""
+    path = tmp_path / "rows.jsonl"
+    assert rows_by_key(path) == {}
+    path.write_text(
+        json.dumps(_cell("k", "mem")) + "\n" + json.dumps({"model": "m"}) + "\n" + '{"cell_key": "t'
+    )
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert rows_by_key(path) == {"k": {"mem"}}
+
+
+def test_bytes_that_are_not_utf8_are_replaced_not_fatal(tmp_path):
+    """read_rows: a row whose text holds bytes that are not UTF-8 is read, with U+FFFD."""
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b'{"completion": "a\xffb"}\n')
+    assert results.read_rows(path) == [{"completion": "a\ufffdb"}]
+
+
+def _row(**kw) -> dict:
+    row = {
+        "model": "jac-tiny",
+        "adapter": None,
+        "tasks": 4,
+        "n": 0,
+        "k": 0,
+        "temperature": 0.0,
+        "seed": 0,
+        "max_tokens": 64,
+        "tag": "",
+        "run_pct": 50.0,
+        "pass1_pct": 25.0,
+        "wilson_lo": 4.6,
+        "wilson_hi": 69.9,
+        "pass1": 1,
+        "near_pct": 25.0,
+        "avg_osim": 0.5,
+        "truncation_pct": 0.0,
+        "pass_at_k": {},
+        "by_family": {"a": [1, 2], "b": [0, 3]},
+    }
+    return row | kw
+
+
+def test_a_rows_summary_says_base_or_adapter_tag_and_anecdotes():
+    """format_row: a row without an adapter is '(base)', with one '+ adapter'; a tag shows only
+    when there is one; a family of 2 tasks or fewer is marked an anecdote, of 3 it is not."""
+    text = format_row(_row())
+    assert text.splitlines()[0] == "model jac-tiny (base)"
+    assert "tag=" not in text
+    assert text.splitlines()[-1] == "  by family: a: 1/2 (anecdote)  b: 0/3"
+    text = format_row(_row(adapter="runs/a1", tag="t1"))
+    assert text.splitlines()[0] == "model jac-tiny + runs/a1"
+    assert text.splitlines()[1].endswith("  max_tokens=64  tag=t1")
+
+
+@pytest.mark.parametrize(
+    "model, label",
+    [("/some/where/My Model v2", "My-Model-v2"), ("models/qwen.0-5b", "qwen.0-5b"), ("", "model")],
+)
+def test_a_model_path_is_labelled_by_its_directorys_name(model, label):
+    """model_label: a path (not a registry name) is labelled by its last part, characters
+    outside [A-Za-z0-9_.-] made '-'; nothing left is 'model'."""
+    assert model_label(model) == label
+
+
+def test_appending_after_a_whole_last_line_warns_of_nothing(tmp_path):
+    """append_row: a file whose last line ends in a newline is appended to as it is (no torn
+    line to drop, no warning)."""
+    import warnings
+
+    path = tmp_path / "rows.jsonl"
+    results.append_row(path, {"a": 1})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        results.append_row(path, {"a": 2})
+    assert path.read_text() == '{"a": 1}\n{"a": 2}\n'
+
+
+def test_a_torn_line_dropped_for_a_cells_rows_is_reported_at_the_callers_line(tmp_path):
+    """append_cell_rows dropping a torn last line: the warning points at the line that asked
+    for the rows (this test's), not at append_cell_rows' own call of append_row
+    (bench/mutation.py deselects this test: there a trampoline of the tool is the caller)."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"cell_key": "k1", "kind": "gen"}\n{"cell_key": "k1", "ki')
+    with pytest.warns(UserWarning, match="dropped a torn last line 2") as rec:
+        here, n = sys._getframe().f_lineno, append_cell_rows(path, [_cell("k1", "mem")])
+    assert n == 1 and (rec[0].filename, rec[0].lineno) == (__file__, here)
+    assert rows_by_key(path) == {"k1": {"gen", "mem"}}
+
+
+def test_a_torn_line_dropped_for_a_cells_rows_is_never_reported_in_results(tmp_path):
+    """The same warning, whoever calls append_cell_rows: never at a line of results.py."""
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"cell_key": "k1", "kind": "gen"}\n{"cell_key": "k1", "ki')
+    with pytest.warns(UserWarning, match="dropped a torn last line 2") as rec:
+        assert append_cell_rows(path, [_cell("k1", "mem")]) == 1
+    assert rec[0].filename != results.__file__
+
+
+def test_a_rows_summary_names_each_figure_and_best_of_k():
+    """format_row: the table's labels (avg osim among them), and best-of-k's line when the
+    row has one."""
+    b = {"k": 4, "deploy_pct": 50.0, "coverage_pct": 75.0, "oracle_pct": 75.0}
+    text = format_row(_row(bestofk=b))
+    assert "  avg osim " in text and "  truncated " in text
+    assert "best-of-4 deploy" in text and "50.0%  (coverage 75.0%, oracle 75.0%)" in text

@@ -1,4 +1,6 @@
-"""Extraction and splicing, without running anything: every answer shape yields the gold body."""
+"""Extraction and splicing, without running anything: every answer shape yields the gold body;
+dedent's bracket depths, thinking, fences, splice's errors; and the Jac lexer (jacrl.jacsyntax)
+they rest on: strings, replacement fields, headers and the blocks enclosing a position."""
 
 from __future__ import annotations
 
@@ -6,8 +8,18 @@ import pytest
 from conftest import HARNESS
 from variants import variants
 
+from jacrl import jacsyntax
 from jacrl.drivers import parse_driver
-from jacrl.extract import answer_text, clean, code_blocks, dedent, extract_body, splice
+from jacrl.extract import (
+    HOLE_TOKEN,
+    Unit,
+    answer_text,
+    clean,
+    code_blocks,
+    dedent,
+    extract_body,
+    splice,
+)
 from jacrl.jacsyntax import code_mask, has_code, headers, match_brace
 from jacrl.variants import driver_shapes, formatted_shapes, formatting_variants
 
@@ -329,3 +341,98 @@ def test_no_code_once_comments_and_placeholders_go(body):
 )
 def test_a_statement_is_code_even_with_comment_or_placeholder_text(body):
     assert has_code(body)
+
+
+# -- the extractor ---------------------------------------------------------------------------
+
+
+def test_two_brackets_opened_on_one_line_are_two_levels_for_dedent():
+    """jacrl.extract._line_depths (`depth = 1` for `depth += 1`): `f(g(` leaves the next lines
+    two levels deep, so `), 2)` is still inside a bracket, not a statement, and the first
+    line's shallower margin is no reason to cut the later lines."""
+    body = "x = f(g(\n        1\n    ), 2)"
+    assert dedent(body) == body
+    # with a line back at depth 0 the later lines are cut to their own margin
+    assert dedent("x = f(g(1))\n    y = 2\n    z = 3") == "x = f(g(1))\ny = 2\nz = 3"
+
+
+def test_a_stray_closer_closes_one_bracket_for_dedent():
+    """jacrl.extract._line_depths (`depth - 2` at a closer): `f((a),` leaves the next lines one
+    level deep, so they are arguments, not statements, and nothing is cut."""
+    body = "x = f((a),\n        1,\n        2)"
+    assert dedent(body) == body
+
+
+def test_everything_up_to_the_last_think_close_is_thinking():
+    """answer_text (`find` for `rfind`): a prompt that opened <think> leaves the completion's
+    thinking up to its last </think>, however many the thinking names."""
+    text = "I might write </think> here.\nStill thinking.</think>\n```jac\nreturn 1;\n```"
+    assert answer_text(text) == "\n```jac\nreturn 1;\n```"
+
+
+def test_a_backtick_fence_with_a_backtick_in_its_info_is_not_a_fence_a_tilde_one_is():
+    """code_blocks (CommonMark: a backtick fence's info string has no backtick)."""
+    assert code_blocks("``` a`b\nx = 1;\n```jac\ny = 2;\n```") == ["y = 2;\n"]
+    assert code_blocks("~~~ a`b\nx = 1;\n~~~") == ["x = 1;\n"]
+
+
+def test_a_whole_unit_with_a_braced_decorator_is_unwrapped_at_its_own_brace():
+    """extract_body (`mask.find("{", m.end())`): the brace after `def`, not one in a decorator."""
+    unit = Unit("def", "f", "def f() -> int", (), "", "")
+    completion = "```jac\n@cache({})\ndef g() -> int {\n    return 1;\n}\n```"
+    assert extract_body(completion, unit) == "return 1;"
+
+
+def test_splice_says_how_many_hole_lines_a_bad_template_has():
+    with pytest.raises(
+        ValueError, match=f"^template must have exactly one {HOLE_TOKEN} line, has 2$"
+    ):
+        splice(f"a\n{HOLE_TOKEN}\n{HOLE_TOKEN}\n", "x = 1;")
+    with pytest.raises(ValueError, match=" line, has 0$"):
+        splice("a\n", "x = 1;")
+
+
+# -- the Jac lexer (jacrl.jacsyntax) -----------------------------------------------------------
+
+
+def _second_line(text: str) -> str:
+    return jacsyntax.code_mask(text).split("\n")[1]
+
+
+def test_a_single_quoted_string_left_open_ends_at_its_line():
+    """_string_end (`c == "XX\\nXX"`): the next line is code again."""
+    assert jacsyntax.code_mask('s = "abc\nt = {1}') == "s =     \nt = {1}"
+
+
+def test_a_replacement_field_spans_lines_and_a_runaway_one_ends_at_its_line():
+    """_string_end (`c == "\\n" or top[0] > 8`): a field's newline does not end it; only one
+    more than 8 braces deep does."""
+    assert jacsyntax.code_mask("s = f'{\n}' + 'a'\nt = 1") == "s =    \n   +    \nt = 1"
+    assert _second_line('s = f"{{{{{{{{{{x\ny = {1}') == "y = {1}"
+
+
+def test_strings_nested_in_a_replacement_field_are_strings():
+    """_string_end (the string-prefix checks inside a field): a quote or a prefix letter not
+    glued to a name opens a nested string (an f-string when its prefix has an f), and the code
+    after the outer string stays code."""
+    for field in ("'{'", "xf'{'", "_f'{'", "f'{'{'}'", "f'{'{{'}'", "F'{1}'", "rf'{'}'}'"):
+        assert _second_line('s = f"{' + field + '}"\nt = 1') == "t = 1", field
+
+
+def test_a_header_inside_brackets_finds_its_body():
+    """_HeaderBraces.__call__ (the header's own bracket level, not 0)."""
+    assert [(h.name, h.brace) for h in jacsyntax.headers("x = f(def g() { 1 });")] == [("g", 14)]
+
+
+def test_a_position_after_every_brace_is_inside_nothing():
+    """enclosing_names (`j <= len(braces)`): positions past the last brace."""
+    assert jacsyntax.enclosing_names("a { b } c", {2: "a"}, [9], 3) == [()]
+    assert jacsyntax.enclosing_names("a { b c", {2: "a"}, [6, 1], 3) == [("a",), ()]
+
+
+def test_enclosing_blocks_of_positions_at_inside_and_after_braces():
+    """enclosing_many (`j <= len(braces)`, `braces[j] <= p`): a position at a `{` is not inside
+    its block, one after it is, one past every brace is inside nothing."""
+    mask = "a { b } c { {"
+    got = jacsyntax.enclosing_many(mask, [2, 4, 8, 13, 11])
+    assert got == [[], [2], [], [10, 12], [10]]

@@ -1,14 +1,17 @@
 """jacrl.jsonl: the one JSONL writer and reader (whole file atomically, one-line appends with
 fsync under a lock, a torn last line closed or dropped on append and skipped on read, any other
-bad line a one-line error naming the file and the line)."""
+bad line a one-line error naming the file and the line), UTF-8 whatever the locale, and where
+its torn-line warnings point."""
 
 from __future__ import annotations
 
 import fcntl
 import multiprocessing as mp
 import os
+import sys
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -99,3 +102,92 @@ def test_a_second_appender_waits_for_the_lock_and_never_truncates(tmp_path):
     other.join(30)
     assert done.is_set()
     assert p.read_text() == '{"a": 1}\n{"b": 2}\n{"c": 3}\n'
+
+
+# -- JSON Lines (jacrl.jsonl) ------------------------------------------------------------------
+
+
+def test_write_and_append_make_missing_folders(tmp_path):
+    jsonl.write(tmp_path / "a" / "b" / "w.jsonl", [{"k": 1}])
+    jsonl.append(tmp_path / "c" / "d" / "a.jsonl", {"k": 2})
+    assert jsonl.read(tmp_path / "a" / "b" / "w.jsonl") == [{"k": 1}]
+    assert jsonl.read(tmp_path / "c" / "d" / "a.jsonl") == [{"k": 2}]
+
+
+def test_appending_after_a_whole_last_line_warns_of_nothing(tmp_path):
+    """append (`os.pread(fd, 1, size - 1)`: the file's last byte is the one checked)."""
+    path = tmp_path / "r.jsonl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in range(3):
+            jsonl.append(path, {"k": k})
+    assert path.read_text() == '{"k": 0}\n{"k": 1}\n{"k": 2}\n'
+
+
+def test_a_line_with_bytes_that_are_not_utf8_is_read_with_replacements(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b'{"k": "a\xffb"}\n')
+    assert jsonl.read(path) == [{"k": "a\ufffdb"}]
+
+
+def test_the_last_line_start_is_found_at_offset_one_of_a_long_file(tmp_path):
+    """last_line_start (`pos > 0`): a newline at offset 0 is found after a 64 KiB read."""
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"\n" + b"x" * (1 << 16))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert jsonl.last_line_start(fd, (1 << 16) + 1) == 1
+    finally:
+        os.close(fd)
+
+
+def test_a_torn_line_warning_names_the_callers_line(tmp_path):
+    """append and read warn of a torn last line at the line that called them (not in jsonl.py)."""
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"k": 1}\n{"k": ')
+    with pytest.warns(UserWarning, match="skipped a torn last line") as rec:
+        here, rows = sys._getframe().f_lineno, jsonl.read(path)
+    assert rows == [{"k": 1}] and (rec[0].filename, rec[0].lineno) == (__file__, here)
+    with pytest.warns(UserWarning, match="dropped a torn last line") as rec:
+        here, _ = sys._getframe().f_lineno, jsonl.append(path, {"k": 2})
+    assert (rec[0].filename, rec[0].lineno) == (__file__, here)
+    assert jsonl.read(path) == [{"k": 1}, {"k": 2}]
+
+
+def test_a_torn_line_warning_never_points_into_jsonl(tmp_path):
+    """The same warnings, whoever calls: never at a line of jsonl.py, however many of its own
+    frames lie between (the check bench/mutation.py runs, where a trampoline of the mutation
+    tool is the caller and the test above is deselected)."""
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"k": 1}\n{"k": ')
+    with pytest.warns(UserWarning, match="skipped a torn last line") as rec:
+        jsonl.read(path)
+    assert rec[0].filename != jsonl.__file__
+    with pytest.warns(UserWarning, match="dropped a torn last line") as rec:
+        jsonl.append(path, {"k": 2})
+    assert rec[0].filename != jsonl.__file__
+
+
+def test_records_are_written_as_utf8_whatever_the_locale(tmp_path):
+    """write: the file is UTF-8 even where the locale's encoding is ASCII (a bare container
+    with LC_ALL=C and neither locale coercion nor UTF-8 mode)."""
+    import subprocess
+    import sys
+
+    import jacrl
+
+    path = tmp_path / "w.jsonl"
+    code = "import sys; from jacrl import jsonl; jsonl.write(sys.argv[1], [{'name': 'Jos\\u00e9'}])"
+    env = {
+        **os.environ,
+        "LC_ALL": "C",
+        "PYTHONCOERCECLOCALE": "0",
+        "PYTHONUTF8": "0",
+        "PYTHONPATH": os.path.dirname(os.path.dirname(jacrl.__file__)),
+    }
+    subprocess.run([sys.executable, "-X", "utf8=0", "-c", code, str(path)], env=env, check=True)
+    assert path.read_bytes() == '{"name": "José"}\n'.encode()
+    # the same call in this process too (so mutmut, which traces in-process calls, runs this
+    # test for `write`'s mutants; each gets MUTANT_UNDER_TEST and this PYTHONPATH)
+    jsonl.write(tmp_path / "here.jsonl", [{"name": "José"}])
+    assert (tmp_path / "here.jsonl").read_bytes() == path.read_bytes()

@@ -6,7 +6,7 @@ With prompts of ~400 tokens and completions of ~100 that is ~80 % of the update'
 Here a group's prompt runs once; its keys and values (one copy per rollout, so gradients flow back
 to the one forward) are the cache the G completions are scored against. The objective is
 mlx-lm-lora's own (`_grpo_objective`), so loss, gradients and metrics equal `grpo_loss`'s to float
-tolerance (tests/test_grpo_loss.py); models that make their own caches, or run under gradient
+tolerance (tests/test_grpo.py); models that make their own caches, or run under gradient
 checkpointing, fall back to it.
 """
 

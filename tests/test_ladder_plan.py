@@ -1,7 +1,7 @@
-"""Contracts of the ladder's planning (jacrl.ladder.plan) that mutants of bench/mutation.py
-survived (docs/mutation.md): a condition's scale factors, the eval settings as a row keeps them,
-a training seed in the key, the planned-key warning, the notebook's hash, the formats of a plan,
-the SFT iterations per task and a cell's JSON round trip."""
+"""The ladder's planning (jacrl.ladder.plan): a condition's scale factors, the eval settings as a
+row keeps them, a training seed in the key, the planned-key warning, the notebook's hash, the
+formats of a plan, the SFT iterations per task and a cell's JSON round trip. (A cell's key over
+every knob: test_cell_keys.py; the ladder run itself: test_ladder.py.)"""
 
 from __future__ import annotations
 
