@@ -1,7 +1,7 @@
 """How fast a real model runs on this CPU, beside jac-tiny: the numbers the real-model ladder's
 defaults come from (docs/real-model.md).
 
-For each model (jac-tiny; smollm2-135m imported as f32, and as bf16 into a temp dir):
+For each model (jac-tiny; smollm2-135m imported as f32; as bf16 into a temp dir, prefill only):
 - prefill tok/s: one prompt of the task set (~575 tokens for SmolLM2), batch 1;
 - decode tok/s at batch 1, 8, 32 and 64 (all sequences together; `max_tokens` new tokens each, no
   stop token, so every sequence decodes the same count), through mlx-lm's BatchGenerator as
@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from docs_figures import recorded, render  # noqa: E402  (bench/, the script's own folder)
+from docs_figures import FIGURES, recorded  # noqa: E402  (bench/, the script's own folder)
 
 from jacrl.blas import blas_record, ensure_fast_blas  # noqa: E402
 
@@ -64,16 +64,25 @@ def _prompt(tok) -> list[int]:
 
 def _decode(model, prompt: list[int], batch: int, new: int) -> float:
     """Decode tok/s of `batch` sequences together, as `jacrl.generate` drives mlx-lm's
-    BatchGenerator (prompts prefilled in waves of 8): tokens over decode time (mlx-lm's own
-    counters, prefill excluded), summed over the steps in which all `batch` sequences decode."""
+    BatchGenerator for n samples of one prompt (the prompt prefilled once, its cache shared):
+    tokens over decode time (mlx-lm's own counters, prefill excluded), summed over the steps in
+    which all `batch` sequences decode."""
     from mlx_lm.generate import BatchGenerator
 
+    from jacrl.generate import _prefilled
+
+    cache = _prefilled(model, prompt)
     gen = BatchGenerator(
         model, completion_batch_size=batch, prefill_batch_size=min(8, batch), max_tokens=new
     )
     tokens, seconds = 0, 0.0
     try:
-        gen.insert([prompt] * batch, [new] * batch)
+        gen.insert(
+            [prompt[-1:]] * batch,
+            [new] * batch,
+            caches=[cache] * batch,
+            all_tokens=[prompt[:-1]] * batch,
+        )
         while True:
             with gen.stats() as step:
                 responses = gen.next_generated()
@@ -126,7 +135,9 @@ def _step(model, batch):
     return run
 
 
-def measure(name: str, path: str, repeats: int, new: int) -> dict:
+def measure(name: str, path: str, repeats: int, new: int, prefill_only: bool = False) -> dict:
+    """The model's figures; prefill_only: one prefill, timed once after a warm-up (bf16, whose
+    CPU matmuls MLX runs without BLAS: the full set would take the better part of an hour)."""
     import mlx.core as mx
     import mlx_lm
 
@@ -136,8 +147,10 @@ def measure(name: str, path: str, repeats: int, new: int) -> dict:
     model, tok = mlx_lm.load(path)
     prompt = _prompt(tok)
     out: dict = {"model": name, "prompt_tokens": len(prompt), "new_tokens": new}
-    t = _median_time(lambda: _prefill(model, [prompt]), repeats)
+    t = _median_time(lambda: _prefill(model, [prompt]), 1 if prefill_only else repeats)
     out["prefill_tok_s"] = round(len(prompt) / t, 1)
+    if prefill_only:
+        return out
     t_group = _median_time(lambda: _prefill(model, [prompt] * GROUP), repeats)
     out["group_prefill"] = {
         "group": GROUP,
@@ -216,7 +229,7 @@ def main(argv=None) -> int:
                 ).path
             else:
                 path = resolve(name)
-            r = measure(name, str(path), args.repeats, args.new)
+            r = measure(name, str(path), args.repeats, args.new, name.endswith("-bf16"))
             print(json.dumps(r), flush=True)
             record["models"].append(r)
     finally:
@@ -225,7 +238,7 @@ def main(argv=None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(record, indent=2) + "\n")
     recorded(args.json)  # the recorded run (bench/results): docs/real-model.md's table from it
-    print(render("real_model_speed", args.json.parent))
+    print(FIGURES["real_model_speed"](record))
     return 0
 
 
