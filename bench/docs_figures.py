@@ -49,7 +49,9 @@ DECODE_GOAL = 150  # tok/s, a real model's aggregate batched decode on 2 cores (
 def _real_model_speed(record: dict) -> str:
     """The table docs/real-model.md shows (bench/real_model_speed.py's run)."""
     h = record["host"]
-    group = record["models"][0]["group_prefill"]["group"]
+    group = next(
+        (m["group_prefill"]["group"] for m in record["models"] if "group_prefill" in m), "·"
+    )
     lines = [
         f"Host: {h['cpu']}, {h['cores']} cores, BLAS {h['blas']} ({h['blas_threads']} threads); "
         f"load average {h['load_before']} before, {h.get('load_after')} after.",

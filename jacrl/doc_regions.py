@@ -14,9 +14,18 @@ import re
 from pathlib import Path
 
 
+def _marks(name: str) -> tuple[str, str]:
+    return f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
+
+
 def _pattern(name: str) -> re.Pattern:
-    start, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
+    start, end = _marks(name)
     return re.compile(re.escape(start) + r"(\n?)(.*?)" + re.escape(end), re.S)
+
+
+def _missing(doc: str | os.PathLike, name: str) -> ValueError:
+    start, end = _marks(name)
+    return ValueError(f"{doc}: no region {name!r} ({start} ... {end})")
 
 
 def regions_in(doc: str | os.PathLike, name: str) -> list[str]:
@@ -28,9 +37,7 @@ def read_region(doc: str | os.PathLike, name: str) -> str:
     """The text of the first region `name` in `doc` (without its marks)."""
     found = regions_in(doc, name)
     if not found:
-        raise ValueError(
-            f"{doc}: no region {name!r} (<!-- generated:{name} --> ... <!-- /generated:{name} -->)"
-        )
+        raise _missing(doc, name)
     return found[0]
 
 
@@ -39,14 +46,16 @@ def write_region(doc: str | os.PathLike, name: str, body: str) -> bool:
     on lines of its own, an inline one `body` stripped. True when the file changed. The region
     must exist: a typo never appends."""
     path = Path(doc)
-    read_region(path, name)
     old = path.read_text()
-
-    def fill(m: re.Match) -> str:
-        start, end = m.group(0)[: m.start(1) - m.start(0)], f"<!-- /generated:{name} -->"
-        return f"{start}\n{body.rstrip()}\n{end}" if m.group(1) else f"{start}{body.strip()}{end}"
-
-    new = _pattern(name).sub(fill, old)
+    start, end = _marks(name)
+    new, n = _pattern(name).subn(
+        lambda m: (
+            f"{start}\n{body.rstrip()}\n{end}" if m.group(1) else f"{start}{body.strip()}{end}"
+        ),
+        old,
+    )
+    if not n:
+        raise _missing(doc, name)
     if new == old:
         return False
     tmp = path.with_name(path.name + ".tmp")

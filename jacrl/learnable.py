@@ -34,7 +34,6 @@ from jacrl.learnable_shapes import COMBOS, DOC, FAMILY, HOLD_ONLY, MAKERS, SHAPE
 from jacrl.splits import SplitConfig
 
 SEED = 0
-FOLDER = "learnable"  # under the project root: drivers/, data/, manifest.jsonl
 TRAIN_PER_SHAPE = {
     "arith": 40,
     "method": 40,
@@ -219,7 +218,7 @@ def build(
     from jacrl.splits import build_splits
     from jacrl.tasks import meta
 
-    folder = Path(folder) if folder is not None else project().root / FOLDER
+    folder = Path(folder) if folder is not None else project().learnable
     programs = programs if programs is not None else generate(seed)
     drivers = write_drivers(programs, folder)
     rep = build_tasks(drivers, folder / "data", progress=progress, policy="warn")

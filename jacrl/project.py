@@ -42,10 +42,15 @@ class Project:
         return self.data / "tasks.jsonl"
 
     @property
+    def learnable(self) -> Path:
+        """The learnable family (`jacrl.learnable`): its drivers/, data/ and manifest.jsonl."""
+        return self.root / "learnable"
+
+    @property
     def task_sets(self) -> tuple[Path, ...]:
         """Every data folder whose tasks a ladder row may be graded on: the project's own and the
-        learnable family's (`jacrl.learnable`, `jacrl ladder run --data learnable/data`)."""
-        return (self.data, self.root / "learnable" / "data")
+        learnable family's (`jacrl ladder run --data learnable/data`)."""
+        return (self.data, self.learnable / "data")
 
     @property
     def splits(self) -> Path:

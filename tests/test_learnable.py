@@ -19,7 +19,7 @@ from jacrl.splits import SplitConfig, load_split
 from jacrl.tasks import meta, read_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDER = ROOT / L.FOLDER
+FOLDER = ROOT / "learnable"
 DATA = FOLDER / "data"
 
 

@@ -15,7 +15,7 @@ def run_learnable(args: argparse.Namespace) -> int:
     disk with what the generator makes: exit 1 and name the first file that differs."""
     from jacrl.project import project
 
-    folder = Path(args.out) if args.out else project().root / learnable.FOLDER
+    folder = Path(args.out) if args.out else project().learnable
     if args.check:
         diff = learnable.check_drivers(folder, args.seed)
         if diff:
