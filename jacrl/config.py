@@ -87,6 +87,12 @@ class SFTConfig:
     val_batches: int = _f(-1, "validation batches per eval (-1 = the whole valid set)")
     steps_per_report: int = _f(10, "iterations between train-loss reports")
     steps_per_eval: int = _f(50, "iterations between validation runs")
+    keep_best: bool = _f(
+        False,
+        "keep the adapter of the lowest validation loss seen (validated at iteration 0, every "
+        "steps_per_eval and before the last), not the last: early stopping by the valid split; "
+        "the manifest records best_iter and best_val_loss",
+    )
     seed: int = _f(0, "seed for LoRA init and batch order")
 
 

@@ -13,6 +13,10 @@ Row fields (percentages are 0-100, 2 dp; counts are over the `tasks` evaluated):
     tasks                tasks evaluated
     runs, run_pct        greedy completion exited cleanly as the server saw it (compiled, exit 0,
                          nothing on stderr: `reward.clean_exit`), never the job's own "ran"
+    compiled, compile_pct
+                         greedy body compiled (reward tier exact, runs or compiles)
+    reward_mean          mean greedy reward under the default formula (`jacrl.reward`: tiered,
+                         with body similarity): a graded measure where pass@1 sits at 0
     pass1, pass1_pct     greedy stdout == expected (whole output whitespace-trimmed)
     wilson_lo, wilson_hi 95 % Wilson interval of pass1/tasks, in percent
     near_pass, near_pct  greedy ran and output similarity (difflib) >= 0.9
@@ -45,7 +49,7 @@ Row fields (percentages are 0-100, 2 dp; counts are over the `tasks` evaluated):
     seconds              wall time of load / greedy / sample / grade
     samples              the file keeping every completion (`evaluate(..., samples=PATH)`,
                          `jacrl eval --log-samples`; `jacrl.samples`), "" when none kept
-    per_task             [{id, family, greedy_exact, greedy_tier, osim, truncated,
+    per_task             [{id, family, greedy_exact, greedy_tier, greedy_reward, osim, truncated,
                          samples_correct, samples_ran, deploy, budget}]
 """
 
@@ -66,9 +70,9 @@ from jacrl.models import display_path, load, portable, resolve
 from jacrl.provenance import adapter_key, provenance
 from jacrl.results import format_row
 from jacrl.reward import Scored, clean_exit, reward_isolation, score_completions
+from jacrl.samples import COMPILED, write_samples
 from jacrl.samples import header as samples_header
 from jacrl.samples import records as sample_records
-from jacrl.samples import write_samples
 from jacrl.stats import mean_pass_at_k, wilson
 from jacrl.tasks import meta, prompt_answer, read_tasks
 from jacrl.token_budget import budgets
@@ -142,12 +146,14 @@ def _outcome(task: dict, g: Sample, gs: Scored, ss: list[Scored], k_row: int) ->
         "family": family_of(task),
         "greedy_exact": exact,
         "greedy_tier": gs.tier,
+        "greedy_reward": gs.score,
         "osim": round(osim, 4),
         "truncated": g.truncated,
         "samples_correct": sum(s.exact for s in ss),
         "samples_ran": sum(_ran(s) for s in ss),
         "deploy": None if runner is None else runner.exact,
         "_ran": ran,
+        "_compiled": gs.tier in COMPILED,
         "_osim": osim,
         "_near": ran and osim >= NEAR,
         "_norm": ran and _norm_ws(gs.verdict.stdout) == _norm_ws(expected),
@@ -210,6 +216,9 @@ def grade(
         "near_pass": count("_near"),
         "norm_pass": count("_norm"),
         "run_pct": _pct(runs, N),
+        "compiled": count("_compiled"),
+        "compile_pct": _pct(count("_compiled"), N),
+        "reward_mean": round(sum(p["greedy_reward"] for p in per_task) / N, 4) if N else 0.0,
         "pass1_pct": _pct(pass1, N),
         "greedy_or_k_pct": _pct(count("_greedy_or_k"), N),
         "near_pct": _pct(count("_near"), N),
@@ -266,6 +275,9 @@ _REF_FIELDS = (
     "by_family",
 )
 _OURS = (
+    "compiled",
+    "compile_pct",
+    "reward_mean",
     "wilson_lo",
     "wilson_hi",
     "pass_at_k",

@@ -33,6 +33,7 @@ FORMAT = 1  # the header's `jacrl_samples`: bumped when a field changes meaning
 STDOUT_CHARS = 4096  # a program's stdout kept per completion (a loop can print megabytes)
 SUFFIX = ".jsonl.gz"
 TIERS = ("exact", "runs", "compiles", "none", "empty")
+COMPILED = TIERS[:3]  # the tiers whose body compiled
 HEADER_ROW = ("tag", "model", "adapter", "split", "kind", "n", "temperature", "seed", "max_tokens")
 
 

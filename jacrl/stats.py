@@ -8,6 +8,8 @@
   replacement from n generated samples, c of them correct, is correct.
 * `mcnemar_exact(a, b)` — paired comparison of two systems on the same tasks: exact two-sided
   binomial test on the discordant pairs.
+* `mean_interval(xs)` — a mean over tasks with its 95 % t interval (graded measures such as the
+  mean tiered reward, where a proportion's interval does not apply).
 """
 
 from __future__ import annotations
@@ -28,6 +30,27 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+# two-sided 97.5 % quantiles of Student's t for 1..30 degrees of freedom (then ~1.96)
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def mean_interval(xs: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, lo, hi): the mean of xs and its 95 % Student-t interval (mean +- t * sd / sqrt(n),
+    sd with n - 1); a single value or none gives (mean, mean, mean) / (nan, nan, nan)."""
+    n = len(xs)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    m = sum(xs) / n
+    if n == 1:
+        return m, m, m
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
+    t = _T975[n - 2] if n - 1 <= len(_T975) else 1.96
+    half = t * sd / math.sqrt(n)
+    return m, m - half, m + half
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -19,7 +19,7 @@ from jacrl.config import EvalConfig, configure, env_formula
 from jacrl.evaluate import evaluate
 from jacrl.ladder.plan import Cell, make_cell
 from jacrl.ladder.settings import LadderConfig
-from jacrl.ladder.taskset import cell_tasks
+from jacrl.ladder.taskset import cell_tasks, grpo_tasks
 from jacrl.notebooks import scaled, unknown_params
 from jacrl.project import project
 from jacrl.provenance import artifact_inputs
@@ -113,7 +113,16 @@ def train_cell(cell: Cell, log: Callable[[str], None] = print) -> dict:
     arts: dict = {}
     for stage in cell.stages:
         parent = arts.get(parent_stage(cond, stage))  # the previous stage's artifact, or None
-        arts[stage] = _train_stage(cell, stage, tasks, parent, log)
+        own = tasks
+        if STAGES[stage].calibrates and cell.cfg.grpo_prompts != "rung":  # rollouts' prompts
+            c = cell.cfg
+            own = {
+                **tasks,
+                "train": grpo_tasks(
+                    c.grpo_prompts, cell.rung, c.data_dir, cell.format, cell.paired
+                ),
+            }
+        arts[stage] = _train_stage(cell, stage, own, parent, log)
     return arts
 
 
@@ -147,6 +156,28 @@ def rollout_temperature(cell: Cell, arts: Mapping, tasks: list[dict]) -> float |
     lm, tok = load(cell.model, str(adapter))
     calibrate = function_of(STAGES[calibrating[0]].calibrates)
     return calibrate(lm, tok, tasks, cfg, log=lambda _: None)[0]
+
+
+SIGNAL_FIELDS = ("signal_rate", "signal_steps", "steps", "adapter_delta", "tier_mix")
+EARLY_STOP_FIELDS = ("keep_best", "best_iter", "best_val_loss", "final_val_loss")
+
+
+def training_record(arts: Mapping) -> dict:
+    """{stage: what its run says about itself} for the row: a stage that learns from rollouts'
+    rewards (its summary has `signal_rate`, `jacrl.train.grpo.signal`) its learning signal,
+    with `learned` False when no step had a group whose rewards differed or the adapter did
+    not move (its row then re-evaluates the parent: not a result of the method); an SFT run
+    its validation choice (`keep_best`: the iteration whose adapter it kept)."""
+    out = {}
+    for stage, art in arts.items():
+        summary = art.manifest.get("summary") or {}
+        if "signal_rate" in summary:
+            rec = {f: summary.get(f) for f in SIGNAL_FIELDS}
+            rec["learned"] = bool(rec["signal_steps"]) and rec["adapter_delta"] != 0
+            out[stage] = rec
+        elif "best_iter" in summary:
+            out[stage] = {f: summary.get(f) for f in EARLY_STOP_FIELDS}
+    return out
 
 
 def evaluate_cell(
@@ -197,6 +228,7 @@ def evaluate_cell(
                 "format": cell.format,
                 "paired": cell.paired,
                 "reward_formula": cell.reward_formula or None,
+                "training": training_record(arts),
                 "ladder": {
                     **dict.fromkeys(STAGES),
                     "eval": cell.eval,  # None: a stage it lacks

@@ -23,7 +23,7 @@ from jacrl.ladder.settings import (
     default_notebook,
     validate,
 )
-from jacrl.ladder.taskset import cell_tasks, pool_size, task_format
+from jacrl.ladder.taskset import cell_tasks, grpo_tasks, pool_size, task_format
 from jacrl.models import ModelError, resolve
 from jacrl.provenance import code_of, data_hash, dir_hash
 from jacrl.results import model_label
@@ -285,6 +285,7 @@ def make_cell(
         "notebook": notebook_hash(cfg.notebook),
         **({"format": fmt} if fmt != "hole" else {"paired": True} if paired else {}),
         **({"train_seed": seed} if seed != cfg.seed else {}),
+        **grpo_prompts_part(cfg, stages, rung, fmt, paired),
     }
     key = key_of(parts)
     if cell_key and cell_key != key:
@@ -306,6 +307,15 @@ def make_cell(
         key_parts=parts,
         reads=reads,
     )
+
+
+def grpo_prompts_part(cfg: LadderConfig, stages: Mapping, rung: str, fmt: str, paired: bool):
+    """The key's part for GRPO's prompts when they are not the rung's (`grpo_tasks`): the
+    choice and the hash of the tasks it picks; {} for a cell without a rollout stage."""
+    if cfg.grpo_prompts == "rung" or not any(STAGES[s].calibrates for s in stages):
+        return {}
+    tasks = grpo_tasks(cfg.grpo_prompts, rung, cfg.data_dir, fmt, paired)
+    return {"grpo_prompts": cfg.grpo_prompts, "grpo_data_hash": data_hash(tasks)}
 
 
 def _plain(v):

@@ -26,7 +26,7 @@ from jacrl.config import (
     env_formula,
 )
 from jacrl.evaluate import check_k
-from jacrl.ladder.taskset import FORMATS
+from jacrl.ladder.taskset import FORMATS, check_prompts
 from jacrl.project import ROWS_FILE, path_or, project
 from jacrl.recipe import RECIPE
 from jacrl.reward import check_formula
@@ -77,6 +77,13 @@ class LadderConfig:
         "when > 0, a rung's SFT runs min(sft_iters, this x the rung's "
         "tasks) iterations, so every rung trains each task about "
         "equally often (0 = sft_iters on every rung)",
+    )
+    grpo_prompts: str = _f(
+        "rung",
+        "GRPO's prompts (jacrl.ladder.taskset.grpo_tasks): rung = the rung's own tasks (SFT's: an "
+        "SFT policy that passes them all gives every group equal rewards, no signal); pool = the "
+        "whole train pool; beyond = the pool's tasks outside the rung (prompts SFT never saw); "
+        "N = the first N of the pool. In the key when not rung",
     )
     sets: dict = field(
         default_factory=dict,
@@ -187,6 +194,7 @@ def validate(cfg: LadderConfig) -> LadderConfig:
     if cfg.recipe not in ("", RECIPE):
         raise ValueError(f"unknown recipe {cfg.recipe!r}; choose {RECIPE!r} (or none)")
     check_formula(cfg.reward_formula)
+    check_prompts(cfg.grpo_prompts)
     bad = [s for s in cfg.sets if s not in STAGES] + [
         s for s, v in cfg.sets.items() if not isinstance(v, Mapping)
     ]

@@ -89,3 +89,44 @@ def task_format(format: str, paired: bool | str = False) -> tuple[str, bool]:
     if isinstance(paired, str):
         paired = paired.strip().lower() in ("1", "true", "yes")
     return format, bool(paired) or format != "hole"
+
+
+PROMPT_POOLS = ("rung", "pool", "beyond")  # or N: the first N tasks of the train pool
+
+
+def check_prompts(prompts: str) -> str:
+    """A `grpo_prompts` value checked: one of PROMPT_POOLS or a positive number of tasks."""
+    p = str(prompts).strip()
+    if p in PROMPT_POOLS or (p.isdigit() and int(p) > 0):
+        return p
+    raise ValueError(
+        f"grpo_prompts {prompts!r}: expected {', '.join(PROMPT_POOLS)} or a number of tasks >= 1"
+    )
+
+
+def grpo_tasks(
+    prompts: str,
+    rung: str,
+    data_dir: str | os.PathLike | None,
+    format: str = "hole",
+    paired: bool = False,
+) -> list[dict]:
+    """The tasks GRPO's prompts are drawn from (`check_prompts`): the rung's own, the whole train
+    pool, the pool beyond the rung (tasks SFT never trained on), or the pool's first N. Never
+    the holdout or valid split. An empty choice (beyond at rung 'all') or N larger than the pool
+    is a one-line error."""
+    p = check_prompts(prompts)
+    pool = cell_tasks("all", data_dir, format=format, paired=paired)["train"]
+    rung_ids = {meta(t)["id"] for t in splits.rung_tasks(pool, rung)}
+    if p == "rung":
+        return [t for t in pool if meta(t)["id"] in rung_ids]
+    if p == "pool":
+        return pool
+    if p == "beyond":
+        out = [t for t in pool if meta(t)["id"] not in rung_ids]
+        if not out:
+            raise ValueError(f"grpo_prompts beyond at rung {rung}: the rung is the whole pool")
+        return out
+    if int(p) > len(pool):
+        raise ValueError(f"grpo_prompts {p}: the train pool has {len(pool)} tasks")
+    return pool[: int(p)]

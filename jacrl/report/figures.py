@@ -69,12 +69,30 @@ def _rung_ticks(ax, sub: pd.DataFrame, rungs: list[str]) -> None:
     ax.set_xlim(-0.6, len(rungs) - 0.4)
 
 
+# each value's interval columns in `tables.frame` (95 %: Wilson for a share, t for a mean)
+INTERVALS = {
+    "pass1_pct": ("ci_lo", "ci_hi"),
+    "compile_pct": ("compile_lo", "compile_hi"),
+    "run_pct": ("run_lo", "run_hi"),
+    "reward_mean": ("reward_lo", "reward_hi"),
+}
+BARS = {"reward_mean": "t interval over tasks"}  # the others: Wilson intervals
+WHAT = {
+    "pass1_pct": "greedy pass@1 %",
+    "passk_pct": "unbiased pass@k %",
+    "compile_pct": "greedy answers that compile %",
+    "run_pct": "greedy answers that run %",
+    "reward_mean": "mean greedy reward",
+}
+
+
 def _draw_condition(
     ax, line: pd.DataFrame, x: list[float], value: str, style: dict, label: str, interval: bool
 ) -> None:
-    """One condition's curve; with `interval` its Wilson intervals as error bars."""
+    """One condition's curve; with `interval` its intervals (`INTERVALS`) as error bars."""
     y = line[value].to_numpy(float)
-    yerr = [y - line.ci_lo.to_numpy(float), line.ci_hi.to_numpy(float) - y] if interval else None
+    lo, hi = INTERVALS.get(value, ("ci_lo", "ci_hi"))
+    yerr = [y - line[lo].to_numpy(float), line[hi].to_numpy(float) - y] if interval else None
     ax.errorbar(
         x,
         y,
@@ -114,8 +132,11 @@ def _curve_panel(
             va="top",
             color="0.35",
         )
-    ax.set_ylim(-4, 104)
-    ax.set_yticks(range(0, 101, 20))
+    if value == "reward_mean":  # a mean reward in [0, 1]
+        ax.set_ylim(-0.04, 1.04)
+    else:
+        ax.set_ylim(-4, 104)
+        ax.set_yticks(range(0, 101, 20))
     ax.grid(alpha=0.3, axis="y")
 
 
@@ -140,7 +161,7 @@ def _figure_legend(fig, axes, order: list[str]) -> None:
 
 def _temperatures(sub: pd.DataFrame, value: str) -> str:
     """The sampling temperature(s) of a panel's sampled values, for its title ("" for greedy)."""
-    if value == "pass1_pct" or "temperature" not in sub:
+    if value != "passk_pct" or "temperature" not in sub:  # every other value is greedy
         return ""
     ts = sorted({float(t) for t in sub.temperature.dropna()})
     return f" (T {', '.join(f'{t:g}' for t in ts)})" if ts else ""
@@ -167,14 +188,8 @@ def plot_curves(rows: list[dict], value: str = "pass1_pct", band: bool = True):
         figsize=(1.2 + 4.8 * len(models), 1.4 + 3.0 * len(kinds)),
         layout="constrained",
     )
-    interval = band and value == "pass1_pct"
-    what = (
-        "greedy pass@1 %"
-        if value == "pass1_pct"
-        else "unbiased pass@k %"
-        if value == "passk_pct"
-        else value
-    )
+    interval = band and value in INTERVALS
+    what = WHAT.get(value, value)
     for i, kind in enumerate(kinds):
         for j, model in enumerate(models):
             ax = axes[i][j]
@@ -193,7 +208,11 @@ def plot_curves(rows: list[dict], value: str = "pass1_pct", band: bool = True):
     fig.suptitle(
         f"ladder: {what}"
         + (f" (k = {', '.join(map(str, k))})" if k else "")
-        + ("\nbars: 95 % Wilson interval" if interval else "\nno interval drawn")
+        + (
+            f"\nbars: 95 % {BARS.get(value, 'Wilson interval')}"
+            if interval
+            else "\nno interval drawn"
+        )
         + "; conditions side by side within each rung",
         fontsize=10,
     )
@@ -403,7 +422,12 @@ def write_figures(
     figs = [
         ("ladder.png", lambda: plot_curves(rows, "pass1_pct")),
         ("ladder_passk.png", lambda: plot_curves(rows, "passk_pct")),
+        # graded measures: how conditions rank where pass@1 sits at its floor
+        ("ladder_compile.png", lambda: plot_curves(rows, "compile_pct")),
+        ("ladder_run.png", lambda: plot_curves(rows, "run_pct")),
     ]
+    if not frame(rows).reward_mean.isna().all():
+        figs.append(("ladder_reward.png", lambda: plot_curves(rows, "reward_mean")))
     if not format_comparison(rows).empty:
         figs.append(("formats.png", lambda: plot_formats(rows)))
     if not family_table(rows).empty:

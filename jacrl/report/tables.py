@@ -9,6 +9,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from jacrl.conditions import baseline
+from jacrl.config import DEFAULT_FORMULA
+from jacrl.report.graded import NO_SIGNAL, NO_UPDATE, fmt_graded, graded, signal_mark
 from jacrl.report.rows import (
     COND_ORDER,
     _order,
@@ -56,6 +58,15 @@ COLUMNS = [
     "stale",
     "sampled1_pct",
     "temperature",
+    "compile_pct",
+    "compile_lo",
+    "compile_hi",
+    "run_lo",
+    "run_hi",
+    "reward_mean",
+    "reward_lo",
+    "reward_hi",
+    "signal",
 ]
 
 
@@ -85,6 +96,8 @@ def frame(rows: list[dict]) -> pd.DataFrame:
                 "stale": row.get("stale", ""),
                 "sampled1_pct": (row.get("pass_at_k") or {}).get("1", math.nan),
                 "temperature": row.get("temperature") if row.get("n") else math.nan,
+                **graded(row),
+                "signal": signal_mark(row),
             }
         )
     df = pd.DataFrame(recs, columns=COLUMNS)
@@ -134,7 +147,33 @@ def fmt_cell(gen: dict | None, mem: dict | None) -> str:
     if mem is not None and mem["tasks"] and not pd.isna(mem.get("sampled1_pct", math.nan)):
         tail += f"/{mem['sampled1_pct']:.0f}@T{mem['temperature']:g}"  # sampled at rollout T
     seeds = max((int(x.get("seeds", 1)) for x in (gen, mem) if x is not None), default=1)
-    return f"{head} {tail}" + (f" ({seeds} seeds)" if seeds > 1 else "")
+    mark = next((x["signal"] for x in (gen, mem) if x is not None and x.get("signal")), "")
+    return (
+        f"{head} {tail}"
+        + (f" ({seeds} seeds)" if seeds > 1 else "")
+        + (f" [{mark}]" if mark else "")
+    )
+
+
+def graded_table(rows: list[dict], kind: str = "gen") -> pd.DataFrame:
+    """The graded measures of every (model, condition label) x rung for `kind` (`fmt_graded`):
+    how a condition ranks where pass@1 is 0 everywhere."""
+    df = frame(rows)
+    df = df[df.kind == kind] if not df.empty else df
+    if df.empty:
+        return pd.DataFrame()
+    names, conds = labels(df)
+    lines = {(r.model, r.rung, n): r._asdict() for r, n in zip(df.itertuples(), names, strict=True)}
+    rungs = _order(set(df.rung), RUNGS)
+    out = {
+        (m, c): {r: fmt_graded(lines.get((m, r, c))) for r in rungs}
+        for m in sorted(set(df.model))
+        for c in conds
+        if any((m, r, c) in lines for r in rungs)
+    }
+    table = pd.DataFrame.from_dict(out, orient="index", columns=rungs)
+    table.index = pd.MultiIndex.from_tuples(table.index, names=["model", "condition"])
+    return table
 
 
 def ladder_table(rows: list[dict]) -> pd.DataFrame:
@@ -400,7 +439,21 @@ def show_text(rows: list[dict], include_stale: bool = False, where: Sequence[str
                 "read pass@k and the intervals: a rung differs from another only where the CIs do "
                 "not overlap"
             ),
+            "",
+            (
+                "gen graded, greedy: c = compiles %, r = runs % [95% Wilson CI], R = mean reward "
+                f"[95% t interval over tasks] ({DEFAULT_FORMULA}; R· = a row made before it was "
+                "recorded)"
+            ),
+            graded_table(rows).to_string(),
         ]
+        if (df.signal != "").any():
+            parts += [
+                "",
+                f"[{NO_SIGNAL}]: a GRPO stage none of whose groups' rewards differed on any step; "
+                f"[{NO_UPDATE}]: its adapter did not move (learning rate 0, a control). Such a "
+                "row re-evaluates its parent: not a result of the method",
+            ]
         mc = mcnemar_vs_base(rows)
         if not mc.empty:
             parts += [

@@ -221,6 +221,7 @@ def train_grpo(
         temp, calibration = calibrate_temperature(policy, tok, records, cfg)
         seed_all(cfg.seed)  # training starts from the same random state either way
         cfg = dataclasses.replace(cfg, temperature=temp)
+    start = _lora_weights(policy)
     t0 = time.time()
     with (
         metrics_log(out_dir / "metrics.jsonl", "grpo", track) as metrics,
@@ -254,6 +255,7 @@ def train_grpo(
         )
     return _summary(
         cfg,
+        _lora_delta(start, policy),
         metrics,
         time.time() - t0,
         reward,
@@ -271,6 +273,7 @@ def train_grpo(
 
 def _summary(
     cfg,
+    delta,
     metrics,
     wall,
     reward,
@@ -316,6 +319,8 @@ def _summary(
         "dynamic_sampling": cfg.dynamic_sampling,
         "draws_mean": _mean("draws", steps),
         "rollouts_discarded": sum(s.get("rollouts_discarded", 0) for s in steps),
+        **signal(steps),
+        "adapter_delta": delta,
         "exact_share_first": _share(steps[:1]),
         "exact_share_last": _share(steps[-1:]),
         "seconds": {k: _mean(k, steps) for k in ("generation_s", "reward_s", "update_s")},
@@ -343,3 +348,41 @@ def _share(steps: list[dict]) -> float | None:
     """Share of exact rollouts over the steps."""
     n = sum(s["rollouts"] for s in steps)
     return round(sum(s["exact"] for s in steps) / n, 4) if n else None
+
+
+def signal(steps: list[dict]) -> dict:
+    """Whether the run could learn: `signal_rate`, the share of its groups (over every step)
+    whose rewards spanned min_group_span — only those get a non-zero advantage; `signal_steps`,
+    the steps with at least one; `tier_mix`, its rollouts per reward tier. A run with no
+    signal step took only zero gradients (Adam leaves LoRA weights as they were)."""
+    groups = sum(s.get("groups_trained", 0) for s in steps)
+    kept = sum(s.get("groups_kept", 0) for s in steps)
+    tiers: dict[str, int] = {}
+    for s in steps:
+        for tier, n in (s.get("tiers") or {}).items():
+            tiers[tier] = tiers.get(tier, 0) + n
+    return {
+        "signal_rate": round(kept / groups, 4) if groups else None,
+        "signal_steps": sum(s.get("groups_kept", 0) > 0 for s in steps),
+        "steps": len(steps),
+        "tier_mix": dict(sorted(tiers.items())),
+    }
+
+
+def _lora_weights(policy) -> dict:
+    """A copy of the policy's trainable (LoRA) weights."""
+    import mlx.core as mx
+    from mlx.utils import tree_flatten
+
+    return {k: mx.array(v) for k, v in tree_flatten(policy.trainable_parameters())}
+
+
+def _lora_delta(start: dict, policy) -> float:
+    """The L2 norm of the trainable weights' change since `start`: 0.0 exactly when GRPO never
+    moved the adapter (every advantage 0, or learning rate 0)."""
+    import mlx.core as mx
+    from mlx.utils import tree_flatten
+
+    now = dict(tree_flatten(policy.trainable_parameters()))
+    sq = sum(float(mx.sum((now[k] - v) ** 2)) for k, v in start.items())
+    return round(sq**0.5, 8)

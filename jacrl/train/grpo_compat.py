@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
+from collections import Counter
 from pathlib import Path
 
 from jacrl import jsonl
@@ -197,6 +198,11 @@ class _StepLog:
             "groups_drawn": drawn,
             "groups_kept": with_signal,
             "groups_skipped": round(1 - with_signal / drawn, 4),
+            # TRL's frac_reward_zero_std, turned round: the share of the step's groups whose
+            # rewards span min_group_span (the only groups an update learns from)
+            "groups_trained": len(self.kept),
+            "signal_frac": round(with_signal / max(1, len(self.kept)), 4),
+            "tiers": dict(sorted(Counter(r["tier"] for r in rows).items())),
             "rollouts_discarded": len(dropped),
             "truncated": round(sum(r["truncated"] for r in rows) / len(rows), 4),
         }

@@ -16,8 +16,10 @@ widening of mlx-lm-lora's rollout decoding.
   reference, per token), `truncated` (share of rollouts that hit `max_completion_length`),
   `loss`, `avg_tokens`, plus every raw `train_*` metric mlx-lm-lora reports. GRPO `step` events
   (one per step, `grpo_compat.grpo_hooks`): `generation_s`, `reward_s`, `update_s`,
-  `reward_mean`, `exact`, `rollouts`, `groups_skipped`, `truncated`, `advantage`, `draws`,
-  `groups_drawn`, `groups_kept`, `rollouts_discarded` (docs/grpo-dynamic-sampling.md).
+  `reward_mean`, `exact`, `rollouts`, `groups_skipped`, `signal_frac` (the share of the step's
+  groups whose rewards span `min_group_span`: the groups it learns from), `tiers` (rollouts per
+  reward tier), `truncated`, `advantage`, `draws`, `groups_drawn`, `groups_kept`,
+  `rollouts_discarded` (docs/grpo-dynamic-sampling.md).
 
 CPU: the mlx-cpu wheel's reference BLAS is ~10x slower than OpenBLAS, and LD_PRELOAD only works
 at process start. The `jacrl` CLI re-execs itself with `jacrl.blas.fast_blas_env()`; a notebook

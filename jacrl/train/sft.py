@@ -86,6 +86,40 @@ def _schedule(cfg: SFTConfig):
     return optim.join_schedules([warm, decay], [cfg.warmup])
 
 
+class BestWeights:
+    """The metrics callback, also keeping a copy of the trainable (LoRA) weights at the lowest
+    validation loss reported (mlx-lm validates before the step of the iteration it reports, so
+    the copy is the weights that loss was measured on)."""
+
+    def __init__(self, metrics, model):
+        self.metrics, self.model = metrics, model
+        self.loss: float | None = None
+        self.iter: int | None = None
+        self.weights: dict | None = None
+
+    def on_train_loss_report(self, info: dict) -> None:
+        self.metrics.on_train_loss_report(info)
+
+    def on_val_loss_report(self, info: dict) -> None:
+        import mlx.core as mx
+        from mlx.utils import tree_flatten
+
+        self.metrics.on_val_loss_report(info)
+        loss = float(info["val_loss"])
+        if self.loss is None or loss < self.loss:
+            self.loss, self.iter = round(loss, 6), int(info["iteration"])
+            self.weights = {
+                k: mx.array(v) for k, v in tree_flatten(self.model.trainable_parameters())
+            }
+            mx.eval(self.weights)
+
+    def save(self, path: Path) -> None:
+        """The kept weights, in place of the last (the adapter file mlx-lm wrote)."""
+        import mlx.core as mx
+
+        mx.save_safetensors(str(path), self.weights)
+
+
 def train_sft(
     base: Path,
     train_records: Sequence[dict],
@@ -135,6 +169,7 @@ def train_sft(
         )
 
     with metrics_log(out_dir / "metrics.jsonl", "sft", track) as metrics:
+        best = BestWeights(metrics, model)
         train(
             model=model,
             optimizer=optim.Adam(learning_rate=_schedule(cfg)),
@@ -143,8 +178,10 @@ def train_sft(
             args=args,
             loss=sft_loss,
             iterate_batches=batches,
-            training_callback=metrics,
+            training_callback=best,
         )
+    if cfg.keep_best and best.weights is not None:
+        best.save(out_dir / "adapters.safetensors")
     wall = time.time() - t0
     last_train = metrics.train[-1] if metrics.train else {}
     last_val = metrics.val[-1] if metrics.val else {}
@@ -158,6 +195,9 @@ def train_sft(
         "logits_prompt_skipped": bool(head_skip),
         "final_train_loss": last_train.get("train_loss"),
         "final_val_loss": last_val.get("val_loss"),
+        "keep_best": cfg.keep_best,
+        "best_iter": best.iter,
+        "best_val_loss": best.loss,
         "train_s": round(wall, 2),
         "s_per_iter": round(wall / max(1, cfg.iters), 4),
     }
