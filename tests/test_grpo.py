@@ -23,7 +23,9 @@ from mlx_lm_lora.trainer.datasets import CacheDataset, GRPODataset
 
 from jacrl import models, prompts, splits
 from jacrl.config import GRPOConfig, configure
+from jacrl.ladder.cell import training_record
 from jacrl.models import resolve
+from jacrl.report.graded import NO_SIGNAL, signal_mark
 from jacrl.reward import Scored
 from jacrl.tasks import prompt_answer
 from jacrl.train import grpo, grpo_compat, grpo_loss
@@ -250,6 +252,9 @@ def test_a_steps_rollout_rows_and_record(tmp_path):
         "groups_drawn": 3,
         "groups_kept": 1,
         "groups_skipped": 0.6667,
+        "groups_trained": 2,
+        "signal_frac": 0.5,  # p0's rewards differ, p1's do not
+        "tiers": {"exact": 1, "runs": 3},  # the trained rollouts only
         "rollouts_discarded": 2,
         "truncated": 0.25,
         "update_s": 1.2346,
@@ -486,6 +491,15 @@ def test_dynamic_sampling_trains_on_groups_with_signal(tiny, harness_tasks, tmp_
     summary = art.manifest["summary"]
     assert summary["dynamic_sampling"] is True
     assert summary["rollouts_discarded"] == sum(r["discarded"] for r in rollouts)
+    # the run's signal, counted here from the steps' own records: it learned, and says so
+    assert summary["signal_steps"] == sum(s["groups_kept"] > 0 for s in steps) > 0
+    assert summary["signal_rate"] == round(sum(s["groups_kept"] for s in steps) / len(steps), 4)
+    assert summary["adapter_delta"] > 0
+    used = [r for r in rollouts if not r["discarded"]]
+    assert summary["tier_mix"] == {
+        t: sum(r["tier"] == t for r in used) for t in {r["tier"] for r in used}
+    }
+    assert training_record({"grpo": art})["grpo"]["learned"] is True
 
 
 def test_dynamic_sampling_draw_cap_holds_when_every_group_agrees(tiny, harness_tasks, tmp_path):
@@ -507,6 +521,14 @@ def test_dynamic_sampling_draw_cap_holds_when_every_group_agrees(tiny, harness_t
     assert sum(r["discarded"] for r in rollouts) == 2 * 2 * cfg.group_size
     assert all(r["advantage"] == 0.0 for r in rollouts)
     assert art.manifest["summary"]["draws_mean"] == 3
+    # no group ever had signal: every gradient was 0, the adapter never moved, and the run, its
+    # cell's training record and `ladder show` say so instead of reporting a method result
+    summary = art.manifest["summary"]
+    assert (summary["signal_rate"], summary["signal_steps"], summary["steps"]) == (0.0, 0, 2)
+    assert summary["adapter_delta"] == 0.0
+    record = training_record({"grpo": art})
+    assert record["grpo"]["learned"] is False
+    assert signal_mark({"training": record}) == NO_SIGNAL
 
 
 def test_reports_read_what_the_updates_trained_on(tmp_path):

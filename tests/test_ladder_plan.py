@@ -8,11 +8,14 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
+
 from jacrl.config import SFTConfig
 from jacrl.ladder.plan import (
     Cell,
     _scaled,
     eval_settings,
+    key_of,
     make_cell,
     notebook_hash,
     plan,
@@ -114,3 +117,50 @@ def test_a_cell_reads_back_from_its_json(data_dir):
     assert (back.key, back.name, back.rung, back.train_seed) == (cell.key, cell.name, "3", 5)
     assert (back.format, back.paired, back.cfg.n) == ("conversion", True, 3)
     assert back.stages["sft"].learning_rate == 2e-4 and back.cfg == cell.cfg
+
+
+def test_grpo_prompts_pick_from_the_train_pool_and_are_in_the_key(data_dir):
+    """grpo_prompts: rung = the rung's own tasks (no key part: earlier keys hold); pool = every
+    train-pool task; beyond = the pool outside the rung; N = the pool's first N. Never a holdout
+    or valid task; a choice that picks other tasks is another key; a cell with no GRPO stage
+    ignores it."""
+    from jacrl import splits
+    from jacrl.ladder.taskset import grpo_tasks
+    from jacrl.tasks import meta
+
+    def ids(ts):
+        return [meta(t)["id"] for t in ts]
+
+    pool = ids(splits.load_split("trainpool", data_dir))
+    held = set(ids(splits.load_split("holdout", data_dir) + splits.load_split("valid", data_dir)))
+    assert ids(grpo_tasks("rung", "3", data_dir)) == pool[:3]
+    assert ids(grpo_tasks("pool", "3", data_dir)) == pool
+    assert ids(grpo_tasks("beyond", "3", data_dir)) == pool[3:]
+    assert ids(grpo_tasks("5", "1", data_dir)) == pool[:5]
+    assert not held & set(ids(grpo_tasks("pool", "3", data_dir)))
+    keys = {
+        p: _cell(_cfg(data_dir, grpo_prompts=p), "3", condition="sft_grpo").key_parts
+        for p in ("rung", "pool", "beyond")
+    }
+    assert "grpo_prompts" not in keys["rung"]
+    assert keys["pool"]["grpo_prompts"] == "pool"
+    assert len({key_of(k) for k in keys.values()}) == 3
+    sft = [_cell(_cfg(data_dir, grpo_prompts=p), "3", condition="sft").key for p in keys]
+    assert len(set(sft)) == 1  # no GRPO stage: the choice is not its input
+
+
+@pytest.mark.parametrize(
+    ("prompts", "rung", "says"),
+    [
+        ("beyond", "all", "the rung is the whole pool"),
+        ("some", "1", "expected rung, pool, beyond or a number"),
+        ("0", "1", "expected rung, pool, beyond or a number"),
+        ("100000", "1", "the train pool has"),
+    ],
+)
+def test_a_grpo_prompt_choice_that_picks_nothing_is_a_one_line_error(data_dir, prompts, rung, says):
+    from jacrl.ladder.taskset import grpo_tasks
+
+    with pytest.raises(ValueError, match=says) as e:
+        grpo_tasks(prompts, rung, data_dir)
+    assert "\n" not in str(e.value)

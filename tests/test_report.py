@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 
 from jacrl import ladder, report
@@ -421,3 +422,74 @@ def test_per_step_timings_and_the_training_figure_panel(tmp_path):
     grid = report.plot_training_runs([("sft", sft), ("grpo", art)])
     assert len(grid.axes) == 6 and all(a.axison for a in grid.axes)  # sft: 1 panel, no blanks
     assert [ln.get_label() for ln in grid.axes[0].get_lines()] == ["train loss"]
+
+
+# -------------------------------------------------------------------------------------------
+# graded measures where pass@1 sits at its floor, and GRPO runs without a learning signal
+# -------------------------------------------------------------------------------------------
+
+
+def _graded_row(cond: str, tiers: list[str], rewards: list[float], training=None) -> dict:
+    row = {
+        **_ladder_row(cond, sum(t == "exact" for t in tiers)),
+        "tasks": len(tiers),
+        "runs": sum(t in ("exact", "runs") for t in tiers),
+        "per_task": [
+            {"id": f"t{i}", "greedy_exact": t == "exact", "greedy_tier": t, "greedy_reward": r}
+            for i, (t, r) in enumerate(zip(tiers, rewards, strict=True))
+        ],
+    }
+    return {**row, "training": training} if training is not None else row
+
+
+def test_graded_measures_and_their_intervals():
+    """compile % counts exact, runs and compiles; run % is the row's clean exits; each with the
+    Wilson interval scipy computes; the mean reward's interval is scipy's Student-t interval
+    (clipped to [0, 1], where rewards lie)."""
+    from scipy.stats import binomtest, sem, t
+
+    from jacrl.report.graded import graded
+
+    tiers = ["exact", "runs", "compiles", "none", "empty", "compiles"]
+    rewards = [1.0, 0.55, 0.32, 0.12, 0.0, 0.3]
+    g = graded(_graded_row("sft", tiers, rewards))
+    assert g["compile_pct"] == 66.67  # 4 of 6, by hand
+    for name, k in (("compile", 4), ("run", 2)):
+        ci = binomtest(k, 6).proportion_ci(method="wilson")
+        assert (g[f"{name}_lo"], g[f"{name}_hi"]) == (
+            round(100 * ci.low, 2),
+            round(100 * ci.high, 2),
+        )
+    mean = sum(rewards) / 6
+    lo, hi = t.interval(0.95, 5, loc=mean, scale=sem(rewards))
+    assert g["reward_mean"] == round(mean, 4)
+    assert abs(g["reward_lo"] - max(0.0, lo)) < 1e-3 and abs(g["reward_hi"] - hi) < 1e-3
+    old = _graded_row("sft", tiers, rewards)
+    for p in old["per_task"]:
+        del p["greedy_reward"]  # a row made before the reward was recorded: no mean, no guess
+    assert math.isnan(graded(old)["reward_mean"])
+
+
+def test_show_marks_a_grpo_cell_without_signal_or_update(tmp_path):
+    """A GRPO stage none of whose groups had a reward spread (signal_steps 0) is shown as
+    [no signal], an lr-0 control as [no update], one that learned without a mark; the graded
+    table is printed beside the pivot."""
+    base = _graded_row("base", ["none"] * 4, [0.1] * 4)
+    sft = _graded_row("sft", ["exact", "compiles", "none", "none"], [1.0, 0.3, 0.1, 0.1])
+    grpo = {"signal_rate": 0.0, "signal_steps": 0, "steps": 4, "adapter_delta": 0.0}
+    dead = _graded_row("sft_grpo", ["exact", "compiles", "none", "none"], [1, 0.3, 0.1, 0.1])
+    dead["training"] = {"grpo": grpo}
+    lr0 = _graded_row("sft_grpo_lr0", ["exact", "none", "none", "none"], [1, 0.1, 0.1, 0.1])
+    lr0["training"] = {"grpo": {**grpo, "signal_rate": 0.5, "signal_steps": 3}}
+    raw = _graded_row("raw_grpo", ["runs", "none", "none", "none"], [0.5, 0.1, 0.1, 0.1])
+    raw["training"] = {"grpo": {**grpo, "signal_steps": 2, "adapter_delta": 0.01}}
+    for r in (base, sft, dead, lr0, raw):
+        r["cell_key"] = f"{r['condition']}-key"
+    text = report.show_text(report.mark_stale([base, sft, dead, lr0, raw]), include_stale=True)
+    conds = {"base", "sft", "sft_grpo", "sft_grpo_lr0", "raw_grpo"}
+    pivot = text.split("read pass@k")[0].splitlines()  # the first table's lines
+    lines = {tok: ln for ln in pivot for tok in ln.split()[:2] if tok in conds}
+    assert "[no signal]" in lines["sft_grpo"] and "[no update]" in lines["sft_grpo_lr0"]
+    assert "[no" not in lines["raw_grpo"] and "[no" not in lines["sft"]
+    assert "not a result of the method" in text
+    assert "c50 [" in text and "R0.38 [" in text  # sft's graded line: 2 of 4 compile

@@ -517,3 +517,34 @@ def test_grpo_from_a_memorized_adapter_keeps_greedy_mem(tiny, memorized, one_tas
         lm, tok = load(tiny, str(adapter))
         text = generate(lm, tok, [one_task["prompt"]], max_tokens=64)[0][0].text
         assert score_completions([text], [one_task["answer"]])[0].exact, (adapter, text)
+
+
+def test_keep_best_keeps_the_adapter_of_the_lowest_validation_loss(tiny, harness_tasks, tmp_path):
+    """sft.keep_best: the adapter saved is the one whose validation loss was lowest — the
+    summary names the iteration and loss the metrics log shows as the minimum, and the saved
+    adapter, loaded afresh, scores that loss again on the valid set."""
+    import mlx.core as mx
+    from mlx_lm.tuner.datasets import CacheDataset, ChatDataset
+    from mlx_lm.tuner.trainer import evaluate as mlx_evaluate
+
+    from jacrl.models import load
+
+    cfg = dataclasses.replace(
+        QUICK, iters=6, learning_rate=3e-2, steps_per_eval=2, keep_best=True, val_batches=-1
+    )
+    art = tr.sft(tiny, harness_tasks[:2], harness_tasks[2:4], cfg, tmp_path, log=lambda _: None)
+    s = art.manifest["summary"]
+    vals = [json.loads(x) for x in (art.path / "metrics.jsonl").read_text().splitlines()]
+    vals = [(v["val_loss"], v["iteration"]) for v in vals if v["event"] == "val"]
+    assert len(vals) >= 3  # iteration 0, every 2, before the last
+    loss, it = min(vals)
+    assert it != vals[-1][1]  # the premise: the best is not the last (lr 3e-2 overshoots)
+    assert s["keep_best"] is True and s["best_iter"] == it
+    assert s["best_val_loss"] == pytest.approx(loss, abs=1e-6)
+    model, tok = load(tiny, str(art.adapter_path), fresh=True)
+    valid = [json.loads(x) for x in (art.path / "data" / "valid.jsonl").read_text().splitlines()]
+    ds = CacheDataset(ChatDataset(valid, tok, mask_prompt=True))
+    again = mlx_evaluate(
+        model, ds, batch_size=1, num_batches=-1, loss=mlx_compat.sft_loss, max_seq_length=2048
+    )
+    assert float(mx.array(again)) == pytest.approx(loss, rel=1e-4)

@@ -18,10 +18,11 @@ def graded(row: dict) -> dict:
     (95 % t interval over tasks; NaN for rows made before it was recorded)."""
     tasks = row.get("per_task") or []
     n = len(tasks)
+    out = {}
     compiled = sum(t.get("greedy_tier") in COMPILED for t in tasks)
-    out = {"compile_pct": round(100 * compiled / n, 2) if n else math.nan}
     for name, k in (("compile", compiled), ("run", int(row.get("runs", 0)))):
         lo, hi = wilson(k, n) if n else (math.nan, math.nan)
+        out[f"{name}_pct"] = round(100 * k / n, 2) if n else math.nan
         out[f"{name}_lo"], out[f"{name}_hi"] = round(100 * lo, 2), round(100 * hi, 2)
     rewards = [t["greedy_reward"] for t in tasks if "greedy_reward" in t]
     m, lo, hi = mean_interval(rewards) if len(rewards) == n and n else (math.nan,) * 3
