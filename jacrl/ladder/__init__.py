@@ -41,7 +41,7 @@ hashes), condition, the evaluation seed, each stage's resolved hyperparameters (
 cell's training seed; iterations and, for grading stages, the reward formula included), the
 configs its evaluation reads (`jacrl.stages` `eval_reads`: an sft, sft_rft or star cell's mem
 temperature is calibrated with the cell's GRPO settings), the evaluation settings, the hash of
-the tasks it trains/validates/evaluates on, the code its stages and evaluation import
+the tasks it trains/validates/evaluates on, the code its runner and stages import
 (`jacrl.provenance.code_of`) and the training notebook's code (tests/test_cell_keys.py).
 `make_cell` computes it; the ladder hands the notebook the whole cell, its key included, as one
 parameter (`cell_json`), and the rows are filed under it. `run` skips a cell only when rows with
