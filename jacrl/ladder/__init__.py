@@ -20,8 +20,9 @@ Conditions (`jacrl.conditions`, data: each its stages in order and its overrides
 model as is), `sft` (gold SFT on the rung's tasks), `sft_grpo` (GRPO continuing the sft adapter —
 the same content-addressed SFT artifact the sft cell trained), `raw_grpo` (GRPO on the base);
 not in the default list: `sft_grpo_tuned` (sft_grpo with the GRPO learning rate x10 and
-iterations x2, the recipe's tuned arm), `sft_rft` (RFT sampling from the sft adapter) and `star`
-(STaR: gold SFT, then rounds of verified samples).
+iterations x2, the recipe's tuned arm), `sft_rft` (RFT sampling from the sft adapter), `star`
+(STaR: gold SFT, then rounds of verified samples) and `sft_dpo` (DPO continuing the sft adapter);
+`jacrl ladder --help` lists them from the table.
 
 Formats (`--formats hole,conversion`, the innermost axis): `hole` (hole-fill: the instruction and
 the template, the default) and `conversion` (Python -> Jac: the function's Python sidecar and the
