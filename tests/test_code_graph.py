@@ -1,7 +1,8 @@
 """A key's code is every jacrl module its code imports (`jacrl.code_graph`), found without a list:
 the graph's rules on a small package whose closure is written out by hand; on the real package,
 perturbing each module changes exactly the keys (cells' and artifacts') whose code imports it, a
-new module counts once a cell's code imports it, and the exemptions exist and key nothing."""
+new module counts once a cell's code imports it, the exemptions exist and key nothing, and every
+import Python itself runs as the cells' code loads (a second implementation) is in the graph."""
 
 from __future__ import annotations
 
@@ -152,3 +153,54 @@ def test_a_planned_cell_key_moves_with_the_code_its_cell_imports(package, data_d
     budget = package / "token_budget.py"
     budget.write_text(budget.read_text().replace("def ", "def _unused():\n    pass\n\n\ndef ", 1))
     assert key() != before
+
+
+# Run in a fresh interpreter: every import statement the roots' modules execute as they load,
+# recorded by Python's own import machinery (a second implementation of the graph's edges).
+RECORD = """
+import builtins, importlib, json, sys
+real, edges = builtins.__import__, []
+def record(name, globals=None, locals=None, fromlist=(), level=0):
+    module = real(name, globals, locals, fromlist, level)
+    importer = (globals or {}).get("__name__", "")
+    if importer.startswith("jacrl."):
+        base = globals["__package__"].rsplit(".", level - 1)[0] if level > 1 else (
+            globals["__package__"] if level else "")
+        full = ".".join(p for p in (base, name) if p)
+        edges.append([importer, [t for t in [full, *(f"{full}.{f}" for f in fromlist or ())]
+                                 if t in sys.modules]])
+    return module
+builtins.__import__ = record
+for root in sys.argv[1:]:
+    importlib.import_module(root)
+print(json.dumps(edges))
+"""
+
+
+def test_the_graph_holds_every_import_python_runs_as_the_cells_code_loads():
+    """Each module-level import that a keyed module executes (seen by `__import__`, not read
+    from the source) names a keyed module, an exempt one, or a package (whose re-exports the
+    graph follows to their source)."""
+    import json
+    import subprocess
+    import sys
+
+    roots = sorted({r for rs in _roots().values() for r in rs})
+    out = subprocess.run(
+        [sys.executable, "-c", RECORD, *roots], capture_output=True, text=True, check=True
+    )
+    files = code_graph.modules()
+    keyed = {
+        m for m, p in files.items() if p in set(code_graph.imported_sources(roots)) and "." in m
+    }
+    missing = set()
+    for importer, targets in json.loads(out.stdout):
+        if importer not in keyed or files[importer].name == "__init__.py":
+            continue
+        for t in targets:
+            package = t in files and files[t].name == "__init__.py"
+            exempt = any(t == u or t.startswith(u + ".") for u in code_graph.UNKEYED)
+            if t in files and not package and not exempt and t not in keyed:
+                missing.add(f"{importer} -> {t}")
+    assert missing == set()
+    assert len(keyed) > 30
