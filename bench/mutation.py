@@ -151,7 +151,7 @@ MODULES = {
         "tests/test_ladder_formats.py::test_a_hole_cell_keys_and_names_as_before",
         "tests/test_cell_keys.py",
         "tests/test_stages.py::test_a_key_holds_only_the_code_its_stage_imports",
-        "tests/test_stages.py::test_a_cells_code_is_its_stages_and_its_evaluations",
+        "tests/test_stages.py::test_a_cells_code_is_its_stages_and_its_runners",
         "tests/test_ladder_plan.py",
     ],
     "tasks": selection(
@@ -196,7 +196,12 @@ MODULES = {
         MORE,
     ),
     "executor/server": MORE,
+    "code_graph": [
+        "tests/test_code_graph.py",
+        "tests/test_stages.py::test_a_key_holds_only_the_code_its_stage_imports",
+    ],
     "provenance": selection(
+        "tests/test_code_graph.py",
         "tests/test_evaluate.py::test_code_version_ignores_comments_and_docstrings",
         "tests/test_evaluate.py::test_code_version_changes_with_the_code_of_a_listed_module",
         "tests/test_evaluate.py::test_code_version_covers_the_result_modules",

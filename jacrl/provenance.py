@@ -1,8 +1,8 @@
 """What a result depends on, as hashes: files and model/adapter dirs, task data, the code, the
 git commit and the library versions. `provenance(...)` is the record every eval row carries;
-`code_of(modules)` is part of every artifact's and ladder cell's key (the code they import);
-`rebuild_verdict` / `rows_verdict` tell a rebuilt adapter that differs by training noise from
-one whose inputs changed.
+`code_of(roots)` is part of every artifact's and ladder cell's key (the code they import,
+`jacrl.code_graph`); `rebuild_verdict` / `rows_verdict` tell a rebuilt adapter that differs by
+training noise from one whose inputs changed.
 """
 
 from __future__ import annotations
@@ -17,28 +17,10 @@ from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from jacrl.code_graph import imported_sources, modules
 from jacrl.project import ProjectNotFound, find_root
 
 PACKAGE = Path(__file__).resolve().parent
-
-# The modules (or packages: every *.py in them) whose code decides what a training run or an
-# evaluation produces. Not listed, so editing them never invalidates an artifact or a row: the
-# CLI, report, notebooks helpers, kernel, mining, variants, the ladder's orchestration and the
-# project paths. stats is listed because it computes the row's pass@k and Wilson bounds.
-RESULT_MODULES = (
-    "config",
-    "executor",
-    "extract",
-    "jacsyntax",
-    "reward",
-    "tasks",
-    "prompts",
-    "generate",
-    "evaluate",
-    "stats",
-    "models",
-    "train",
-)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -130,103 +112,28 @@ def code_hash(path: Path) -> str:
     return _CODE_HASHES[key]
 
 
-def result_sources(package: Path = PACKAGE, modules: Iterable[str] = RESULT_MODULES) -> list[Path]:
-    """The source files of `modules` (a package: all its *.py), sorted; a listed module that
-    does not exist is an error (the list must follow a rename)."""
-    files = []
-    for name in modules:
-        if (package / name).is_dir():
-            files += (package / name).rglob("*.py")
-        elif (package / f"{name}.py").is_file():
-            files.append(package / f"{name}.py")
-        else:
-            raise FileNotFoundError(f"{package / name}(.py): listed in RESULT_MODULES, not found")
-    return sorted(files)
-
-
 def now() -> str:
     """The UTC time to the second: how rows, status files and records are stamped."""
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
-def code_version(package: Path = PACKAGE, modules: Iterable[str] = RESULT_MODULES) -> str:
-    """sha256 over the code of the modules results depend on (`RESULT_MODULES`): each file's
-    path in the package and its `code_hash`. Comments and docstrings do not count."""
+def code_of(roots: Iterable[str], package: Path | None = None) -> str:
+    """sha256 over the code `roots` run: each file of `code_graph.imported_sources` (the roots
+    and every jacrl module they import, transitively, but the `UNKEYED` ones), its path in the
+    package and its `code_hash`. An artifact's key holds its trainer's, a cell's its runner's
+    and its stages'; comments and docstrings do not count, and a module nothing of theirs
+    imports (a new trainer, the CLI) re-keys nothing."""
+    package = package or PACKAGE
     h = hashlib.sha256()
-    for p in result_sources(package, modules):
+    for p in imported_sources(roots, package):
         h.update(p.relative_to(package).as_posix().encode() + b"\0" + code_hash(p).encode() + b"\0")
     return h.hexdigest()
 
 
-# What a key's code part may hold: the result modules but config, whose values every key holds
-# itself (so a new stage's config class re-keys nothing).
-KEYED_CODE = tuple(m for m in RESULT_MODULES if m != "config")
-# Packages whose every file counts once one of them is imported: the executor's worker scripts
-# run in other processes, so no import reaches them.
-WHOLE_PACKAGES = ("executor",)
-
-
-_IMPORTS: dict[str, set[str]] = {}  # sha256 of the source -> the jacrl modules it imports
-
-
-def _imports(path: Path) -> set[str]:
-    """The jacrl modules a source file imports (absolute names such as jacrl.reward; `from
-    jacrl.train import grpo` names jacrl.train and, as it is a module, jacrl.train.grpo), found in
-    its syntax tree; cached by the file's bytes."""
-    source = path.read_bytes()
-    key = sha256_bytes(source)
-    if key in _IMPORTS:
-        return _IMPORTS[key]
-    out = set()
-    for node in ast.walk(ast.parse(source, filename=str(path))):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names if a.name.split(".")[0] == "jacrl"}
-        elif (
-            isinstance(node, ast.ImportFrom)
-            and node.level == 0
-            and node.module
-            and node.module.split(".")[0] == "jacrl"
-        ):
-            out |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
-    _IMPORTS[key] = out
-    return out
-
-
-def imported_sources(
-    roots: Iterable[str], package: Path = PACKAGE, modules: Iterable[str] = RESULT_MODULES
-) -> list[Path]:
-    """The source files of `roots` (dotted jacrl module names) and of every jacrl module they
-    import, transitively, that is one of `modules` (or inside one), sorted. A package's
-    __init__ is not followed (its re-exports would pull in sibling trainers) and counts only
-    for WHOLE_PACKAGES, which count whole."""
-    allowed = tuple(modules)
-    seen: set[Path] = set()
-    todo = list(roots)
-    while todo:
-        parts = todo.pop().split(".")[1:]
-        path = package.joinpath(*parts).with_suffix(".py") if parts else package / "__init__.py"
-        if not parts or parts[0] not in allowed:
-            continue
-        if parts[0] in WHOLE_PACKAGES:
-            seen |= set((package / parts[0]).rglob("*.py"))
-            continue
-        if not path.is_file() or path in seen:
-            continue  # a package (its __init__) or a name that is no module
-        seen.add(path)
-        todo += _imports(path)
-    return sorted(seen)
-
-
-def code_of(
-    roots: Iterable[str], package: Path = PACKAGE, modules: Iterable[str] = KEYED_CODE
-) -> str:
-    """`code_version` of only the code `roots` run (`imported_sources`): an artifact's key holds
-    its trainer's, a cell's its stages' and evaluation's, so a new trainer module re-keys
-    nothing that does not import it."""
-    h = hashlib.sha256()
-    for p in imported_sources(roots, package, modules):
-        h.update(p.relative_to(package).as_posix().encode() + b"\0" + code_hash(p).encode() + b"\0")
-    return h.hexdigest()
+def code_version(package: Path | None = None) -> str:
+    """A row's record of the code it was made with: `code_of` every module of the package."""
+    package = package or PACKAGE
+    return code_of(list(modules(package)), package)
 
 
 def git_commit(repo: Path | None = None) -> str:

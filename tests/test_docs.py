@@ -40,19 +40,33 @@ def rel(page: Path) -> str:
     return str(page.relative_to(ROOT))
 
 
-@pytest.mark.parametrize("page", PAGES, ids=rel)
-def test_every_relative_link_resolves(page):
+# a document cited by its path in code spans (`../notes/x.md`, `/abs/y.md`), not as a link
+CITED = re.compile(r"`((?:\.\.?/|/)[^`\s]+\.md)`")
+
+
+def outside_links(page: Path, root: Path = ROOT) -> list[str]:
+    """The page's relative links and cited documents that lead to no file inside the repository
+    (a path above its root, an absolute path: a reader's clone has neither), or to a missing
+    heading."""
     bad = []
-    for target in LINK.findall(page.read_text()):
+    text = page.read_text()
+    for target in LINK.findall(text) + CITED.findall(text):
         if re.match(r"[a-z]+:", target):  # http(s), mailto: not ours to check offline
             continue
         path, _, frag = target.partition("#")
         dest = (page.parent / path).resolve() if path else page
-        if not dest.exists():
+        if path.startswith("/") or not dest.is_relative_to(root):
+            bad.append(f"{target}: outside the repository")
+        elif not dest.exists():
             bad.append(f"{target}: no such file")
         elif frag and dest.suffix == ".md" and frag not in anchors(dest):
-            bad.append(f"{target}: no heading #{frag} in {rel(dest)}")
-    assert bad == [], f"{rel(page)}: " + "; ".join(bad)
+            bad.append(f"{target}: no heading #{frag} in {dest.name}")
+    return bad
+
+
+@pytest.mark.parametrize("page", PAGES, ids=rel)
+def test_every_relative_link_resolves_inside_the_repository(page):
+    assert outside_links(page) == [], f"{rel(page)}: " + "; ".join(outside_links(page))
 
 
 def test_the_readme_is_short_and_links_every_page():
@@ -111,6 +125,19 @@ def test_the_checker_catches_a_broken_link_and_an_unmarked_block(tmp_path):
     assert anchors(page) == {"top"}
     assert [above for _, above in _command_blocks(page)] == [""]
     assert anchor("GRPO with mlx-lm-lora's own CLI") == "grpo-with-mlx-lm-loras-own-cli"
+    # links and cited documents that leave the repository, though the files exist
+    (tmp_path / "repo" / "docs").mkdir(parents=True)
+    (tmp_path / "notes.md").write_text("# Notes\n")
+    (tmp_path / "repo" / "README.md").write_text("# Readme\n")
+    doc = tmp_path / "repo" / "docs" / "d.md"
+    doc.write_text(
+        f"[in](../README.md#readme) [up](../../notes.md) `../../notes.md` `{tmp_path}/notes.md`\n"
+    )
+    assert outside_links(doc, tmp_path / "repo") == [
+        "../../notes.md: outside the repository",
+        "../../notes.md: outside the repository",
+        f"{tmp_path}/notes.md: outside the repository",
+    ]
 
 
 def test_generated_regions_match_their_recorded_runs(tmp_path):

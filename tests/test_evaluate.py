@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from jacrl import code_graph, provenance, results
 from jacrl import evaluate as ev
-from jacrl import provenance, results
 from jacrl.cli import evaluate as eval_cli
 from jacrl.config import EvalConfig
 from jacrl.generate import generate
@@ -264,7 +264,7 @@ def _package(tmp_path, files: dict[str, str]):
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    return provenance.code_version(tmp_path, ("reward", "train"))
+    return provenance.code_version(tmp_path)
 
 
 def test_code_version_ignores_comments_and_docstrings(tmp_path):
@@ -272,21 +272,22 @@ def test_code_version_ignores_comments_and_docstrings(tmp_path):
         "reward.py": '"""Doc."""\nX = 1\n\ndef f(a):\n    """Doc."""\n    return a + X\n',
         "train/__init__.py": "",
         "train/sft.py": "class S:\n    y = 2\n",
-        "cli.py": "print(1)\n",
+        "report/show.py": "print(1)\n",
     }
     before = _package(tmp_path, code)
-    assert before == provenance.code_version(tmp_path, ("reward", "train"))
+    assert before == provenance.code_version(tmp_path)
     edited = dict(code)
     edited["reward.py"] = (
         '"""Another doc."""\n# a comment\nX = 1  # one\n\n\n'
         'def f(a):\n    """Other."""\n    # why\n    return a + X\n'
     )
     edited["train/sft.py"] = 'class S:\n    """Now documented."""\n\n    y = 2\n'
-    edited["cli.py"] = "print(2)\n"  # not a listed module
+    edited["report/show.py"] = "print(2)\n"  # the report decides no result (UNKEYED)
     assert _package(tmp_path, edited) == before
 
 
 def test_code_version_changes_with_the_code_of_a_listed_module(tmp_path):
+    """Any module's code but an UNKEYED one's, a module added too: no list names them."""
     code = {"reward.py": "X = 1\n", "train/__init__.py": "", "train/grpo.py": "Y = 2\n"}
     before = _package(tmp_path, code)
     assert _package(tmp_path, {**code, "reward.py": "X = 2\n"}) != before
@@ -300,13 +301,16 @@ def test_code_version_changes_with_the_code_of_a_listed_module(tmp_path):
 
 
 def test_code_version_covers_the_result_modules():
-    names = {p.relative_to(provenance.PACKAGE).as_posix() for p in provenance.result_sources()}
-    for module in ("evaluate.py", "generate.py", "prompts.py", "reward.py", "config.py"):
+    names = {
+        p.relative_to(provenance.PACKAGE).as_posix()
+        for p in provenance.imported_sources(list(code_graph.modules()))
+    }
+    for module in ("evaluate.py", "token_budget.py", "reward.py", "train/sft.py", "cli/ladder.py"):
         assert module in names
-    for module in ("report/", "ladder/", "cli/", "project.py", "kernel.py", "notebooks.py"):
+    for module in ("report/", "project.py", "config.py", "jsonl.py"):
         assert not [n for n in names if n.startswith(module)], module
-    with pytest.raises(FileNotFoundError, match="RESULT_MODULES"):
-        provenance.code_version(provenance.PACKAGE, ("no_such_module",))
+    with pytest.raises(ModuleNotFoundError, match="jacrl.no_such_module"):
+        provenance.code_of(["jacrl.no_such_module"])
 
 
 # -- one real evaluation's row; percentages, families, best-of-1 -----------------------------------

@@ -3,7 +3,8 @@ artifact's key is made of (`provenance.artifact_inputs`), so a rebuilt adapter w
 said to differ in the code of which stage, its data, base model, stage config, parent or other
 parts, never a blanket "code differs". Then the rest of jacrl.provenance: what a directory's
 hash covers, the file-hash cache, a row's provenance fields, rebuild and row verdicts, an
-artifact's key, git_commit, the sources a module imports, code_hash's errors."""
+artifact's key, git_commit, code_hash's errors (the sources a key's code imports:
+tests/test_code_graph.py)."""
 
 from __future__ import annotations
 
@@ -197,38 +198,6 @@ def test_git_commit_outside_a_project_is_the_packages_checkouts(monkeypatch):
     want = provenance.git_commit(provenance.PACKAGE.parent)
     monkeypatch.setattr(provenance, "find_root", nowhere)
     assert provenance.git_commit() == want
-
-
-def test_the_sources_a_module_imports_transitively(tmp_path):
-    """imported_sources: the root's file and every allowed jacrl module it imports (`import
-    jacrl.x` and `from jacrl.x import y`), transitively, each once (an import cycle ends);
-    a whole package (executor) counts every file; names that are no module, modules not
-    allowed and other packages are passed over, not a stop."""
-    pkg = tmp_path / "jacrl"
-    (pkg / "executor").mkdir(parents=True)
-    files = {
-        "a.py": "import os\nfrom jacrl.b import f\nfrom jacrl import executor\n",
-        "b.py": "from jacrl.zzz import q\nfrom jacrl.a import g\nimport jacrl.c\n",
-        "c.py": "x = 1\n",
-        "zzz.py": "q = 1\n",
-        "executor/__init__.py": "",
-        "executor/w.py": "",
-    }
-    for name, text in files.items():
-        (pkg / name).write_text(text)
-    got = provenance.imported_sources(["jacrl.a"], pkg, ("a", "b", "c", "executor"))
-    assert [p.relative_to(pkg).as_posix() for p in got] == [
-        "a.py",
-        "b.py",
-        "c.py",
-        "executor/__init__.py",
-        "executor/w.py",
-    ]
-    # roots are taken last first: a name that is no module, then a whole package, then c
-    got = provenance.imported_sources(
-        ["jacrl.c", "jacrl.executor", "jacrl.b.f"], pkg, ("b", "c", "executor")
-    )
-    assert [p.name for p in got] == ["c.py", "__init__.py", "w.py"]
 
 
 def test_a_syntax_error_in_hashed_code_names_its_file(tmp_path):

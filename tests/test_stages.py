@@ -92,18 +92,21 @@ def test_a_key_holds_only_the_code_its_stage_imports(tmp_path):
     assert _hashes(pkg) == now
 
 
-def test_a_cells_code_is_its_stages_and_its_evaluations():
+def test_a_cells_code_is_its_stages_and_its_runners():
     from jacrl.ladder.plan import cell_modules
 
-    assert cell_modules("base") == ("jacrl.evaluate",)
-    assert cell_modules("sft") == ("jacrl.train.sft", "jacrl.train.grpo", "jacrl.evaluate")
-    assert cell_modules("sft_grpo") == ("jacrl.train.sft", "jacrl.train.grpo", "jacrl.evaluate")
+    assert cell_modules("base") == ("jacrl.ladder.cell",)
+    assert cell_modules("sft") == ("jacrl.train.sft", "jacrl.train.grpo", "jacrl.ladder.cell")
+    assert cell_modules("sft_grpo") == cell_modules("sft")
     assert "jacrl.train.rft" not in cell_modules("raw_grpo")
     files = {
-        p.name
-        for p in provenance.imported_sources(
-            cell_modules("base"), provenance.PACKAGE, provenance.KEYED_CODE
-        )
+        p.relative_to(provenance.PACKAGE).as_posix()
+        for p in provenance.imported_sources(cell_modules("base"))
     }
-    assert {"evaluate.py", "reward.py", "stats.py", "generate.py", "client.py"} <= files
-    assert not {"sft.py", "grpo.py", "config.py", "project.py"} & files
+    # what evaluating runs, the budget formula included (a base cell trains nothing)
+    runs = {"evaluate.py", "token_budget.py", "reward.py", "stats.py", "generate.py"}
+    assert runs | {"executor/client.py", "ladder/cell.py"} <= files
+    # no trainer it does not run, nothing of the report's, no config's code (its values are
+    # the key's)
+    assert not {"train/grpo.py", "train/dpo.py", "config.py", "project.py"} & files
+    assert not [f for f in files if f.startswith(("report/", "cli/"))]

@@ -25,6 +25,7 @@ from jacrl.cli import train as train_cli
 from jacrl.executor import SandboxUnavailable
 from jacrl.models import ModelError
 from jacrl.project import ROOT_ENV, ProjectNotFound, find_root
+from jacrl.stages import STAGES
 
 # what a user can get wrong; anything else is a bug and keeps its traceback
 EXPECTED = (
@@ -48,14 +49,33 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescript
         return help if "default" in help else super()._get_help_string(action)
 
 
+def sentence(text: str) -> str:
+    """A help line as the sentence that opens a command's --help: capitalised, with its stop."""
+    text = text.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "?", "!")) else ".")
+
+
 class Parser(argparse.ArgumentParser):
-    """Subparsers inherit the class: the help formatter everywhere, usage errors in one line, and
-    no abbreviated options (`--rung` is not `--rungs`: a typo never picks a flag)."""
+    """Subparsers inherit the class: the help formatter everywhere, usage errors in one line, no
+    abbreviated options (`--rung` is not `--rungs`: a typo never picks a flag), and a subcommand
+    given no description opens its --help with its one-line help, as a sentence."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def add_subparsers(self, **kwargs):
+        action = super().add_subparsers(**kwargs)
+        add = action.add_parser
+
+        def add_parser(name, **kw):
+            if kw.get("description") is None and kw.get("help"):
+                kw["description"] = sentence(kw["help"])
+            return add(name, **kw)
+
+        action.add_parser = add_parser
+        return action
 
     def error(self, message):
         verb = self.prog.removeprefix("jacrl").strip()
@@ -91,8 +111,20 @@ def _version() -> str:
 # -------------------------------------------------------------------------------------------
 
 
+DESCRIPTION = f"""\
+Teach small code models the Jac language: build tasks from Jac programs with a hole, train LoRA
+adapters on them (stages {", ".join(STAGES)}), evaluate with a reward that runs the model's
+code, and run the ladder of experiments. `jacrl VERB --help` says what each verb does; the README
+and docs/ say more.
+
+The project (drivers/, data/, models/, results/, ...) is `--root DIR`, else JACRL_ROOT, else the
+nearest folder holding jacrl.toml above the working directory. An expected error (a bad argument,
+a missing file or model, a corrupt JSONL line) prints one line, `jacrl: VERB: MESSAGE`, and exits
+2; `--debug` shows the traceback instead."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = Parser(prog="jacrl", description=__doc__)
+    ap = Parser(prog="jacrl", description=DESCRIPTION)
     ap.add_argument("--version", action="version", version=f"jacrl {_version()}")
     ap.add_argument(
         "--root",

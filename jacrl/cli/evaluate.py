@@ -268,6 +268,9 @@ def add(subparsers) -> None:
     p = subparsers.add_parser(
         "generate",
         help="best-of-k generation verified by the Jac runtime",
-        description=run_generate.__doc__,
+        description="Sample k completions for a task (or a prompt) and print the first one the "
+        "Jac runtime accepts;\nexit 1 when none is. For a task, accepted means its output is the "
+        "expected output; for a bare\nprompt, that it runs cleanly (compiles, exits 0, nothing "
+        "on stderr), which is unverified.",
     )
     add_generate_arguments(p).set_defaults(func=run_generate)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import textwrap
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from pathlib import Path
 from jacrl import jsonl, kernel, ladder
 from jacrl.cli import train as train_cli
 from jacrl.cli.evaluate import int_list
+from jacrl.conditions import CONDITIONS, DEFAULT_CONDITIONS
 from jacrl.config import REWARD_FORMULAS, configure
 from jacrl.ladder import LadderConfig, parse_iters
 from jacrl.project import figures_for
@@ -149,7 +151,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
-def _paths(p: argparse.ArgumentParser, figures: bool = True) -> None:
+def _paths(
+    p: argparse.ArgumentParser, figures: bool = True, results: str = "the project's results/"
+) -> None:
     p.add_argument(
         "--data",
         "--data-dir",
@@ -160,7 +164,7 @@ def _paths(p: argparse.ArgumentParser, figures: bool = True) -> None:
     p.add_argument(
         "--results",
         default="",
-        help="results dir: rl_ladder.jsonl, cells/ (default: the project's results/)",
+        help=f"results dir: rl_ladder.jsonl, cells/ (default: {results})",
     )
     if figures:
         p.add_argument(
@@ -315,16 +319,41 @@ def run_kernel(args: argparse.Namespace) -> int:
     return 0
 
 
+def ladder_description() -> str:
+    """`jacrl ladder --help`: what the ladder does, its verbs, and the conditions of the table
+    (`jacrl.conditions`) with their help; the design is the module's docstring and docs/."""
+    width = max(map(len, CONDITIONS)) + 4
+    conditions = "\n".join(
+        textwrap.fill(f"  {name:<{width - 2}}{c.help}", 96, subsequent_indent=" " * width)
+        for name, c in CONDITIONS.items()
+    )
+    return (
+        "Run the experiment ladder: every cell (rung x model x condition) trains, evaluates, and "
+        "appends its\nrows to results/rl_ladder.jsonl; a cell that has its rows is not run again."
+        "\n\n"
+        "  jacrl ladder plan   every cell, its key and whether its rows exist; runs nothing\n"
+        "  jacrl ladder run    run the cells without rows (a failing cell is recorded, the "
+        "rest go on);\n"
+        "                      --recipe smart: the staged compute-smart recipe instead\n"
+        "  jacrl ladder show   the table (pass rates with Wilson intervals, McNemar against "
+        "base) and figures\n\n"
+        f"Conditions (--conditions; default: {','.join(DEFAULT_CONDITIONS)}):\n{conditions}\n\n"
+        "More: docs/ladder.md."
+    )
+
+
 def add(subparsers) -> None:
     """Register `ladder {plan,run,show}`, `demo` and `kernel` (what the cells run on)."""
     p = subparsers.add_parser(
         "ladder",
-        help="the ladder: plan / run / show",
-        description=__doc__ + "\n" + ladder.__doc__,
+        help="plan, run and show the experiment ladder",
+        description=ladder_description(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = p.add_subparsers(dest="ladder_verb", required=True)
-    q = sub.add_parser("plan", help="a table of every cell (stages, key, status); runs nothing")
+    q = sub.add_parser(
+        "plan", help="show every cell of the ladder (stages, key, status); runs nothing"
+    )
     add_arguments(q).set_defaults(func=run_plan)
     q.add_argument(
         "--commands",
@@ -353,7 +382,9 @@ def add(subparsers) -> None:
         help="the Ray cluster of --engine ray (default: RAY_ADDRESS, else a local Ray instance)",
     )
     q = sub.add_parser(
-        "show", help="pivot, Wilson CIs, McNemar vs base and hole vs conversion; figures"
+        "show",
+        help="show the results: pass rates with Wilson intervals, McNemar against base, "
+        "hole-fill against conversion, and the figures",
     )
     q.add_argument(
         "--results",
@@ -392,19 +423,31 @@ def add(subparsers) -> None:
         "to a subfolder named after the filter, e.g. figures/where-n=8/",
     )
     q.set_defaults(func=run_show)
+    _add_demo_and_kernel(subparsers)
+
+
+def _add_demo_and_kernel(subparsers) -> None:
+    demo = ladder.demo_config()
     p = subparsers.add_parser(
         "demo",
-        help="a small ladder on jac-tiny in minutes: rows and figures in a fresh "
+        help="run a small ladder on jac-tiny in minutes: rows and figures in a fresh "
         "results/demo/<time>/ (--results DIR for another), printed beside the committed rows",
+        description="Run a small ladder on jac-tiny in minutes (rungs "
+        f"{' and '.join(demo.rungs)} x {', '.join(demo.conditions)}), building\nthe tasks "
+        "first if they are missing; print "
+        "its table, the figures it drew, and its rows beside the\ncommitted reference rows "
+        "(results/rl_ladder.jsonl), saying what moved and why. Without --results,\ntracked "
+        "files are left as they are.",
     )
-    _paths(p)
+    _paths(p, results="a fresh results/demo/<UTC time>/")
     p.add_argument("--model", default="jac-tiny", help="registry name or MLX model dir")
     p.set_defaults(func=run_demo)
     p = subparsers.add_parser(
         "kernel",
         help="install the `jacrl` Jupyter kernel (OpenBLAS "
         "preloaded) that the notebooks and the ladder's cells run on",
-        description=kernel.__doc__,
+        description="Install the jacrl Jupyter kernel (this Python with OpenBLAS preloaded) that "
+        "the notebooks and\nthe ladder's cells run on.\n\n" + kernel.__doc__.split("\n\n", 1)[1],
     )
     p.add_argument("--prefix", help="install prefix (default: this environment's, sys.prefix)")
     p.set_defaults(func=run_kernel)

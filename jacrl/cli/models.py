@@ -29,12 +29,14 @@ def add(subparsers) -> None:
     )
     p.add_argument("--seed", type=int, default=d.seed, help=f"random seed (default: {d.seed})")
     p.set_defaults(func=run_tiny_model)
-    p = subparsers.add_parser("models", help="check a model before hours of work")
+    p = subparsers.add_parser(
+        "models", help="check a model before hours of work, or import a GGUF file as one"
+    )
     sub = p.add_subparsers(dest="models_verb", required=True)
     q = sub.add_parser(
         "check",
-        help="tokenizer + config only: system role, end tokens, prompt "
-        "lengths, thinking mode, token budget",
+        help="will a model get through training and evaluation? (its tokenizer and config "
+        "only: system role, end tokens, prompt lengths, thinking mode, token budget)",
         description=_check_doc(),
     )
     q.add_argument("model", metavar="NAME|PATH", help="registry name or MLX model dir")
@@ -73,8 +75,8 @@ def add(subparsers) -> None:
 
     q = sub.add_parser(
         "import",
-        help="a GGUF file (llama architecture), or a wheel holding one, as a registered "
-        "mlx-lm model directory models/NAME",
+        help="import a GGUF file (llama architecture), or a wheel holding one, as a "
+        "registered MLX model directory models/NAME",
     )
     q.add_argument(
         "file",
@@ -103,9 +105,15 @@ def add(subparsers) -> None:
 
 
 def _check_doc() -> str:
+    """`models check --help`: what it does for a user, then model_check's table of checks (its
+    docstring from the second paragraph)."""
     from jacrl import model_check
 
-    return model_check.__doc__
+    rest = model_check.__doc__.split("\n\n", 1)[1]
+    return (
+        "Will this model get through hours of training and evaluation? Checked from its "
+        "tokenizer and\nconfig.json alone (no weights are loaded), before any work.\n\n" + rest
+    )
 
 
 CHECKED = ("sft", "grpo", "eval")  # the configs (of jacrl.stages.CONFIGS) model_check reads

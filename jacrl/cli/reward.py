@@ -14,7 +14,7 @@ from jacrl.tasks import read_tasks
 
 
 def add(sub) -> None:
-    p = sub.add_parser("run", help="run one .jac file in the isolated executor")
+    p = sub.add_parser("run", help="run one .jac file in the sandbox the reward runs model code in")
     p.add_argument("file", help="the .jac program")
     p.add_argument("--timeout", type=float, default=20.0, help="seconds before the run is killed")
     p.add_argument("--subprocess", action="store_true", help="plain `jac run` backend")

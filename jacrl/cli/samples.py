@@ -13,7 +13,12 @@ from jacrl.samples import TIERS, browse, browse_pairs, read_pairs, read_samples
 def add(subparsers) -> None:
     """Register `samples`."""
     p = subparsers.add_parser(
-        "samples", help="browse the completions kept by eval --log-samples", description=__doc__
+        "samples",
+        help="browse the completions kept by eval --log-samples",
+        description="Browse the completions an evaluation kept (jacrl eval --log-samples): one "
+        "line per task, or\none task's gold answer and expected output beside its samples. Given "
+        "a DPO artifact's pairs.jsonl\n(or its folder): one line per preference pair, or one "
+        "task's pairs.",
     )
     p.add_argument(
         "file",

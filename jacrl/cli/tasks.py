@@ -123,7 +123,9 @@ def add(subparsers) -> None:
     )
     p.set_defaults(func=run_build_tasks)
 
-    p = subparsers.add_parser("split", help="holdout / trainpool / valid -> data/splits/")
+    p = subparsers.add_parser(
+        "split", help="split the tasks into the holdout, the train pool and valid (data/splits/)"
+    )
     p.add_argument(
         "--data",
         default=None,
@@ -152,7 +154,8 @@ def add(subparsers) -> None:
     p.set_defaults(func=run_rung)
 
     p = subparsers.add_parser(
-        "mine", help="inventory a .jac tree; --drafts DIR writes hole candidates"
+        "mine",
+        help="inventory a tree of .jac files; --drafts DIR writes draft drivers of hole candidates",
     )
     p.add_argument("tree", nargs="?", default=None, help="default: jaclang's bundled sources")
     p.add_argument(

@@ -98,7 +98,9 @@ def add(subparsers) -> None:
     p = subparsers.add_parser(
         "train",
         help="train (or reuse) a content-addressed LoRA artifact",
-        description=run_train.__doc__,
+        description=f"Train a LoRA adapter with one training stage ({', '.join(sorted(STAGES))}) "
+        "and print\nits folder and key. An adapter built before from the same inputs (model, "
+        "tasks, settings,\ncode) is reused, not retrained.",
     )
     p.add_argument("stage", choices=sorted(STAGES), help="training stage")
     p.add_argument("--model", default="jac-tiny", help="registry name or MLX model dir")

@@ -20,8 +20,9 @@ Conditions (`jacrl.conditions`, data: each its stages in order and its overrides
 model as is), `sft` (gold SFT on the rung's tasks), `sft_grpo` (GRPO continuing the sft adapter —
 the same content-addressed SFT artifact the sft cell trained), `raw_grpo` (GRPO on the base);
 not in the default list: `sft_grpo_tuned` (sft_grpo with the GRPO learning rate x10 and
-iterations x2, the recipe's tuned arm), `sft_rft` (RFT sampling from the sft adapter) and `star`
-(STaR: gold SFT, then rounds of verified samples).
+iterations x2, the recipe's tuned arm), `sft_rft` (RFT sampling from the sft adapter), `star`
+(STaR: gold SFT, then rounds of verified samples) and `sft_dpo` (DPO continuing the sft adapter);
+`jacrl ladder --help` lists them from the table.
 
 Formats (`--formats hole,conversion`, the innermost axis): `hole` (hole-fill: the instruction and
 the template, the default) and `conversion` (Python -> Jac: the function's Python sidecar and the
@@ -41,7 +42,7 @@ hashes), condition, the evaluation seed, each stage's resolved hyperparameters (
 cell's training seed; iterations and, for grading stages, the reward formula included), the
 configs its evaluation reads (`jacrl.stages` `eval_reads`: an sft, sft_rft or star cell's mem
 temperature is calibrated with the cell's GRPO settings), the evaluation settings, the hash of
-the tasks it trains/validates/evaluates on, the code its stages and evaluation import
+the tasks it trains/validates/evaluates on, the code its runner and stages import
 (`jacrl.provenance.code_of`) and the training notebook's code (tests/test_cell_keys.py).
 `make_cell` computes it; the ladder hands the notebook the whole cell, its key included, as one
 parameter (`cell_json`), and the rows are filed under it. `run` skips a cell only when rows with

@@ -34,7 +34,9 @@ from jacrl.stages import STAGES
 # -------------------------------------------------------------------------------------------
 
 
-EVAL_MODULES = ("jacrl.evaluate",)  # the code every cell's evaluation runs (with its imports)
+# What runs a cell (notebook 30's entry point: train, evaluate, file the rows): with its stages'
+# trainers, which it imports by name from the stage table, the roots of the cell's code key.
+CELL_RUNNER = ("jacrl.ladder.cell",)
 
 
 @dataclass(frozen=True)
@@ -247,7 +249,7 @@ def make_cell(
     `ladder run` finds them. The key holds exactly what the cell's rows are made from: its
     stages' configs, the configs its evaluation reads (`eval_reads`: the fields the table names,
     e.g. GRPO's calibration settings for an sft cell), the eval settings (`eval_settings`), the
-    tasks, the model, the code its stages and evaluation import (`cell_modules`) and the
+    tasks, the model, the code its runner and stages import (`cell_modules`) and the
     notebook; `format`/`paired` only when not plain hole-fill, `train_seed` only when it is not
     cfg.seed. tests/test_cell_keys.py checks this field by field."""
     cfg = validate(cfg)
@@ -323,11 +325,13 @@ def _plain(v):
 
 
 def cell_modules(condition: str) -> tuple[str, ...]:
-    """The modules whose code (with their imports) makes a cell's rows: its stages' trainers,
-    the evaluation, and the trainers of the stages its evaluation reads (calibration is GRPO's)."""
+    """The modules whose code (with all they import, `jacrl.code_graph`) makes a cell's rows:
+    its stages' trainers, the trainers and calibrations of the stages its evaluation reads
+    (calibration is GRPO's), and the cell runner."""
     c = condition_of(condition)
-    reads = STAGES[c.last].eval_reads if c.last else {}
-    return tuple(dict.fromkeys([*(STAGES[s].module for s in (*c.stages, *reads)), *EVAL_MODULES]))
+    stages = [STAGES[s] for s in (*c.stages, *(STAGES[c.last].eval_reads if c.last else {}))]
+    paths = [p for st in stages for p in (st.trainer, st.calibrates) if p]
+    return tuple(dict.fromkeys([*(p.partition(":")[0] for p in paths), *CELL_RUNNER]))
 
 
 def rung_sft_iters(cfg: LadderConfig, rung: str) -> int:
