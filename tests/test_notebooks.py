@@ -334,7 +334,15 @@ def test_40_ladder_analysis_defaults(project, trained):
     assert s["project"] == str(project) and s["results"] == str(results)
     assert s["rows"] == 4 and s["evaluations"] == 4 and s["mcnemar"] == 2
     assert s["figures"] == [
-        str(figs / n) for n in ("ladder.png", "ladder_passk.png", "ladder_families.png")
+        str(figs / n)
+        for n in (
+            "ladder.png",
+            "ladder_passk.png",
+            "ladder_compile.png",  # the graded measures: the rows record them
+            "ladder_run.png",
+            "ladder_reward.png",
+            "ladder_families.png",
+        )
     ]
     assert (figs / "ladder.png").stat().st_size > 1000 and (figs / "ladder_passk.png").is_file()
     assert s["stale_figures"] == {}  # each records the rows file it was drawn from

@@ -493,3 +493,22 @@ def test_show_marks_a_grpo_cell_without_signal_or_update(tmp_path):
     assert "[no" not in lines["raw_grpo"] and "[no" not in lines["sft"]
     assert "not a result of the method" in text
     assert "c50 [" in text and "R0.38 [" in text  # sft's graded line: 2 of 4 compile
+
+
+def test_rows_made_before_the_signal_record_are_marked_by_their_adapter():
+    """The committed learnable rows' sft_grpo cells predate the signal record; their adapter's
+    weights hash is their sft parent's (GRPO never moved it), so show marks them [no update];
+    sft_dpo's adapter moved and stays unmarked."""
+    from jacrl.report.graded import NO_UPDATE, signal_marks
+
+    rows = report.load_rows(ROOT / "results" / "smollm2-learnable" / "rl_ladder.jsonl")
+    marks = signal_marks(rows)
+    by_cond = {}
+    for r in rows:
+        by_cond.setdefault(r["condition"], set()).add(marks[id(r)])
+    assert by_cond["sft_grpo"] == {NO_UPDATE} and by_cond["sft_dpo"] == {""}
+    sft = {(r["rung"], r["kind"]): r for r in rows if r["condition"] == "sft"}
+    for r in rows:  # the premise, checked by hand: equal hashes, parent by parent
+        if r["condition"] == "sft_grpo":
+            mine = r["provenance"]["adapter_weights_hash"]
+            assert mine == sft[(r["rung"], r["kind"])]["provenance"]["adapter_weights_hash"]

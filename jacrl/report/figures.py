@@ -398,8 +398,9 @@ def write_figures(
     source: str | os.PathLike | dict | None = None,
 ) -> list[Path]:
     """figures/ladder.png (pass@1 curves with Wilson error bars) and figures/ladder_passk.png, in
-    the project's figures/ by default, figures/formats.png (`plot_formats`) when the rows hold a
-    hole-fill vs conversion comparison and figures/ladder_families.png (`plot_families`) when they
+    the project's figures/ by default, ladder_compile/_run/_reward.png (the graded measures with
+    their intervals) when the rows record them, figures/formats.png (`plot_formats`) when the
+    rows hold a hole-fill vs conversion comparison and figures/ladder_families.png (`plot_families`) when they
     recorded task families. Returns the PNGs; each has an .svg and a .pdf beside it
     (`stamp.save_formats`). No ladder rows is an error (never blank figures). Each file carries
     the provenance of `source`, the rows file they come from (a path, stamped now, or
@@ -422,12 +423,16 @@ def write_figures(
     figs = [
         ("ladder.png", lambda: plot_curves(rows, "pass1_pct")),
         ("ladder_passk.png", lambda: plot_curves(rows, "passk_pct")),
-        # graded measures: how conditions rank where pass@1 sits at its floor
-        ("ladder_compile.png", lambda: plot_curves(rows, "compile_pct")),
-        ("ladder_run.png", lambda: plot_curves(rows, "run_pct")),
     ]
-    if not frame(rows).reward_mean.isna().all():
-        figs.append(("ladder_reward.png", lambda: plot_curves(rows, "reward_mean")))
+    if not frame(rows).reward_mean.isna().all():  # rows that record the graded measures
+        figs += [  # how conditions rank where pass@1 sits at its floor
+            (f"ladder_{name}.png", lambda v=value: plot_curves(rows, v))
+            for name, value in (
+                ("compile", "compile_pct"),
+                ("run", "run_pct"),
+                ("reward", "reward_mean"),
+            )
+        ]
     if not format_comparison(rows).empty:
         figs.append(("formats.png", lambda: plot_formats(rows)))
     if not family_table(rows).empty:

@@ -8,7 +8,9 @@ import math
 
 import pandas as pd
 
+from jacrl.conditions import CONDITIONS, alone
 from jacrl.samples import COMPILED
+from jacrl.stages import STAGES
 from jacrl.stats import mean_interval, wilson
 
 
@@ -63,3 +65,39 @@ def fmt_graded(line: dict | None) -> str:
     if pd.isna(line.get("reward_mean", math.nan)):
         return out + " R·"
     return out + f" R{line['reward_mean']:.2f} [{line['reward_lo']:.2f}-{line['reward_hi']:.2f}]"
+
+
+def signal_marks(rows: list[dict]) -> dict[int, str]:
+    """{id(row): its mark} (`signal_mark`); a row made before runs recorded their signal, of a
+    condition that trains from rewards, is marked "no update" when its adapter's weights hash
+    equals that of its parent condition's row (same model, rung and train seed): the update
+    never moved it."""
+    parent = {}
+    for r in rows:
+        cond = CONDITIONS.get(str(r.get("condition")))
+        digest = (r.get("provenance") or {}).get("adapter_weights_hash")
+        if cond is not None and digest and not _rewarded(cond):
+            parent[(r.get("model_name"), str(r.get("rung")), r.get("train_seed"), cond.name)] = (
+                digest
+            )
+    out = {}
+    for r in rows:
+        mark = signal_mark(r)
+        cond = CONDITIONS.get(str(r.get("condition")))
+        if (
+            not mark
+            and "training" not in r
+            and cond is not None
+            and _rewarded(cond)
+            and cond.shares
+        ):
+            key = (r.get("model_name"), str(r.get("rung")), r.get("train_seed"), alone(cond.shares))
+            digest = (r.get("provenance") or {}).get("adapter_weights_hash")
+            mark = NO_UPDATE if digest and parent.get(key) == digest else ""
+        out[id(r)] = mark
+    return out
+
+
+def _rewarded(cond) -> bool:
+    """Whether a condition has a stage that learns from rollouts' rewards (GRPO)."""
+    return any(STAGES[s].calibrates for s in cond.stages)

@@ -7,10 +7,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pandas as pd
+
 from jacrl import jsonl
 from jacrl.project import CELL_TIMES_FILE, ROWS_FILE
+from jacrl.report.graded import signal_mark
 from jacrl.report.rows import latest_rows, load_rows
-from jacrl.report.tables import ladder_table
+from jacrl.report.seeds import comparison_table, seed_comparisons, seed_summary, seed_table
+from jacrl.report.tables import graded_table, ladder_table
 
 
 def _md(header: list[str], lines: list[list[str]]) -> str:
@@ -74,13 +78,78 @@ def detail_markdown(rows: list[dict], times_file: str | os.PathLike) -> str:
     return _md(header, lines)
 
 
+def _frame_md(t: pd.DataFrame) -> str:
+    """A printable table (seed tables, comparisons) as markdown; "(none)" when empty."""
+    if t.empty:
+        return "(none)\n"
+    return _md(list(t.columns), [[_cell(v) for v in r] for r in t.itertuples(index=False)])
+
+
+def _cell(v) -> str:
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def graded_markdown(rows: list[dict]) -> str:
+    """`ladder show`'s graded table (gen, greedy): compile %, run %, mean reward, intervals."""
+    t = graded_table(rows)
+    if t.empty:
+        return "(no rows yet)\n"
+    lines = [[m, c, *(t.loc[(m, c), r] for r in t.columns)] for m, c in t.index]
+    return _md(["model", "condition", *(f"rung {r}" for r in t.columns)], lines)
+
+
+def training_markdown(rows: list[dict]) -> str:
+    """A line per cell with a reward-trained stage: its learning signal (`training_record`) —
+    signal rate, steps with signal, the adapter's move, the rollouts' tiers — and its mark."""
+    lines = []
+    for row in latest_rows([r for r in rows if r.get("kind") == "gen"]).values():
+        for stage, rec in (row.get("training") or {}).items():
+            if "signal_rate" not in rec:
+                continue
+            tiers = " ".join(f"{t} {n}" for t, n in (rec.get("tier_mix") or {}).items())
+            lines.append(
+                [
+                    row["rung"],
+                    row["condition"],
+                    row.get("train_seed", 0),
+                    stage,
+                    f"{rec['signal_steps']}/{rec['steps']}",
+                    f"{rec['signal_rate']:.3f}" if rec["signal_rate"] is not None else "·",
+                    f"{rec['adapter_delta']:.4g}" if rec["adapter_delta"] is not None else "·",
+                    tiers or "·",
+                    signal_mark(row) or "learned",
+                ]
+            )
+    if not lines:
+        return "(no reward-trained cell with a signal record yet)\n"
+    header = ["rung", "condition", "train seed", "stage", "steps with signal", "signal rate"]
+    return _md(header + ["adapter move (L2)", "rollout tiers", "verdict"], lines)
+
+
+def seeds_markdown(rows: list[dict]) -> str:
+    """Across training seeds: each condition's mean with its seeds x tasks interval, then the
+    paired comparisons (`ladder show`'s seed tables)."""
+    summary = seed_summary(rows)
+    if summary.empty or not (summary.seeds > 1).any():
+        return "(one training seed everywhere)\n"
+    return (
+        _frame_md(seed_table(summary))
+        + "\n"
+        + _frame_md(comparison_table(seed_comparisons(rows), min_seeds=2))
+    )
+
+
 def regions(results_dir: str | os.PathLike) -> dict[str, str]:
-    """{suffix: markdown} of a results folder: "pivot" and "detail"."""
+    """{suffix: markdown} of a results folder: "pivot", "detail", "graded", "training" and
+    "seeds"."""
     folder = Path(results_dir)
     rows = load_rows(folder / ROWS_FILE) if (folder / ROWS_FILE).is_file() else []
     return {
         "pivot": pivot_markdown(rows),
         "detail": detail_markdown(rows, folder / CELL_TIMES_FILE),
+        "graded": graded_markdown(rows),
+        "training": training_markdown(rows),
+        "seeds": seeds_markdown(rows),
     }
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from jacrl.conditions import baseline
 from jacrl.config import DEFAULT_FORMULA
-from jacrl.report.graded import NO_SIGNAL, NO_UPDATE, fmt_graded, graded, signal_mark
+from jacrl.report.graded import NO_SIGNAL, NO_UPDATE, fmt_graded, graded, signal_marks
 from jacrl.report.rows import (
     COND_ORDER,
     _order,
@@ -74,6 +74,7 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     """One line per (model, rung, condition, format, paired, kind), the last row winning; sorted
     model, rung order, condition order, format (hole, paired hole, conversion), kind."""
     recs = []
+    marks = signal_marks(rows)
     for key, row in latest_rows(rows).items():
         n, p = int(row.get("tasks", 0)), int(row.get("pass1", 0))
         lo, hi = wilson(p, n) if n else (math.nan, math.nan)
@@ -97,7 +98,7 @@ def frame(rows: list[dict]) -> pd.DataFrame:
                 "sampled1_pct": (row.get("pass_at_k") or {}).get("1", math.nan),
                 "temperature": row.get("temperature") if row.get("n") else math.nan,
                 **graded(row),
-                "signal": signal_mark(row),
+                "signal": marks.get(id(row), ""),
             }
         )
     df = pd.DataFrame(recs, columns=COLUMNS)
