@@ -398,14 +398,14 @@ def write_figures(
     source: str | os.PathLike | dict | None = None,
 ) -> list[Path]:
     """figures/ladder.png (pass@1 curves with Wilson error bars) and figures/ladder_passk.png, in
-    the project's figures/ by default, ladder_compile/_run/_reward.png (the graded measures with
-    their intervals) when the rows record them, figures/formats.png (`plot_formats`) when the
-    rows hold a hole-fill vs conversion comparison and figures/ladder_families.png (`plot_families`) when they
-    recorded task families. Returns the PNGs; each has an .svg and a .pdf beside it
-    (`stamp.save_formats`). No ladder rows is an error (never blank figures). Each file carries
-    the provenance of `source`, the rows file they come from (a path, stamped now, or
-    `stamp.source_stamp` taken before the rows were read); without one, of the rows themselves
-    (which no later check can compare with a file)."""
+    the project's figures/ by default; ladder_compile/_run/_reward.png (the graded measures with
+    their intervals) when the rows record them; figures/formats.png (`plot_formats`) when the
+    rows hold a hole-fill vs conversion comparison; figures/ladder_families.png
+    (`plot_families`) when they recorded task families. Returns the PNGs; each has an .svg and
+    a .pdf beside it (`stamp.save_formats`). No ladder rows is an error (never blank figures).
+    Each file carries the provenance of `source`, the rows file they come from (a path, stamped
+    now, or `stamp.source_stamp` taken before the rows were read); without one, of the rows
+    themselves (which no later check can compare with a file)."""
     from jacrl.project import path_or
 
     if not any(cell_of(r) for r in rows):
