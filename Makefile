@@ -11,7 +11,7 @@ STAMP := $(VENV)/.jacrl-installed
 T0 := $(shell date +%s)  # when make started: set-up's time is printed apart from the demo's
 UV := uv==0.13.9
 
-.PHONY: setup test demo ladder lab tasks mutation clean real-model real-ladder
+.PHONY: setup test demo ladder lab tasks mutation clean real-model real-ladder real-grpo
 
 setup: $(STAMP)
 	@# notebook outputs never reach a commit: git strips them with nbstripout (its clean filter,
@@ -74,6 +74,27 @@ REAL := --models smollm2-135m --gen-limit 12 -n 4 -k 1,2,4 --temperature 0.7 --b
 	--set grpo.learning_rate=1e-5 --set grpo.grad_checkpoint=false --set dpo.iters=20 \
 	--set dpo.max_tokens=256 --set dpo.samples=8 --set dpo.temperature=1.2 \
 	--set dpo.learning_rate=5e-6
+# GRPO that meets a learning signal (docs/real-model.md#grpo-on-a-real-model): the learnable family
+# at rung 3, every holdout task; SFT keeps its best validation checkpoint; GRPO's prompts are the
+# train pool beyond the rung (on the rung's own tasks the SFT policy passes every rollout: no
+# signal), 100 steps of one group of 4; sft (the parent, paired per seed) and sft_grpo over three
+# training seeds, then the controls (sft_grpo_lr0: the same run at learning rate 0; raw_grpo:
+# GRPO on the base model). Resumable, like real-ladder; rows in results/smollm2-grpo/.
+REAL_GRPO := --models smollm2-135m --data learnable/data --rungs 3 --gen-limit 0 -n 4 -k 1,2,4 \
+	--temperature 0.7 --budget-factor 1.5 --sft-iters 40 --set sft.learning_rate=1e-4 \
+	--set sft.warmup=4 --set sft.decay_steps=200 --set sft.grad_checkpoint=false \
+	--set sft.val_batches=2 --set sft.steps_per_eval=10 --set sft.keep_best=true \
+	--grpo-iters 100 --grpo-prompts beyond --set grpo.batch_size=1 --set grpo.group_size=4 \
+	--set grpo.temperature=0.7 --set grpo.max_completion_length=64 --set grpo.learning_rate=1e-5 \
+	--set grpo.grad_checkpoint=false --set grpo.steps_per_report=10 --results results/smollm2-grpo
+real-grpo: real-model
+	$(VENV)/bin/jacrl ladder run $(REAL_GRPO) --conditions sft,sft_grpo --train-seeds 0
+	$(VENV)/bin/jacrl ladder run $(REAL_GRPO) --conditions sft,sft_grpo --train-seeds 1,2
+	$(VENV)/bin/jacrl ladder run $(REAL_GRPO) --conditions base,sft_grpo_lr0,raw_grpo --train-seeds 0
+	$(VENV)/bin/jacrl ladder run $(REAL_GRPO) --conditions sft_grpo_lr0,raw_grpo --train-seeds 1,2
+	$(VENV)/bin/jacrl ladder show --results results/smollm2-grpo --figures results/smollm2-grpo/figures
+	$(PY) -m jacrl.report.markdown docs/real-model.md smollm2-grpo results/smollm2-grpo
+
 real-ladder: real-model
 	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 1,3,10 --conditions base,sft,sft_grpo,sft_dpo \
 	  --data learnable/data --results results/smollm2-learnable

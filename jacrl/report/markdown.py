@@ -153,15 +153,19 @@ def regions(results_dir: str | os.PathLike) -> dict[str, str]:
     }
 
 
-def write_regions(doc: str | os.PathLike, name: str, results_dir: str | os.PathLike) -> None:
-    """Write regions NAME-pivot and NAME-detail of `doc` from the results folder's rows."""
+def write_regions(
+    doc: str | os.PathLike, name: str, results_dir: str | os.PathLike, *suffixes: str
+) -> None:
+    """Write regions NAME-<suffix> of `doc` from the results folder's rows: every suffix of
+    `regions`, or only those given."""
     from jacrl.doc_regions import write_region
 
     for suffix, text in regions(results_dir).items():
-        write_region(doc, f"{name}-{suffix}", text)
+        if not suffixes or suffix in suffixes:
+            write_region(doc, f"{name}-{suffix}", text)
 
 
-if __name__ == "__main__":  # python -m jacrl.report.markdown DOC NAME RESULTS_DIR
+if __name__ == "__main__":  # python -m jacrl.report.markdown DOC NAME RESULTS_DIR [SUFFIX ...]
     import sys
 
-    write_regions(*sys.argv[1:4])
+    write_regions(*sys.argv[1:])
