@@ -11,7 +11,7 @@ import pandas as pd
 
 from jacrl import jsonl
 from jacrl.project import CELL_TIMES_FILE, ROWS_FILE
-from jacrl.report.graded import signal_mark
+from jacrl.report.graded import signal_mark, signal_marks
 from jacrl.report.rows import latest_rows, load_rows
 from jacrl.report.seeds import comparison_table, seed_comparisons, seed_summary, seed_table
 from jacrl.report.tables import graded_table, ladder_table
@@ -102,7 +102,11 @@ def training_markdown(rows: list[dict]) -> str:
     """A line per cell with a reward-trained stage: its learning signal (`training_record`) —
     signal rate, steps with signal, the adapter's move, the rollouts' tiers — and its mark."""
     lines = []
+    marks = signal_marks(rows)
     for row in latest_rows([r for r in rows if r.get("kind") == "gen"]).values():
+        if "training" not in row and marks[id(row)]:  # made before the record: its adapter says
+            cells = [row["rung"], row["condition"], row.get("train_seed", 0), "·", "·", "·"]
+            lines.append([*cells, "0 (its parent's weights)", "·", marks[id(row)]])
         for stage, rec in (row.get("training") or {}).items():
             if "signal_rate" not in rec:
                 continue
