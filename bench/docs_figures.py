@@ -83,11 +83,41 @@ def _real_model_speed(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _learnable_baseline(d: dict) -> str:
+    h, p = d["holdout"], d["trainpool"]
+    lines = [
+        f"Rewrite baseline ({d['rules']} regular expressions, no model): holdout "
+        f"**{h['exact']}/{h['tasks']}** exact, train pool {p['exact']}/{p['tasks']} (load "
+        f"{d['load_start'][0]:.1f} at the start).",
+        "",
+        "| rung | train tasks | shapes | templates (shape, combination) | holdout tasks whose "
+        "shape it trains | whose template it trains |",
+        "|---|---|---|---|---|---|",
+    ]
+    for rung, c in d["coverage"].items():
+        lines.append(
+            f"| {rung} | {c['train_tasks']} | {c['shapes']} | {c['templates']} | "
+            f"{c['holdout_shape_covered']}/64 | {c['holdout_template_covered']}/64 |"
+        )
+    split = d.get("smollm2_passes_by_coverage") or {}
+    if split:
+        lines += [
+            "",
+            "| SmolLM2 cell | greedy passes where the rung trains the shape | where it does not |",
+            "|---|---|---|",
+        ]
+        for cell, s in split.items():
+            (a, n), (b, m) = s["covered"], s["not covered"]
+            lines.append(f"| {cell} | {a}/{n} | {b}/{m} |")
+    return "\n".join(lines) + "\n"
+
+
 # NAME (bench/results/NAME.json) -> its figure's text
 FIGURES: dict[str, Callable[[dict], str]] = {
     "reward_throughput": _reward_throughput,
     "grpo_step": _grpo_step_reward,
     "real_model_speed": _real_model_speed,
+    "learnable_baseline": _learnable_baseline,
 }
 
 
