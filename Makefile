@@ -11,7 +11,8 @@ STAMP := $(VENV)/.jacrl-installed
 T0 := $(shell date +%s)  # when make started: set-up's time is printed apart from the demo's
 UV := uv==0.13.9
 
-.PHONY: setup test demo ladder lab tasks mutation clean real-model real-ladder real-grpo
+.PHONY: setup test demo demo-tiny demo-reference ladder lab tasks mutation clean real-model \
+	real-ladder real-grpo
 
 setup: $(STAMP)
 	@# notebook outputs never reach a commit: git strips them with nbstripout (its clean filter,
@@ -118,8 +119,18 @@ test: setup real-model
 tasks: setup
 	$(VENV)/bin/jacrl build-tasks
 
-demo: setup
+demo: real-model  # the main job: SmolLM2 on the learnable family (jacrl.ladder.demo)
 	$(VENV)/bin/jacrl demo
+
+demo-tiny: setup  # the embedded 4M-parameter jac-tiny: the plumbing in minutes
+	$(VENV)/bin/jacrl demo --model jac-tiny
+
+# the demo's committed reference (rows, cell times, the README's figures), remade when the code
+# its cells' keys hold changes (tests/test_demo_reference.py says when): a fresh run, not appended
+DEMO_REF := results/demo-smollm2-135m
+demo-reference: real-model
+	rm -f $(DEMO_REF)/rl_ladder.jsonl $(DEMO_REF)/cell_times.jsonl
+	$(VENV)/bin/jacrl demo --results $(DEMO_REF) --figures figures
 
 ladder: setup  # the full ladder; scope with JACRL_LADDER_RUNGS / _MODELS / _CONDITIONS / _ITERS;
 	@# JACRL_LADDER_ENGINE=ray runs the cells on a Ray cluster (RAY_ADDRESS, else a local instance)

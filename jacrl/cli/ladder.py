@@ -427,20 +427,24 @@ def add(subparsers) -> None:
 
 
 def _add_demo_and_kernel(subparsers) -> None:
-    demo = ladder.demo_config()
+    real, tiny = ladder.real_demo_config(), ladder.demo_config()
     p = subparsers.add_parser(
         "demo",
-        help="run a small ladder on jac-tiny in minutes: rows and figures in a fresh "
-        "results/demo/<time>/ (--results DIR for another), printed beside the committed rows",
-        description="Run a small ladder on jac-tiny in minutes (rungs "
-        f"{' and '.join(demo.rungs)} x {', '.join(demo.conditions)}), building\nthe tasks "
-        "first if they are missing; print "
-        "its table, the figures it drew, and its rows beside the\ncommitted reference rows "
-        "(results/rl_ladder.jsonl), saying what moved and why. Without --results,\ntracked "
-        "files are left as they are.",
+        help="run a small ladder on a real model (SmolLM2-135M) in minutes: rows and figures in "
+        "a fresh results/demo/<time>/ (--results DIR for another), beside the committed rows",
+        description=f"Run a small ladder on {real.models[0]} in minutes (the learnable family, "
+        f"rungs {' and '.join(real.rungs)} x\n{', '.join(real.conditions)}; `--model jac-tiny`: "
+        f"the embedded test model, rungs {' and '.join(tiny.rungs)} x "
+        f"{', '.join(tiny.conditions)},\nbuilding the tasks first if they are missing); print "
+        "its table, the figures it drew, and its rows\nbeside the committed reference rows, "
+        "saying what moved and why. Without --results, tracked\nfiles are left as they are.",
     )
     _paths(p, results="a fresh results/demo/<UTC time>/")
-    p.add_argument("--model", default="jac-tiny", help="registry name or MLX model dir")
+    p.add_argument(
+        "--model",
+        default=real.models[0],
+        help="registry name or MLX model dir; jac-tiny runs the tiny model's own demo",
+    )
     p.set_defaults(func=run_demo)
     p = subparsers.add_parser(
         "kernel",

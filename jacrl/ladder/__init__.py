@@ -75,7 +75,17 @@ from jacrl.ladder.cell import (
     notebook_params,
     train_cell,
 )
-from jacrl.ladder.demo import DEMO_GRPO, DEMO_SFT, demo, demo_config, ensure_data, training_runs
+from jacrl.ladder.demo import (
+    DEMO_GRPO,
+    DEMO_SFT,
+    config_for,
+    demo,
+    demo_config,
+    ensure_data,
+    real_demo_config,
+    reference_for,
+    training_runs,
+)
 from jacrl.ladder.plan import Cell, make_cell, paired_plan, plan, rung_sft_iters, stage_configs
 from jacrl.ladder.recipe_run import (
     RecipeRun,
@@ -117,6 +127,9 @@ __all__ = [
     "comma_list",
     "demo",
     "demo_config",
+    "real_demo_config",
+    "config_for",
+    "reference_for",
     "ensure_data",
     "evaluate_cell",
     "from_env",
