@@ -33,6 +33,9 @@ import hashlib
 import json
 import re
 import shutil
+import signal
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -114,12 +117,37 @@ def read_gguf(path: Path, source: Path | None = None) -> tuple[dict, dict]:
     arch = header.metadata.get("general.architecture")
     if arch not in ARCHITECTURES:
         raise _fail(source, f"architecture {arch!r}")
+    _read_in_child(path, source)
     try:
         tensors, meta = mx.load(str(path), return_metadata=True)
     except Exception as e:  # MLX's reader: anything the header check does not look at
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise _fail(source, f"unreadable GGUF ({first})") from None
     return tensors, meta
+
+
+# MLX's reader run once in a child first: should a header that passes the check still crash it,
+# the child dies, not the import (defence in depth: ~0.5 s for SmolLM2's 100 MB file)
+CHILD_READ = "import sys, mlx.core as mx; mx.load(sys.argv[1], return_metadata=True)"
+CHILD_TIMEOUT_S = 600
+
+
+def _read_in_child(path: Path, source: Path) -> None:
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD_READ, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise _fail(source, f"MLX's GGUF reader ran past {CHILD_TIMEOUT_S} s") from None
+    if done.returncode < 0:
+        sig = signal.Signals(-done.returncode).name
+        raise _fail(source, f"MLX's GGUF reader died on it ({sig})")
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1][:200]
+        raise _fail(source, f"unreadable GGUF ({last})")
 
 
 def _scalar(meta: dict, key: str, source: Path, default=None):

@@ -7,10 +7,11 @@ model already there.
   tracked by git) is refused even then unless `replace_builtin` too. The same file imported again
   with the same options is "up to date": nothing is rewritten.
 - The model is built in a staging folder `models/.import-PID-*`, removed on every failure (and on
-  SIGTERM/SIGHUP, turned into an exit that runs the clean-up; SIGINT already is one); a folder
-  left by a killed import (its PID gone) is removed by the next import, which first moves back a
-  replaced model it finds there. Only a finished, loadable directory is renamed into place; the
-  registry is rewritten atomically after that.
+  SIGTERM/SIGHUP, turned into an exit that runs the clean-up; SIGINT already is one; signals are
+  held back while the folder is made and while the model is renamed in); a folder left by a
+  killed import (its PID gone) is removed by the next import, which first moves back a replaced
+  model it finds there. Only a finished, loadable directory is renamed into place; the registry
+  is rewritten atomically after that.
 """
 
 from __future__ import annotations
@@ -120,13 +121,17 @@ def import_gguf(
     models_dir.mkdir(parents=True, exist_ok=True)
     clean_staging(models_dir)
     with _signals_exit():
-        staging = Path(tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-", dir=models_dir))
+        staging = None
         try:
+            with _signals_held():  # a signal now would leave a folder no `finally` knows of
+                staging = Path(tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-", dir=models_dir))
             (staging / _TARGET).write_text(name)
             config = convert(src, staging / "model", staging, dtype=dtype, rope=rope)
-            _move_in(staging, target)
+            with _signals_held():  # between the two renames the old model is in the staging
+                _move_in(staging, target)
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
         register(registry, name, registry_entry(name, rel, config))
     imp = config["jacrl_import"]
     return Imported(name, target, imp["gguf_sha256"], dtype, config["_params"], skipped=False)
@@ -154,7 +159,7 @@ def _move_in(staging: Path, target: Path) -> None:
         os.rename(target, staging / _OLD)
     try:
         os.rename(staging / "model", target)
-    except OSError:
+    except BaseException:
         if (staging / _OLD).exists():
             os.rename(staging / _OLD, target)
         raise
@@ -182,6 +187,20 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return pid != 0
+
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Hold SIGINT/SIGTERM/SIGHUP back for a step that must not be cut in two; they arrive
+    after it."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextlib.contextmanager

@@ -120,6 +120,20 @@ def test_a_crafted_header_is_one_line_and_leaves_nothing(field, tmp_path, capsys
     assert (root / "models" / "registry.toml").read_text() == '[models.keep]\npath = "x"\n'
 
 
+def test_a_native_reader_that_dies_is_one_line(smollm2_gguf, tmp_path, monkeypatch):
+    """Defence in depth: MLX's reader runs in a child first; the child's death (here an abort in
+    place of the read) is one line, and the import leaves nothing."""
+    from jacrl import gguf
+
+    monkeypatch.setattr(gguf, "CHILD_READ", "import os; os.abort()")
+    models = tmp_path / "models"
+    with pytest.raises(ModelError) as e:
+        import_gguf(smollm2_gguf, "m", models_dir=models, registry=models / "registry.toml")
+    msg = str(e.value)
+    assert "\n" not in msg and smollm2_gguf.name in msg and "died on it (SIGABRT)" in msg
+    assert list(models.iterdir()) == []
+
+
 # --- bad metadata in the real file: same-length byte patches, offsets unchanged ----------------
 
 
@@ -273,14 +287,18 @@ def test_sigterm_mid_import_leaves_no_staging(smollm2_gguf, tmp_path):
         "registry=m / 'registry.toml')"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.Popen([sys.executable, "-c", code, str(smollm2_gguf), str(models)], env=env)
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as err:
+        p = subprocess.Popen(
+            [sys.executable, "-c", code, str(smollm2_gguf), str(models)], env=env, stderr=err
+        )
     deadline = time.monotonic() + 120
     while not list(models.glob(".import-*")) and time.monotonic() < deadline:
-        assert p.poll() is None, "the import ended before its staging folder was seen"
+        assert p.poll() is None, f"the import ended first: {log.read_text()[-2000:]}"
         time.sleep(0.05)
     assert list(models.glob(".import-*"))
     p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=60) == 128 + signal.SIGTERM
+    assert p.wait(timeout=60) == 128 + signal.SIGTERM, log.read_text()[-2000:]
     assert list(models.iterdir()) == []
 
 
