@@ -213,7 +213,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=OUT)
     args = ap.parse_args(argv)
     ensure_fast_blas()
-    from jacrl.gguf import import_gguf
+    from jacrl.model_import import import_gguf
     from jacrl.models import resolve
 
     record = {"host": host(), "models": []}

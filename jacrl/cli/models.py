@@ -99,7 +99,16 @@ def add(subparsers) -> None:
         help="undo llama.cpp's q/k row permutation (default), or keep it with traditional RoPE",
     )
     q.add_argument(
-        "--force", action="store_true", help="import again even if up to date (default: False)"
+        "--force",
+        action="store_true",
+        help="replace a model of that name (a registry entry or a models/NAME folder), or import "
+        "again when up to date; without it a taken name is refused (default: False)",
+    )
+    q.add_argument(
+        "--replace-builtin",
+        action="store_true",
+        help="with --force: allow replacing a built-in model such as jac-tiny, whose files are "
+        "tracked by git (default: False)",
     )
     q.set_defaults(func=run_import)
 
@@ -169,10 +178,17 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from jacrl.gguf import import_gguf
+    from jacrl.model_import import import_gguf
     from jacrl.models import display_path
 
-    r = import_gguf(args.file, args.name, dtype=args.dtype, rope=args.rope, force=args.force)
+    r = import_gguf(
+        args.file,
+        args.name,
+        dtype=args.dtype,
+        rope=args.rope,
+        force=args.force,
+        replace_builtin=args.replace_builtin,
+    )
     what = "up to date" if r.skipped else f"imported ({r.params / 1e6:.1f} M weights)"
     print(f"{r.name}: {what} at {display_path(r.path)}, dtype {r.dtype}, gguf sha256 {r.sha256}")
     return 0
