@@ -124,6 +124,23 @@ def reference_for(model: str) -> Path:
     return results / ROWS_FILE if model == "jac-tiny" else results / f"demo-{model}" / ROWS_FILE
 
 
+def reference_problem(rows: Sequence[Mapping], cfg: LadderConfig) -> str:
+    """Why committed reference `rows` cannot be compared like with like with a demo of `cfg`
+    run now ("" when they can): rows under keys the demo no longer plans (other code or
+    settings), planned cells without rows, or a cell with other than its two rows."""
+    planned = {c.key: c.name for c in plan(cfg)}
+    made = [r.get("cell_key") for r in rows]
+    stale = sorted(set(made) - set(planned))
+    missing = sorted(name for key, name in planned.items() if key not in made)
+    twice = sorted({k for k in made if made.count(k) != 2} - set(stale))
+    if not (stale or missing or twice):
+        return ""
+    return (
+        f"rows under keys the demo no longer plans (other code or settings): {stale}; "
+        f"cells without rows: {missing}; cells without exactly a gen and a mem row: {twice}"
+    )
+
+
 def training_runs(
     cfg: LadderConfig,
     statuses: Sequence[Mapping] | None = None,
