@@ -179,7 +179,8 @@ def reward_arm() -> dict:
     from jacrl.drivers import parse_driver
     from jacrl.executor import Executor
     from jacrl.reward import score_completions
-    from jacrl.tasks import TIMEOUT, read_tasks
+    from jacrl.task_build import TIMEOUT
+    from jacrl.tasks import read_tasks
 
     tasks = [t for t in read_tasks(ROOT / "data" / "tasks.jsonl") if "_harness_" in t["meta"]["id"]]
     completions, answers = [], []

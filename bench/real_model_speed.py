@@ -141,8 +141,7 @@ def measure(name: str, path: str, repeats: int, new: int, prefill_only: bool = F
     import mlx.core as mx
     import mlx_lm
 
-    from jacrl.tasks import read_tasks
-    from jacrl.train.sft import gold_records
+    from jacrl.tasks import gold_records, read_tasks
 
     model, tok = mlx_lm.load(path)
     prompt = _prompt(tok)

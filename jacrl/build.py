@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 from jacrl import conversion, corpus
 from jacrl.executor import Executor
 from jacrl.project import path_or
-from jacrl.tasks import BuildReport, load_all, validate
+from jacrl.task_build import BuildReport, load_all, validate
 
 CHUNK = 16  # drivers validated per batch: a progress step, while the fork server stays busy
 

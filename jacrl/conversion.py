@@ -36,10 +36,9 @@ from pathlib import Path
 from jacrl import tasks
 from jacrl.drivers import HOLE_TOKEN
 from jacrl.executor import Executor, Verdict
-from jacrl.project import path_or
 
 SIDECARS = "python"  # the sidecars' folder inside a drivers folder
-FILE = "conversion.jsonl"  # beside tasks.jsonl
+FILE = tasks.CONVERSION_FILE
 SENTENCE = (
     "Convert the following Python function to idiomatic Jac. Replace the `# TODO` line in "
     "the Jac file below with the Jac code equivalent to the Python. Return only the "
@@ -214,13 +213,8 @@ def build(drivers_dir: str | Path, built: list[dict], executor: Executor) -> Con
     return ConversionReport(records, failures)
 
 
-def read(data_dir: str | Path | None = None) -> list[dict]:
-    """The conversion tasks of a data dir (default: the project's data/), each with its `meta`."""
-    return tasks.read_tasks(path_or(data_dir, "data") / FILE)
-
-
 def tasks_for(ids: list[str], data_dir: str | Path | None = None) -> list[dict]:
     """The conversion tasks for `ids` (e.g. a hole-fill split's ids), in that order; ids without a
     sidecar are left out, so compare formats on the ids this returns."""
-    by_id = {t["meta"]["id"]: t for t in read(data_dir)}
+    by_id = {t["meta"]["id"]: t for t in tasks.read_conversion(data_dir)}
     return [by_id[i] for i in ids if i in by_id]

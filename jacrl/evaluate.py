@@ -74,7 +74,7 @@ from jacrl.samples import COMPILED, write_samples
 from jacrl.samples import header as samples_header
 from jacrl.samples import records as sample_records
 from jacrl.stats import mean_pass_at_k, wilson
-from jacrl.tasks import meta, prompt_answer, read_tasks
+from jacrl.tasks import family_of, meta, prompt_answer, read_tasks
 from jacrl.token_budget import budgets
 
 NEAR = 0.9  # output similarity for a "near pass"
@@ -83,11 +83,6 @@ NEAR = 0.9  # output similarity for a "near pass"
 # -------------------------------------------------------------------------------------------
 # grading
 # -------------------------------------------------------------------------------------------
-
-
-def family_of(task: dict) -> str:
-    m = meta(task)
-    return m.get("family") or m["id"].split("_", 1)[0]
 
 
 def output_similarity(stdout: str, expected: str) -> float:

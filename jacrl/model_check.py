@@ -192,7 +192,7 @@ class _Checker:
         from mlx_lm.tuner.datasets import ChatDataset
         from mlx_lm_lora.trainer.datasets import GRPODataset
 
-        from jacrl.train.sft import gold_records
+        from jacrl.tasks import gold_records
 
         tok, tid = self.tok, meta(task)["id"]
         ids = prompt_ids(tok, task["prompt"])
@@ -274,7 +274,7 @@ class _Checker:
         longest gold answer vs the token budgets."""
         from mlx_lm.tuner.datasets import ChatDataset
 
-        from jacrl.train.sft import gold_records
+        from jacrl.tasks import gold_records
 
         tok, eos = self.tok, set(self.tok.eos_token_ids or ())
         recs = gold_records(tasks)
@@ -398,7 +398,7 @@ class _Checker:
 
 def gold_answer(task: dict) -> str:
     """The assistant turn SFT trains on for a task (the fenced gold body)."""
-    from jacrl.train.sft import fenced, gold_body
+    from jacrl.tasks import fenced, gold_body
 
     return fenced(gold_body(task))
 

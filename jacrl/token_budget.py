@@ -17,7 +17,7 @@ MARGIN = 16  # tokens over f × gold: a short preamble ("Here is the code:") or 
 
 def gold_tokens(tokenizer, task: dict) -> int:
     """Tokens of the task's gold answer turn (fenced body) plus one end token."""
-    from jacrl.train.sft import fenced, gold_body
+    from jacrl.tasks import fenced, gold_body
 
     return len(tokenizer.encode(fenced(gold_body(task)), add_special_tokens=False)) + 1
 

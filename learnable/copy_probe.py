@@ -32,7 +32,7 @@ def _loadavg() -> str:
 def encode(tok, task) -> tuple[list[int], int]:
     """(token ids of system + user + assistant = fenced gold body, where the answer starts)."""
     from jacrl.prompts import chat_messages
-    from jacrl.train.sft import fenced, gold_body
+    from jacrl.tasks import fenced, gold_body
 
     full = tok.apply_chat_template(
         chat_messages(task["prompt"], fenced(gold_body(task))), return_dict=False
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     def more_fresh() -> list:
         from jacrl import learnable
         from jacrl.drivers import parse_driver
-        from jacrl.tasks import prompt_text
+        from jacrl.task_build import prompt_text
 
         fresh_seed[0] += 1
         out = []

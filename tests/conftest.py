@@ -77,7 +77,7 @@ def harness(executor):
     """(driver, answer JSON) for every harness driver, expected output and the empty body's
     output (the baseline) from real runs."""
     from jacrl.extract import splice
-    from jacrl.tasks import answer_json
+    from jacrl.task_build import answer_json
 
     drivers = [parse_driver(p) for p in HARNESS]
     runs = executor.run_many([d.text for d in drivers])

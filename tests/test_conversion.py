@@ -15,7 +15,7 @@ from conftest import HARNESS, ROOT
 from jacrl import conversion
 from jacrl.build import build_tasks
 from jacrl.reward import score_completions
-from jacrl.tasks import read_tasks
+from jacrl.tasks import read_conversion, read_tasks
 
 SIDECARS = ROOT / "drivers" / "python"
 
@@ -55,7 +55,7 @@ def test_sidecars_are_python_for_a_whole_body_hole(committed):
 
 
 def test_committed_conversion_data_matches_the_sidecars(built):
-    on_disk = conversion.read(ROOT / "data")
+    on_disk = read_conversion(ROOT / "data")
     assert [{"prompt": t["prompt"], "answer": t["answer"]} for t in on_disk] == built.records
 
 
@@ -156,7 +156,7 @@ def test_wrong_sidecars_fail_the_build_with_file_line(tmp_path):
     # --keep-going writes the hole-fill tasks and the conversion tasks whose sidecar passed
     report = build_tasks(drivers, out, keep_going=True)
     assert sorted(report.failures) == want
-    assert [t["meta"]["id"] for t in conversion.read(out)] == [good]
+    assert [t["meta"]["id"] for t in read_conversion(out)] == [good]
     assert len(read_tasks(out / "tasks.jsonl")) == len(HARNESS)
 
 

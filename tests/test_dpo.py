@@ -14,8 +14,8 @@ from jacrl import train as tr
 from jacrl.config import DPOConfig, configure
 from jacrl.reward import score_completions
 from jacrl.samples import SamplesError, browse_pairs, read_pairs
+from jacrl.tasks import fenced, gold_body, task_id
 from jacrl.train.dpo import build_pairs, require_pairs
-from jacrl.train.sft import fenced, gold_body, task_id
 
 # PARENT, the quick SFT config, is a barely trained parent: jac-tiny then fails most samples,
 # so pairs exist; its chosen sides come mostly from the gold.

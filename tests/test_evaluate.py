@@ -31,7 +31,7 @@ from jacrl.results import (
     rows_by_key,
 )
 from jacrl.stats import pass_at_k, wilson
-from jacrl.tasks import read_tasks
+from jacrl.tasks import family_of, read_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -361,9 +361,9 @@ def test_percentages_keep_two_decimals_and_none_of_nothing(harness_tasks):
 
 
 def test_a_tasks_family_is_its_own_or_its_ids_first_word():
-    assert ev.family_of({"meta": {"id": "loop_sum_3", "family": "walkers"}}) == "walkers"
-    assert ev.family_of({"meta": {"id": "loop_sum_3", "family": ""}}) == "loop"
-    assert ev.family_of({"answer": json.dumps({"id": "graph_bfs"})}) == "graph"
+    assert family_of({"meta": {"id": "loop_sum_3", "family": "walkers"}}) == "walkers"
+    assert family_of({"meta": {"id": "loop_sum_3", "family": ""}}) == "loop"
+    assert family_of({"answer": json.dumps({"id": "graph_bfs"})}) == "graph"
 
 
 def test_grading_no_tasks_gives_zeros_not_an_error():

@@ -68,7 +68,7 @@ def test_every_formatting_variant_of_every_shape_extracts_the_gold_body(d):
 def test_formatting_variants_of_every_corpus_echo_extract_the_gold():
     from conftest import ROOT
 
-    from jacrl.tasks import load_all
+    from jacrl.task_build import load_all
 
     checked = 0
     for d in load_all(ROOT / "drivers")[0]:  # every unit kind, string and match the corpus has
@@ -111,7 +111,7 @@ def test_clean_leaves_every_gold_body_and_driver_alone():
 
     from conftest import ROOT
 
-    from jacrl.tasks import load_all
+    from jacrl.task_build import load_all
 
     rows = [json.loads(line) for line in (ROOT / "data" / "tasks.jsonl").open(encoding="utf-8")]
     assert len(rows) >= 200
@@ -221,7 +221,7 @@ def test_empty_and_marker_only_answers_extract_to_nothing():
 def test_every_shape_of_every_corpus_driver_extracts_the_gold():
     from conftest import ROOT
 
-    from jacrl.tasks import load_all
+    from jacrl.task_build import load_all
 
     checked = 0
     for d in load_all(ROOT / "drivers")[0]:

@@ -27,7 +27,8 @@ from jacrl.cli import main
 from jacrl.drivers import parse_driver, parse_family_map
 from jacrl.reward import score_completions
 from jacrl.splits import SplitConfig, check_splits, load_split, make_splits
-from jacrl.tasks import load_all, read_tasks
+from jacrl.task_build import load_all
+from jacrl.tasks import read_tasks
 
 FOREIGN = ROOT / "tests" / "fixtures" / "foreign"
 IDS = {

@@ -15,8 +15,8 @@ from jacrl.evaluate import grade
 from jacrl.generate import best_of
 from jacrl.reward import Hole, score, score_completions
 from jacrl.splits import load_split
+from jacrl.tasks import fenced, gold_body
 from jacrl.train.dpo import build_pairs
-from jacrl.train.sft import fenced, gold_body
 
 FORGER = r"""
 import os, re, stat, sys

@@ -27,6 +27,7 @@ from jacrl.cli.ladder import config_from_args
 from jacrl.models import resolve
 from jacrl.project import project
 from jacrl.stats import mcnemar_exact, wilson
+from jacrl.tasks import fenced, gold_body
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -131,7 +132,7 @@ def test_stratified_sample_covers_every_family():
     the given order, is deterministic; 0 or >= len = everything."""
     from collections import Counter
 
-    from jacrl.evaluate import family_of
+    from jacrl.tasks import family_of
 
     tasks = (
         [_fake_task(i, "arch", f"s{i % 2}") for i in range(10)]  # unbalanced families
@@ -152,7 +153,7 @@ def test_gen_sample_of_the_real_holdout_covers_every_family(data_dir):
     from collections import Counter
 
     from jacrl import splits
-    from jacrl.evaluate import family_of
+    from jacrl.tasks import family_of
 
     hold = splits.load_split("holdout", data_dir)
     fams = {family_of(t) for t in hold}
@@ -170,7 +171,6 @@ def test_demo_budgets_fit_the_memorized_answers(tiny, data_dir):
     token), so mem is never cut off by truncation; SFT runs 90 iterations per rung task."""
     import dataclasses
 
-    from jacrl import train as tr
     from jacrl.models import load
     from jacrl.prompts import chat_messages
 
@@ -179,7 +179,7 @@ def test_demo_budgets_fit_the_memorized_answers(tiny, data_dir):
     for rung in cfg.rungs:
         for t in ladder.cell_tasks(rung, data_dir)["mem"]:
             full = tok.apply_chat_template(
-                chat_messages(t["prompt"], tr.fenced(tr.gold_body(t))), return_dict=False
+                chat_messages(t["prompt"], fenced(gold_body(t))), return_dict=False
             )
             prompt = tok.apply_chat_template(
                 chat_messages(t["prompt"]), return_dict=False, add_generation_prompt=True

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from tiny_ladder import tiny_ladder_args
 
-from jacrl import conversion, ladder, report, results, splits
+from jacrl import ladder, report, results, splits
 from jacrl.cli import build_parser, main
 from jacrl.cli.ladder import config_from_args
 from jacrl.notebooks import QUICK_SETS
 from jacrl.provenance import data_hash
 from jacrl.samples import read_samples
 from jacrl.stats import mcnemar_exact, wilson
-from jacrl.tasks import meta
+from jacrl.tasks import meta, read_conversion
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -118,7 +118,7 @@ def test_a_plan_with_both_formats_trains_and_evaluates_the_same_ids(data_dir, tm
     assert len({c.key for c in both}) == len(both)
     assert not {c.key for c in both} & {c.key for c in hole_only}  # paired hole cells re-keyed
     assert all(c.paired for c in both) and not any(c.paired for c in hole_only)
-    conv_ids = {meta(t)["id"] for t in conversion.read(data_dir)}
+    conv_ids = {meta(t)["id"] for t in read_conversion(data_dir)}
     hold_ids = set(_ids(splits.load_split("holdout", data_dir)))
     pool = [i for i in _ids(splits.load_split("trainpool", data_dir)) if i in conv_ids]
     pool_sources = {meta(t)["source"] for t in splits.load_split("trainpool", data_dir)}
@@ -231,7 +231,7 @@ def test_format_comparison_reproduces_the_statistics(tmp_path, capsys):
 def test_a_conversion_row_is_checked_against_the_conversion_tasks(data_dir):
     """Staleness compares a conversion row's data hash with data/conversion.jsonl, not with the
     hole-fill tasks of the same ids."""
-    recs = conversion.read(data_dir)[:3]
+    recs = read_conversion(data_dir)[:3]
     row = {
         "format": "conversion",
         "per_task": [{"id": meta(t)["id"]} for t in recs],
@@ -266,7 +266,7 @@ def test_a_ladder_run_with_both_formats_pairs_its_rows(tiny, data_dir, tmp_path,
     assert sorted((r["cell_key"], r["kind"]) for r in rows) == sorted(
         (c.key, k) for c in cells for k in ("gen", "mem")
     )
-    conv_by_id = {meta(t)["id"]: t for t in conversion.read(data_dir)}
+    conv_by_id = {meta(t)["id"]: t for t in read_conversion(data_dir)}
     by = {(r["condition"], r["format"], r["kind"]): r for r in rows}
     for cond in ("base", "sft"):
         for kind, n in (("gen", 3), ("mem", 1)):

@@ -189,3 +189,44 @@ def test_ruff_lint_and_format_pass():
     for args in (["check", "."], ["format", "--check", "."]):
         done = subprocess.run([str(RUFF), *args], cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, f"ruff {' '.join(args)}:\n{done.stdout}{done.stderr}"
+
+
+def _closure(root: str) -> set[str]:
+    """Every jacrl module `root` imports, transitively (module-level and function-local imports;
+    `from jacrl.x import y` counts jacrl.x, and jacrl.x.y when that is a module)."""
+    files = {_module(p): p for p in _sources()}
+    seen, todo = set(), [root]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in files:
+            continue
+        seen.add(name)
+        for node in ast.walk(ast.parse(files[name].read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("jacrl"):
+                todo.append(node.module)
+                todo += [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                todo += [a.name for a in node.names if a.name.startswith("jacrl")]
+    return seen
+
+
+def test_what_only_reads_tasks_never_runs_code_or_trains():
+    """The task record is a low room: reading tasks, splitting them, keeping samples, token
+    budgets, the model check and the report import neither the executor nor a trainer; the
+    evaluation imports no trainer (training and evaluation both sit on the task record)."""
+    readers = (
+        "jacrl.tasks",
+        "jacrl.splits",
+        "jacrl.samples",
+        "jacrl.token_budget",
+        "jacrl.model_check",
+        "jacrl.ladder.taskset",
+        "jacrl.report",
+    )
+    bad = {
+        r: sorted(m for m in _closure(r) if m.startswith(("jacrl.executor", "jacrl.train")))
+        for r in readers
+    }
+    assert {r: b for r, b in bad.items() if b} == {}
+    assert not [m for m in _closure("jacrl.evaluate") if m.startswith("jacrl.train")]
+    assert "jacrl.executor" in _closure("jacrl.task_build")  # the check sees imports

@@ -16,17 +16,16 @@ from jacrl import corpus
 from jacrl.build import build_tasks
 from jacrl.drivers import parse_driver
 from jacrl.executor.client import Verdict
-from jacrl.tasks import (
+from jacrl.task_build import (
     PROMPT_SENTENCE,
     TIMEOUT,
     TIMEOUT_STEPS,
     answer_json,
     failure,
     load_all,
-    meta,
-    read_tasks,
     validate,
 )
+from jacrl.tasks import meta, read_tasks
 
 
 def test_corpus_composition():

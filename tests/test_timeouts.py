@@ -19,7 +19,8 @@ from jacrl.executor import Executor
 from jacrl.executor.child import wall_limit
 from jacrl.extract import extract_body, splice
 from jacrl.reward import Hole, score_completions
-from jacrl.tasks import TIMEOUT, TIMEOUT_STEPS, load_all, read_tasks, task_timeout
+from jacrl.task_build import TIMEOUT, TIMEOUT_STEPS, load_all, task_timeout
+from jacrl.tasks import read_conversion, read_tasks
 
 
 def test_the_rule_and_the_stored_values():
@@ -35,7 +36,7 @@ def test_the_rule_and_the_stored_values():
     tasks = read_tasks(ROOT / "data" / "tasks.jsonl")
     assert {t["meta"]["timeout"] for t in tasks} <= set(TIMEOUT_STEPS)
     by_id = {t["meta"]["id"]: t["answer"] for t in tasks}
-    for c in conversion.read():  # a conversion task carries its hole-fill task's answer
+    for c in read_conversion():  # a conversion task carries its hole-fill task's answer
         assert c["answer"] == by_id[c["meta"]["id"]]
 
 

@@ -31,6 +31,7 @@ from jacrl.config import (
 from jacrl.generate import generate_best_of_k
 from jacrl.prompts import SYSTEM_PROMPT
 from jacrl.reward import jac_behavioral, reward_function, score_completions
+from jacrl.tasks import gold_records
 from jacrl.train import artifacts, mlx_compat
 
 # Enough to make jac-tiny memorize one body. Measured with `sft_loss` on the current jac-tiny
@@ -151,7 +152,7 @@ def test_sft_loss_scores_the_answer_only(tiny, one_task):
     model, tok = load(tiny)
     other = {**one_task, "prompt": one_task["prompt"] + "\n# and a longer prompt\n" * 3}
     data = [
-        ChatDataset(tr.gold_records([t]), tok, mask_prompt=True).process(tr.gold_records([t])[0])
+        ChatDataset(gold_records([t]), tok, mask_prompt=True).process(gold_records([t])[0])
         for t in (one_task, other)
     ]
     assert mlx_compat.sliced_head_ok(model, data[0][0])

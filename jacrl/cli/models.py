@@ -71,6 +71,11 @@ def add(subparsers) -> None:
         "--show-prompt", action="store_true", help="print the rendered prompt of that task too"
     )
     q.set_defaults(func=run_check)
+    _add_import(sub)
+
+
+def _add_import(sub) -> None:
+    """`models import`'s parser."""
     from jacrl.gguf import DTYPES, ROPE_MODES
 
     q = sub.add_parser(

@@ -10,9 +10,8 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 
-from jacrl import conversion, splits
-from jacrl.evaluate import family_of
-from jacrl.tasks import meta
+from jacrl import splits
+from jacrl.tasks import family_of, meta, read_conversion
 
 FORMATS = ("hole", "conversion")  # hole-fill (an instruction) | Python -> Jac (jacrl.conversion)
 
@@ -63,7 +62,7 @@ def cell_tasks(
     hold = splits.load_split("holdout", data_dir)
     conv: dict[str, dict] = {}
     if paired or format != "hole":
-        conv = {meta(t)["id"]: t for t in conversion.read(data_dir)}
+        conv = {meta(t)["id"]: t for t in read_conversion(data_dir)}
         pool, valid, hold = ([t for t in ts if meta(t)["id"] in conv] for ts in (pool, valid, hold))
     train = splits.rung_tasks(pool, rung)
     out = {

@@ -11,6 +11,7 @@ from pathlib import Path
 from jacrl.provenance import CHANGED, NOISE, UNKNOWN, data_hash, dir_hash, rebuild_verdict
 from jacrl.report.rows import format_of
 from jacrl.report.stamp import FIGURE_SUFFIXES, located, read_stamp, source_stamp
+from jacrl.tasks import read_conversion
 
 
 class _Disk:
@@ -48,7 +49,6 @@ class _Disk:
         """The project's tasks of a format by id, over all its task sets (`Project.task_sets`:
         data/ and learnable/data/; conversion: their conversion.jsonl)."""
         if fmt not in self._tasks:
-            from jacrl import conversion
             from jacrl.project import ProjectNotFound, project
             from jacrl.tasks import read_tasks
 
@@ -60,7 +60,7 @@ class _Disk:
             for data in folders:
                 try:
                     recs = (
-                        read_tasks(data / "tasks.jsonl") if fmt == "hole" else conversion.read(data)
+                        read_tasks(data / "tasks.jsonl") if fmt == "hole" else read_conversion(data)
                     )
                 except (OSError, ValueError):
                     continue

@@ -30,15 +30,12 @@ from jacrl.train.artifacts import Artifact
 from jacrl.train.dpo import dpo
 from jacrl.train.grpo import grpo
 from jacrl.train.rft import rft, star
-from jacrl.train.sft import fenced, gold_body, gold_records, sft
+from jacrl.train.sft import sft
 from jacrl.train.tracking import report_services
 
 __all__ = [
     "Artifact",
     "dpo",
-    "fenced",
-    "gold_body",
-    "gold_records",
     "grpo",
     "report_services",
     "rft",

@@ -37,6 +37,7 @@ from jacrl.models import load
 from jacrl.prompts import SYSTEM_PROMPT
 from jacrl.provenance import data_hash
 from jacrl.reward import reward_isolation, score_completions
+from jacrl.tasks import fenced, gold_body, task_id
 from jacrl.train.artifacts import (
     Artifact,
     build_artifact,
@@ -45,7 +46,6 @@ from jacrl.train.artifacts import (
     resolve_base,
 )
 from jacrl.train.mlx_compat import lora_model, seed_all, trainable, trainer_args, warn_slow_blas
-from jacrl.train.sft import fenced, gold_body, task_id
 from jacrl.train.tracking import Tracking, metrics_log, tracking
 
 PAIRS = "pairs.jsonl"

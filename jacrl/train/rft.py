@@ -30,6 +30,7 @@ from jacrl.generate import sample_tasks
 from jacrl.prompts import SYSTEM_PROMPT
 from jacrl.provenance import data_hash
 from jacrl.reward import check_formula, reward_isolation, score_completions
+from jacrl.tasks import gold_records, sft_record, task_id
 from jacrl.train.artifacts import (
     Artifact,
     build_artifact,
@@ -37,7 +38,7 @@ from jacrl.train.artifacts import (
     key_parts,
     resolve_base,
 )
-from jacrl.train.sft import gold_records, sft, sft_record, task_id, train_sft, valid_records
+from jacrl.train.sft import sft, train_sft, valid_records
 from jacrl.train.tracking import Tracking, report_services, tracking
 
 

@@ -18,9 +18,7 @@ from pathlib import Path
 
 from jacrl import jsonl
 from jacrl.config import SFTConfig
-from jacrl.extract import dedent
-from jacrl.prompts import chat_messages
-from jacrl.tasks import meta
+from jacrl.tasks import gold_records, task_id
 from jacrl.train.artifacts import (
     Artifact,
     build_artifact,
@@ -40,28 +38,6 @@ from jacrl.train.mlx_compat import (
 from jacrl.train.tracking import Tracking, metrics_log, tracking
 
 HEAD_SKIP = 64  # sft_loss skips the prompt's logits in multiples of this many positions
-
-
-def fenced(body: str) -> str:
-    return f"```jac\n{body}\n```"
-
-
-def gold_body(task: dict) -> str:
-    return dedent(meta(task)["gold"]).strip("\n")
-
-
-def task_id(task: dict) -> str:
-    return meta(task)["id"]
-
-
-def sft_record(prompt: str, body: str) -> dict:
-    """One chat example: system, user = prompt, assistant = the fenced body."""
-    return {"messages": chat_messages(prompt, fenced(body))}
-
-
-def gold_records(tasks: Sequence[dict]) -> list[dict]:
-    """One chat example per task: user = the prompt, assistant = the fenced gold body."""
-    return [sft_record(t["prompt"], gold_body(t)) for t in tasks]
 
 
 def valid_records(
