@@ -161,7 +161,7 @@ ALLOWED = {
 }
 
 # Allowed only with these arguments: name -> (rules, each a tuple of comparisons that must all
-# hold: (arg index, op, value) or (arg index, "MASKED_EQ", mask, value); why the others are refused).
+# hold: (arg index, op, value) or (arg index, "MASKED_EQ", mask, value); why the rest is refused).
 MADV_ALLOWED = {0: "NORMAL", 4: "DONTNEED", 8: "FREE", 14: "HUGEPAGE", 15: "NOHUGEPAGE"}
 F_ALLOWED = {0: "F_DUPFD", 1: "F_GETFD", 2: "F_SETFD", 3: "F_GETFL", 4: "F_SETFL", 1030: "DUPFD_CX"}
 IOCTL_ALLOWED = {0x5401: "TCGETS", 0x5413: "TIOCGWINSZ", 0x5421: "FIONBIO", 0x5450: "FIONCLEX",

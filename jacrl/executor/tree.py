@@ -29,8 +29,9 @@ from packaging.requirements import Requirement
 
 TMPFS_BASES = ("/dev/shm",)  # where the copy may live: a tmpfs the sandbox uid can reach
 PREFIX = "jacrl-tree-"
-SKIP_STDLIB = {"test", "tests", "idle_test", "idlelib", "tkinter", "turtledemo", "ensurepip",
-               "lib2to3", "site-packages", "dist-packages"}  # fmt: skip
+# the test suites and the GUI (which needs X11); config-*: what C extensions build against
+SKIP_STDLIB = {"test", "tests", "idle_test", "idlelib", "tkinter", "turtledemo", "site-packages",
+               "dist-packages"}  # fmt: skip
 SKIP_FILE = re.compile(r"\.opt-[12]\.pyc$|^_tkinter")  # -O caches; Tk (and X11 under it)
 SYSTEM = ("/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/usr/lib/locale/C.utf8")
 TMPFS_MAGIC = "tmpfs"
