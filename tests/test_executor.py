@@ -219,10 +219,11 @@ with Executor() as ex:
 
 
 def _importable_outside(py: str) -> list[str]:
-    """Every stdlib module, jaclang and what it requires, as `jac run`'s interpreter imports them."""
+    """Every stdlib module, jaclang and what it requires that `jac run`'s interpreter imports."""
     code = (
         "import importlib, json, sys\nskip = set(json.loads(sys.argv[1]))\nok = []\n"
-        "for n in sorted(sys.stdlib_module_names - skip) + ['jaclang', 'llvmlite.binding']:\n    try:\n        importlib.import_module(n)\n"
+        "for n in sorted(sys.stdlib_module_names - skip) + ['jaclang', 'llvmlite.binding']:\n"
+        "    try:\n        importlib.import_module(n)\n"
         "        ok.append(n)\n    except BaseException:\n        pass\n"
         "print(json.dumps(ok))"
     )
