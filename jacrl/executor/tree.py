@@ -25,8 +25,6 @@ import sysconfig
 import tempfile
 from importlib import metadata
 
-from packaging.requirements import Requirement
-
 TMPFS_BASES = ("/dev/shm",)  # where the copy may live: a tmpfs the sandbox uid can reach
 PREFIX = "jacrl-tree-"
 # the test suites and the GUI (which needs X11); config-*: what C extensions build against
@@ -67,9 +65,8 @@ def _distributions(root: str) -> list[metadata.Distribution]:
             continue
         out.append(dist)
         for spec in dist.requires or ():
-            req = Requirement(spec)
-            if req.marker is None or req.marker.evaluate({"extra": ""}):
-                todo.append(req.name)
+            if "extra" not in spec.partition(";")[2]:  # an extra's requirement: not installed
+                todo.append(re.match(r"[A-Za-z0-9._-]+", spec).group())
     return out
 
 
