@@ -192,8 +192,10 @@ def _kill_once_running(server: int, idle: set[int], timeout: float = 30) -> None
     os.kill(server, 9)
 
 
-# Modules with side effects on import (a browser, a banner, a GUI) or that never import here.
+# Modules with side effects on import (a browser, a banner, a GUI) or that never import here;
+# Tk (`_tkinter`, and the X11 libraries under it) is not in the jobs' tree (`executor.tree`).
 NOT_IMPORTED = {
+    "_tkinter",
     "antigravity",
     "this",
     "idlelib",
