@@ -73,11 +73,7 @@ def why_unsandboxed() -> str | None:
         return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     from jacrl.executor import tree  # here: this file also runs as the root launcher's script
 
-    try:
-        tree.where()
-    except tree.TreeUnavailable as e:
-        return str(e)
-    return None
+    return tree.why_none()
 
 
 def refuse(reason: str) -> SandboxUnavailable:

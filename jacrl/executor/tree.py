@@ -139,6 +139,17 @@ def size() -> int:
     return sum(os.path.getsize(f) for f in manifest() if os.path.isfile(f))
 
 
+def why_none() -> str | None:
+    """None when this process has its tree or can make one, else the one-line reason."""
+    if os.path.isdir(_TREE.get(os.getpid(), "")):
+        return None
+    try:
+        where()
+    except TreeUnavailable as e:
+        return str(e)
+    return None
+
+
 def where() -> str:
     """A tmpfs with room for the tree (TreeUnavailable, with why, if none)."""
     need = size() * 5 // 4
@@ -180,9 +191,14 @@ def tree() -> str:
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
-    atexit.register(shutil.rmtree, root, True)
+    atexit.register(_remove, root, pid)
     _TREE[pid] = root
     return root
+
+
+def _remove(root: str, owner: int) -> None:
+    if os.getpid() == owner:  # not in a forked child that exits normally
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def copy_dir(src: str, name: str) -> str:
