@@ -7,7 +7,9 @@ count (a child the kernel reaps itself, memfd and shared memory). A *reader* job
 while it runs, on the same server and on a new one, looks for each mark (residency probes:
 mincore, preadv2 with RWF_NOWAIT, cachestat) and finds none: under the syscall policy
 (`jacrl.executor.policy`) each of those calls fails with EPERM, in the writer and in the reader.
-Without the policy the writer's marks are made and a reader reads the token back."""
+Without the policy the writer's marks are made and a reader reads the token back. What the policy
+cannot refuse, a read and a clock, finds nothing either: every file a job can read is a copy on a
+tmpfs (`jacrl.executor.tree`), always resident."""
 
 from __future__ import annotations
 
@@ -352,3 +354,25 @@ def test_no_policy_is_refused_unless_allowed(monkeypatch):
         with pytest.raises(SandboxUnavailable, match="the kernel refused the seccomp filter") as x:
             e.run("with entry { print(1); }")
     assert "\n" not in str(x.value)
+
+
+def test_everything_a_job_can_read_is_the_tree_on_a_tmpfs(ex):
+    """Every directory the sandbox shows is a copy in the tree (`executor.tree`), and the tree is
+    on a tmpfs; a copy left by a process that died is removed by the next one."""
+    from jacrl.executor.jac_cache import jac_cache
+
+    launch = sandbox.Launch(list(client.SERVER_FILES), [], None, jac_cache())
+    launch.close()
+    argv = launch.argv
+    if argv[3].endswith("sandbox.py"):  # as root: the launcher's [uid, bubblewrap's argv]
+        argv = json.loads(argv[4])[1]
+    binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind"]
+    root = tree.tree()
+    assert binds and [b for b in binds if not b.startswith(root + "/")] == []
+    assert tree._is_tmpfs(root)
+    base = os.path.dirname(root)
+    assert not os.path.exists("/proc/4194303")  # the last pid there can be: free here
+    dead = os.path.join(base, f"{tree.PREFIX}4194303-test")
+    os.makedirs(os.path.join(dead, "usr"))
+    tree._prune(base)
+    assert not os.path.exists(dead) and os.path.isdir(root)
