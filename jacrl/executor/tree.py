@@ -72,6 +72,10 @@ def _distributions(root: str) -> list[metadata.Distribution]:
 
 def _libraries(files: list[str]) -> list[str]:
     """The shared libraries the interpreter and the extension modules among `files` load."""
+    if shutil.which("ldd") is None:
+        raise TreeUnavailable(
+            "ldd is not installed (Debian: libc-bin): no way to list the libraries"
+        )
     objects = [f for f in files if f.endswith(".so") or ".so." in os.path.basename(f)]
     libs: set[str] = set()
     for i in range(0, len(objects), 200):
