@@ -7,7 +7,9 @@ count (a child the kernel reaps itself, memfd and shared memory). A *reader* job
 while it runs, on the same server and on a new one, looks for each mark (residency probes:
 mincore, preadv2 with RWF_NOWAIT, cachestat) and finds none: under the syscall policy
 (`jacrl.executor.policy`) each of those calls fails with EPERM, in the writer and in the reader.
-Without the policy the writer's marks are made and a reader reads the token back."""
+Without the policy the writer's marks are made and a reader reads the token back. What the policy
+cannot refuse, a read and a clock, finds nothing either: every file a job can read is a copy on a
+tmpfs (`jacrl.executor.tree`), always resident."""
 
 from __future__ import annotations
 
@@ -16,10 +18,12 @@ import json
 import os
 import secrets
 import sys
+import threading
+import time
 
 import pytest
 
-from jacrl.executor import Executor, SandboxUnavailable, client, sandbox
+from jacrl.executor import Executor, SandboxUnavailable, client, sandbox, tree
 
 # Plain Python, run by `exec` from a Jac program. MODE "write": make every mark it can and say
 # which ways were open; "read": say which marks it found. FILE, OFFSET: the pages the token's bits
@@ -195,18 +199,20 @@ def report(v) -> dict:
 @pytest.fixture(scope="module")
 def pages():
     """A file of 32 chunks of 2 MiB (a large folio, which the page cache drops whole or not at
-    all) that every job can read and none maps: written into the venv, which the sandbox shows
-    read-only, then dropped from the page cache; (path, offset, chunk size)."""
+    all) that every job can read and none maps: written into the venv as jobs see it (the tree the
+    sandbox shows, `executor.tree`), then dropped from the page cache (a no-op on the tree's
+    tmpfs: its pages are the file); (path in the sandbox, offset, chunk size)."""
     stride = 2 << 20
-    path = os.path.join(sys.prefix, f"jacrl-channel-{secrets.token_hex(4)}.bin")
-    with open(path, "wb") as fh:
+    name = f"jacrl-channel-{secrets.token_hex(4)}.bin"
+    host = os.path.join(tree.tree() + os.path.realpath(sys.prefix), name)
+    with open(host, "wb") as fh:
         for _ in range(32):
             fh.write(secrets.token_bytes(stride))
         fh.flush()
         os.fsync(fh.fileno())
         os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-    yield path, 0, stride
-    os.unlink(path)
+    yield os.path.join(sys.prefix, name), 0, stride
+    os.unlink(host)
 
 
 @pytest.fixture(scope="module")
@@ -247,6 +253,80 @@ def test_a_reader_finds_nothing_while_the_writer_runs(ex, pages):
     assert report(r) == {"opened": [], "found": []}, report(r)
 
 
+# Plain Python: the timing channel alone (no advice, no probe call: reads and a clock). One page
+# in each chunk (chunks 2 MiB apart: a read-ahead from one does not reach the next); MODE "write":
+# read the pages of the chunks whose bit of TOKEN is 1 (loading them into the page cache, were it
+# a disk's); "read": time one read of each page, in ns.
+TIMING = r"""
+import json, os, time
+fd = os.open(FILE, os.O_RDONLY)
+time.sleep(WAIT)
+times = []
+for i in range(32):
+    at = OFFSET + i * STRIDE + (i * 7919 % (STRIDE // 8192)) * 4096
+    if MODE == "write":
+        if TOKEN >> i & 1:
+            os.pread(fd, 4096, at)
+    else:
+        t = time.perf_counter_ns()
+        os.pread(fd, 4096, at)
+        times.append(time.perf_counter_ns() - t)
+print(json.dumps(times), flush=True)
+time.sleep(HOLD)
+"""
+MISS_NS = 40_000  # a miss reads the disk (49-210 us here); a hit copies one page (1-30 us)
+
+
+def timing(mode: str, token: int, path: str, offset: int, stride: int, hold=0.0, wait=0.0) -> str:
+    code = (
+        f"MODE, TOKEN, FILE, OFFSET, STRIDE, HOLD, WAIT = "
+        f"{mode!r}, {token}, {path!r}, {offset}, {stride}, {hold}, {wait}\n" + TIMING
+    )
+    b64 = base64.b64encode(code.encode()).decode()
+    return f'with entry {{ exec(__import__("base64").b64decode("{b64}").decode()); }}'
+
+
+def test_a_token_in_the_page_cache_is_not_read_back_by_timing_beside_or_after_the_writer(ex, pages):
+    """A writer loads the chunks of a token's 1 bits by reading them (all the policy leaves it);
+    a reader on a new server, while the writer still runs, and another on a new server after it,
+    time one read in each chunk and decode "fast" as 1. The tree is on a tmpfs, every page always
+    resident: every read is fast and the decoded bits match the token's no better than chance (a
+    token of sixteen 1 bits: 16 of 32). Before, with the venv itself shown (on a disk), the reader
+    beside the writer decoded 31 of 32 bits (misses 49-210 us, hits 1-31 us)."""
+    bits = secrets.SystemRandom().sample(range(32), 16)
+    token = sum(1 << i for i in bits)
+
+    def decoded(v) -> int:
+        times = json.loads(report_line(v))
+        assert len(times) == 32, v
+        return sum(1 << i for i, t in enumerate(times) if t < MISS_NS)
+
+    with Executor() as beside, Executor() as after:
+        beside.run("with entry { print(1); }")  # started: the reader below begins at once
+        done = {}
+
+        def write() -> None:
+            (done["w"],) = ex.run_many([timing("write", token, *pages, hold=4.0)], timeout=10)
+            done["end"] = time.monotonic()
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        (during,) = beside.run_many([timing("read", token, *pages, wait=1.0)], timeout=10)
+        read_end = time.monotonic()
+        writer.join()
+        (later,) = after.run_many([timing("read", token, *pages)], timeout=10)
+    assert done["w"].ran and read_end < done["end"], done  # the reader ran beside the writer
+    for v in (during, later):
+        got = decoded(v)
+        same = 32 - bin(got ^ token).count("1")
+        assert got != token and same <= 26, (same, v.stdout)
+
+
+def report_line(v) -> str:
+    assert v.stdout, v
+    return v.stdout.splitlines()[0]
+
+
 LIMITS = r"""
 import resource
 print(*(resource.getrlimit(r)[0] for r in (resource.RLIMIT_NOFILE, resource.RLIMIT_SIGPENDING)))
@@ -274,3 +354,25 @@ def test_no_policy_is_refused_unless_allowed(monkeypatch):
         with pytest.raises(SandboxUnavailable, match="the kernel refused the seccomp filter") as x:
             e.run("with entry { print(1); }")
     assert "\n" not in str(x.value)
+
+
+def test_everything_a_job_can_read_is_the_tree_on_a_tmpfs(ex):
+    """Every directory the sandbox shows is a copy in the tree (`executor.tree`), and the tree is
+    on a tmpfs; a copy left by a process that died is removed by the next one."""
+    from jacrl.executor.jac_cache import jac_cache
+
+    launch = sandbox.Launch(list(client.SERVER_FILES), [], None, jac_cache())
+    launch.close()
+    argv = launch.argv
+    if argv[3].endswith("sandbox.py"):  # as root: the launcher's [uid, bubblewrap's argv]
+        argv = json.loads(argv[4])[1]
+    binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind"]
+    root = tree.tree()
+    assert binds and [b for b in binds if not b.startswith(root + "/")] == []
+    assert tree._is_tmpfs(root)
+    base = os.path.dirname(root)
+    assert not os.path.exists("/proc/4194303")  # the last pid there can be: free here
+    dead = os.path.join(base, f"{tree.PREFIX}4194303-test")
+    os.makedirs(os.path.join(dead, "usr"))
+    tree._prune(base)
+    assert not os.path.exists(dead) and os.path.isdir(root)

@@ -66,8 +66,8 @@ for d in dirs:
 held, listening = [], []  # the sockets stay open (listening) until the job ends
 addrs = [(socket.AF_UNIX, "\0" + MARK)] + [(socket.AF_INET, ("127.0.0.1", p)) for p in PORTS]
 for fam, addr in addrs:
-    s = socket.socket(fam, socket.SOCK_STREAM)
-    try:
+    try:  # the policy allows unix sockets only: socket() of AF_INET itself is refused
+        s = socket.socket(fam, socket.SOCK_STREAM)
         if MODE == "write":
             s.bind(addr); s.listen(); held.append(s); listening.append(repr(addr))
         else:
@@ -110,7 +110,7 @@ def test_a_job_can_write_only_its_own_tmpfs(ex):
     """Everything a job can write to is its own private /tmp or /var/tmp (/dev, /proc and every
     bound directory are read-only), and it did write its markers there."""
     w = report(ex.run_many([program("write", "solo")], timeout=20)[0])
-    assert w["dirs"] > 1000 and "/dev" in w["mounts"] and "/tmp" in w["mounts"], w["mounts"]
+    assert w["dirs"] > 500 and "/dev" in w["mounts"] and "/tmp" in w["mounts"], w["mounts"]
     assert {"/tmp", "/var/tmp"} <= set(w["writable"]), w["writable"]
     assert all(private(d) for d in w["writable"]), [d for d in w["writable"] if not private(d)]
     assert repr("\0jacrl-marker-solo") in w["listening"], w  # its own namespace lets it listen

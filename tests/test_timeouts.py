@@ -100,15 +100,19 @@ def one_busy_core():
 
 
 def test_every_answer_shape_of_every_task_scores_one_on_a_busy_machine():
-    """Every gold of the corpus in every answer shape, under its stored time-out, while the core
-    the jobs run on spins: 1.0 each (the time-out is CPU time, which the spinning does not
-    stretch). The programs run while it spins; the grading (pure Python) after, from those
-    verdicts."""
+    """Every gold of the corpus in every answer shape, and every gold of the learnable family,
+    under its stored time-out and the jobs' syscall allowlist, while the core the jobs run on
+    spins: 1.0 each (the time-out is CPU time, which the spinning does not stretch). The programs
+    run while it spins; the grading (pure Python) after, from those verdicts."""
     answers = {t["meta"]["id"]: t["answer"] for t in read_tasks(ROOT / "data" / "tasks.jsonl")}
     named = [
         (f"{d.id}/{name}", c, answers[d.id])
         for d in load_all(ROOT / "drivers")[0]
         for name, c in variants(d).items()
+    ]
+    named += [  # the learnable family: its gold, fenced (one program each)
+        (f"learnable/{t['meta']['id']}", f"```jac\n{t['meta']['gold']}\n```", t["answer"])
+        for t in read_tasks(ROOT / "learnable" / "data" / "tasks.jsonl")
     ]
     programs = {}  # what score_completions runs for each shape: its spliced program
     for _, c, a in named:

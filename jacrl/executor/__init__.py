@@ -8,7 +8,10 @@
 - `child.py`: what runs in its forked children: the shim's namespaces, the job's limits and
   environment, `jac run` split into compile and exec.
 - `sandbox.py`: the bubblewrap sandbox the server runs in; isolation levels and the opt-in.
-- `policy.py`: every job's syscall policy (seccomp, built with libseccomp), in the client.
+- `tree.py`: the read-only files jobs see (what the interpreter and jaclang need), copied once
+  per client process onto a tmpfs, so that their page cache carries nothing between jobs.
+- `policy.py`: every job's syscall policy (a seccomp allowlist, built with libseccomp), in the
+  client.
 """
 
 from jacrl.executor.client import (

@@ -2,16 +2,16 @@
 interpreter and nothing else of the machine.
 
 The sandbox (bubblewrap, Debian `bubblewrap`; it uses the kernel's user namespaces, so it works as
-root and as a normal user) shows read-only: /usr (and the /bin, /lib… links), the dynamic linker's
-cache and the time zone, the interpreter's prefix, the venv and its site-packages (wherever they
-live), the server script and jaclang's own compiled compiler (`jac_cache.py`); writable: only
-fresh tmpfs (/tmp, /var/tmp); /dev is read-only with only the device nodes (`minimal_dev`). No
-project tree, no home directory, no other process (own pid
-namespace), no network (own net namespace), an empty environment, no capabilities. As root the
-sandbox runs as SANDBOX_UID, an id no user has: nothing of root's is its own, and the per-user
-process limit applies (it never does to uid 0). Python dirs that uid could not reach (pyenv under
-a 0700 /root) are first bind-mounted, by a small root launcher in a mount namespace of its own,
-under a tmpfs it can reach (`_stage_and_exec`).
+root and as a normal user) shows read-only only the files the interpreter and jaclang need, from a
+copy on a tmpfs (`tree.py`: a disk file's page cache would carry data between jobs): the
+interpreter and the shared libraries it loads, the standard library, the venv's jaclang and what
+it requires, the linker cache and the time zones, the server's files and jaclang's own compiled
+compiler (`jac_cache.py`); writable: only fresh tmpfs (/tmp, /var/tmp); /dev is read-only with
+only the device nodes (`minimal_dev`). No project tree, no home directory, no /usr beyond those
+libraries, no other process (own pid namespace), no network (own net namespace), an empty
+environment, no capabilities. As root the sandbox runs as SANDBOX_UID, an id no user has: nothing
+of root's is its own, and the per-user process limit applies (it never does to uid 0); the tree
+is on a tmpfs that uid can reach, wherever the interpreter lives (pyenv under a 0700 /root).
 
 Isolation levels (recorded in every result row and benchmark):
 - `sandbox`: the above, and inside it every job in namespaces of its own (see `child.py`).
@@ -31,7 +31,7 @@ import site
 import sys
 from pathlib import Path
 
-from jacrl.executor.child import MS_BIND, MS_PRIVATE, MS_REC, PRIVATE_DIRS, mount
+from jacrl.executor.child import PRIVATE_DIRS
 
 LEVELS = ("sandbox", "namespaces", "rlimits-only")
 ALLOW_ENV = "JACRL_ALLOW_UNSANDBOXED"
@@ -39,20 +39,13 @@ SANDBOX_UID = 2_100_000_000  # far from ids that users, containers or older jacr
 SERVER_DIR = "/run/jacrl/executor"  # where the server's files are in the sandbox
 JAC_CACHE = "/run/jacrl/jac-cache"  # jaclang's compiled compiler, read-only (jac_cache.py)
 KEEP = "/run/jacrl/keep"  # where Python dirs that live under PRIVATE_DIRS are kept for the jobs
-SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+SYSTEM_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 DEV_LINKS = (
     ("fd", "/proc/self/fd"),
     ("stdin", "/proc/self/fd/0"),
     ("stdout", "/proc/self/fd/1"),
     ("stderr", "/proc/self/fd/2"),
-)
-SYSTEM_FILES = (
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/etc/alternatives",
 )
 RISK = (
     "model-written code then runs with your permissions: it can read your files (the task "
@@ -78,7 +71,9 @@ def why_unsandboxed() -> str | None:
         return f"no sandbox on {sys.platform} (bubblewrap needs Linux namespaces)"
     if bwrap() is None:
         return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
-    return None
+    from jacrl.executor import tree  # here: this file also runs as the root launcher's script
+
+    return tree.why_none()
 
 
 def refuse(reason: str) -> SandboxUnavailable:
@@ -161,27 +156,25 @@ class Launch:
         ]
         if hash_seed is not None:
             argv += ["--setenv", "PYTHONHASHSEED", str(hash_seed)]
+        from jacrl.executor import tree
+
+        root = tree.tree()  # the files jobs may read, on a tmpfs (tree.py)
         for name in SYSTEM_DIRS:
             host = "/" + name
             if os.path.islink(host):
                 argv += ["--symlink", os.readlink(host), host]
-            elif os.path.isdir(host):
-                argv += ["--ro-bind", host, host]
-        for f in SYSTEM_FILES:
-            if os.path.exists(f):
-                argv += ["--ro-bind", f, f]
+            elif os.path.isdir(root + host):
+                argv += ["--ro-bind", root + host, host]
         argv += ["--proc", "/proc", *minimal_dev()]
         for d in PRIVATE_DIRS:  # fresh tmpfs; first: a venv under /tmp is bound on top of it
             argv += ["--tmpfs", d]
-        binds = [(d, d) for d in python_dirs()]  # (here, in the sandbox)
+        binds = [(root + os.path.realpath(d), d) for d in python_dirs()]  # (copy, in the sandbox)
         if jac_cache:
-            binds.append((jac_cache, JAC_CACHE))
+            binds.append((tree.copy_dir(jac_cache, os.path.basename(jac_cache)), JAC_CACHE))
             argv += ["--setenv", "XDG_CACHE_HOME", JAC_CACHE]
-        dirs = [d for d, _ in binds]
-        stage = _stage_dir(dirs) if as_root else ""
         keep = []
-        for i, (d, shown_at) in enumerate(binds):
-            src = f"{stage}/{i}" if as_root else d
+        for i, (src, shown_at) in enumerate(binds):
+            os.makedirs(src, mode=0o755, exist_ok=True)
             argv += ["--ro-bind", src, shown_at]
             if any(_under(shown_at, p) for p in PRIVATE_DIRS):  # jobs cover /tmp: bound back
                 keep.append([f"{KEEP}/{i}", shown_at])
@@ -202,9 +195,8 @@ class Launch:
             "--keep",
             json.dumps(keep),
         ]
-        if as_root:
-            plan = {"uid": SANDBOX_UID, "stage": stage, "dirs": dirs, "argv": argv}
-            argv = [py, "-s", "-B", os.path.abspath(__file__), json.dumps(plan)]
+        if as_root:  # become SANDBOX_UID first (see _exec_as)
+            argv = [py, "-s", "-B", os.path.abspath(__file__), json.dumps([SANDBOX_UID, argv])]
         self.argv = argv
 
     def _memfd(self, path: str) -> int:
@@ -237,31 +229,13 @@ def _under(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip("/") + "/")
 
 
-def _stage_dir(dirs: list[str]) -> str:
-    """An existing directory that holds none of the Python dirs: the root launcher covers it."""
-    for d in ("/mnt", "/media", "/srv", "/run", "/var/tmp", "/tmp"):
-        if os.path.isdir(d) and not os.path.islink(d) and not any(_under(p, d) for p in dirs):
-            return d
-    raise SandboxUnavailable("no directory to stage the Python environment for the sandbox")
-
-
-def _stage_and_exec(plan: dict) -> None:
-    """As root, in a process of its own: a private mount namespace in which each Python dir is
-    bind-mounted at <stage>/<i> on a fresh 0755 tmpfs, then become SANDBOX_UID and exec bubblewrap
-    (which binds <stage>/<i> back at the dir's real path inside the sandbox)."""
-    os.unshare(os.CLONE_NEWNS)
-    mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
-    stage = plan["stage"]
-    mount(b"tmpfs", stage.encode(), b"tmpfs", 0, b"size=1m,mode=755")
-    for i, d in enumerate(plan["dirs"]):
-        os.mkdir(f"{stage}/{i}", 0o755)
-        mount(d.encode(), f"{stage}/{i}".encode(), None, MS_BIND | MS_REC, None)
-    uid = plan["uid"]
+def _exec_as(uid: int, argv: list[str]) -> None:
+    """As root, in a process of its own: become `uid` (no groups) and exec bubblewrap."""
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
-    os.execv(plan["argv"][0], plan["argv"])
+    os.execv(argv[0], argv)
 
 
 if __name__ == "__main__":
-    _stage_and_exec(json.loads(sys.argv[1]))
+    _exec_as(*json.loads(sys.argv[1]))
