@@ -12,13 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from jacrl.tasks import fenced, gold_body
+
 MARGIN = 16  # tokens over f × gold: a short preamble ("Here is the code:") or a longer name
 
 
 def gold_tokens(tokenizer, task: dict) -> int:
     """Tokens of the task's gold answer turn (fenced body) plus one end token."""
-    from jacrl.tasks import fenced, gold_body
-
     return len(tokenizer.encode(fenced(gold_body(task)), add_special_tokens=False)) + 1
 
 

@@ -10,6 +10,7 @@ import json
 import math
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from jacrl.evaluate import evaluate
 from jacrl.extract import code_blocks
 from jacrl.samples import read_samples
 from jacrl.tasks import meta, prompt_answer
-from jacrl.token_budget import MARGIN, gold_tokens
+from jacrl.token_budget import MARGIN
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOLLM2 = "smollm2-135m"  # as `make real-model` registers it
@@ -62,7 +63,12 @@ def test_base_evaluation_with_token_budgets(smollm2, two_tasks, tmp_path):
     cfg = EvalConfig(n=1, k=(1,), max_tokens=512, budget_factor=0.75)
     samples = tmp_path / "s.jsonl.gz"
     row = evaluate(smollm2, None, two_tasks, cfg, samples=samples)
-    want = [min(512, math.ceil(0.75 * gold_tokens(tok, t)) + MARGIN) for t in two_tasks]
+    # counted here from the task's answer JSON, not with jacrl's helpers: the gold body
+    # dedented, fenced as the SFT turn writes it, its tokens plus the one end token
+    gold = [textwrap.dedent(json.loads(t["answer"])["gold"]).strip("\n") for t in two_tasks]
+    turn = [len(tok.encode(f"```jac\n{g}\n```", add_special_tokens=False)) + 1 for g in gold]
+    want = [min(512, math.ceil(0.75 * n) + 16) for n in turn]
+    assert MARGIN == 16 and turn != [len(tok.encode(t["prompt"])) for t in two_tasks]
     assert [p["budget"] for p in row["per_task"]] == want and max(want) < 512
     assert row["budget_tokens"] == sum(want) and row["budget_factor"] == 0.75
     _, records = read_samples(samples)
