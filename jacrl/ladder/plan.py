@@ -255,7 +255,7 @@ def make_cell(
     cfg = validate(cfg)
     rung, seed = str(rung), cfg.seed if train_seed is None else int(train_seed)
     fmt, paired = task_format(format, paired_plan(cfg) if paired is None else paired)
-    iters = {"sft_iters": rung_sft_iters(cfg, rung), "grpo_iters": max(1, cfg.grpo_iters)}
+    iters = {st.iters: rung_iters(cfg, rung, st.iters) for st in STAGES.values() if st.iters}
     args = (seed, iters, cfg.sets, env, cfg.reward_formula)
     stages = stage_configs(condition, *args)
     reads = eval_reads(condition, *args)
@@ -334,13 +334,21 @@ def cell_modules(condition: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*(p.partition(":")[0] for p in paths), *CELL_RUNNER]))
 
 
-def rung_sft_iters(cfg: LadderConfig, rung: str) -> int:
-    """The SFT iterations of a rung's cells: cfg.sft_iters, or with cfg.sft_iters_per_task > 0,
-    min(cfg.sft_iters, sft_iters_per_task x the rung's tasks)."""
-    if cfg.sft_iters_per_task <= 0:
-        return cfg.sft_iters
+def rung_iters(cfg: LadderConfig, rung: str, knob: str) -> int:
+    """A stage's iterations in a rung's cells from the ladder's knob the stage table names
+    (`Stage.iters`: "sft_iters", "grpo_iters"), at least 1; where the ladder also has
+    `<knob>_per_task` > 0 (SFT's), min(the knob, that x the rung's tasks), so every rung trains
+    each task about equally often."""
+    total, per_task = getattr(cfg, knob), getattr(cfg, f"{knob}_per_task", 0)
+    if per_task <= 0:
+        return max(1, total)
     n = len(cell_tasks(rung, cfg.data_dir or None, paired=paired_plan(cfg))["train"])
-    return max(1, min(cfg.sft_iters, cfg.sft_iters_per_task * n))
+    return max(1, min(total, per_task * n))
+
+
+def rung_sft_iters(cfg: LadderConfig, rung: str) -> int:
+    """The SFT iterations of a rung's cells (`rung_iters` of sft_iters)."""
+    return rung_iters(cfg, rung, "sft_iters")
 
 
 def paired_plan(cfg: LadderConfig) -> bool:

@@ -39,7 +39,7 @@ from jacrl.train.artifacts import (
     key_parts,
     resolve_base,
 )
-from jacrl.train.grpo_compat import grpo_hooks, rollout_concurrency
+from jacrl.train.grpo_compat import grpo_hooks, metric_names, rollout_concurrency
 from jacrl.train.grpo_loss import shared_prompt_groups, shared_prompt_loss, shares_prompt
 from jacrl.train.mlx_compat import (
     lora_model,
@@ -224,7 +224,7 @@ def train_grpo(
     start = _lora_weights(policy)
     t0 = time.time()
     with (
-        metrics_log(out_dir / "metrics.jsonl", "grpo", track) as metrics,
+        metrics_log(out_dir / "metrics.jsonl", "grpo", track, metric_names) as metrics,
         rollout_concurrency(rollout),
         shared_prompt_groups(cfg.group_size),
         grpo_hooks(

@@ -48,6 +48,19 @@ def rollout_concurrency(n: int):
         grpo_trainer.BatchGenerator = orig
 
 
+def metric_names(rec: dict) -> dict:
+    """mlx-lm-lora's GRPO train metrics under our names (`MetricsLog`'s `names`)."""
+    return {
+        "loss": rec.get("train_loss"),
+        "reward_mean": rec.get("train_total_rewards_mean"),
+        "reward_std": rec.get("train_total_rewards_std"),
+        "group_reward_std": rec.get("train_grouped_rewards_std"),
+        "kl": rec.get("train_kl"),
+        "truncated": rec.get("train_hit_max_tokens_ratio"),
+        "avg_tokens": rec.get("train_average_generated_tokens"),
+    }
+
+
 # -------------------------------------------------------------------------------------------
 # GRPO: advantages, the rollout log, per-step timings
 # -------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ import os
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 from jacrl import jsonl
@@ -76,8 +77,8 @@ def seed_all(value: int) -> None:
 class MetricsLog:
     """mlx-lm TrainingCallback that appends one JSON line per report to metrics.jsonl."""
 
-    def __init__(self, path: Path, stage: str):
-        self.path, self.stage = path, stage
+    def __init__(self, path: Path, stage: str, names: Callable[[dict], dict] | None = None):
+        self.path, self.stage, self.names = path, stage, names
         self.train: list[dict] = []
         self.val: list[dict] = []
         self.steps: list[dict] = []
@@ -86,8 +87,8 @@ class MetricsLog:
         rec = {"event": event, "stage": self.stage, "time": round(time.time(), 3)}
         for k, v in info.items():
             rec[k] = v.item() if hasattr(v, "item") else v
-        if self.stage == "grpo" and event == "train":  # (step events are already ours)
-            rec = {**rec, **_grpo_canonical(rec)}
+        if self.names is not None and event == "train":  # (step events are already ours)
+            rec = {**rec, **self.names(rec)}
         with open(self.path, "a") as f:
             f.write(jsonl.dumps(rec))
         return rec
@@ -101,19 +102,6 @@ class MetricsLog:
     def step(self, info: dict) -> None:
         """One GRPO step's own record (timings, reward, skipped groups; see `grpo_hooks`)."""
         self.steps.append(self._write("step", info))
-
-
-def _grpo_canonical(rec: dict) -> dict:
-    """mlx-lm-lora's metric names -> ours."""
-    return {
-        "loss": rec.get("train_loss"),
-        "reward_mean": rec.get("train_total_rewards_mean"),
-        "reward_std": rec.get("train_total_rewards_std"),
-        "group_reward_std": rec.get("train_grouped_rewards_std"),
-        "kl": rec.get("train_kl"),
-        "truncated": rec.get("train_hit_max_tokens_ratio"),
-        "avg_tokens": rec.get("train_average_generated_tokens"),
-    }
 
 
 # -------------------------------------------------------------------------------------------

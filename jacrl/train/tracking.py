@@ -99,8 +99,14 @@ class TrackedLog(MetricsLog):
     tokens_per_second, val_loss, GRPO's reward_mean, kl, ...), GRPO step records at their step
     as step/<name> (step/generation_s, step/reward_mean, ...)."""
 
-    def __init__(self, path: Path, stage: str, sinks: Sequence[Callable[[dict, int], None]]):
-        super().__init__(path, stage)
+    def __init__(
+        self,
+        path: Path,
+        stage: str,
+        sinks: Sequence[Callable[[dict, int], None]],
+        names: Callable[[dict], dict] | None = None,
+    ):
+        super().__init__(path, stage, names)
         self.sinks, self.at = list(sinks), 0
 
     def _send(self, rec: dict, step, prefix: str = "") -> None:
@@ -149,11 +155,17 @@ def _open_run(
 
 
 @contextlib.contextmanager
-def metrics_log(path: Path, stage: str, track: Tracking | None = None) -> Iterator[MetricsLog]:
+def metrics_log(
+    path: Path,
+    stage: str,
+    track: Tracking | None = None,
+    names: Callable[[dict], dict] | None = None,
+) -> Iterator[MetricsLog]:
     """The training's metrics callback: metrics.jsonl, and with `track` its runs too (opened
-    here, finished on leaving, marked failed when training raised)."""
+    here, finished on leaving, marked failed when training raised). names: the trainer's own
+    metric names -> ours, added to each train record (GRPO's, `grpo_compat.metric_names`)."""
     if track is None:
-        yield MetricsLog(path, stage)
+        yield MetricsLog(path, stage, names)
         return
     with contextlib.ExitStack() as stack:
         ok = [False]
@@ -162,5 +174,5 @@ def metrics_log(path: Path, stage: str, track: Tracking | None = None) -> Iterat
             log, finish = _open_run(service, track)
             stack.callback(lambda finish=finish: finish(ok[0]))
             sinks.append(log)
-        yield TrackedLog(path, stage, sinks)
+        yield TrackedLog(path, stage, sinks, names)
         ok[0] = True
