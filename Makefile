@@ -89,9 +89,9 @@ REAL_GRPO := --models smollm2-135m --data learnable/data --rungs 3 --gen-limit 0
 	--set grpo.temperature=0.7 --set grpo.max_completion_length=64 --set grpo.learning_rate=1e-5 \
 	--set grpo.grad_checkpoint=false --set grpo.steps_per_report=10 --results results/smollm2-grpo
 real-grpo: real-model
-	$(VENV)/bin/jacrl ladder run $(REAL_GRPO) --conditions sft,sft_grpo --train-seeds 0
-	$(VENV)/bin/jacrl ladder run $(REAL_GRPO) --conditions sft,sft_grpo --train-seeds 1,2
-	$(VENV)/bin/jacrl ladder run $(REAL_GRPO) --conditions base,sft_grpo_lr0,raw_grpo --train-seeds 0
+	$(VENV)/bin/jacrl ladder run $(REAL_GRPO) --conditions sft,sft_grpo --train-seeds 0,1,2
+	$(VENV)/bin/jacrl ladder run $(REAL_GRPO) --conditions base,sft_grpo_lr0 --train-seeds 0
+	$(VENV)/bin/jacrl ladder run $(REAL_GRPO) --conditions raw_grpo --train-seeds 0
 	$(VENV)/bin/jacrl ladder run $(REAL_GRPO) --conditions sft_grpo_lr0,raw_grpo --train-seeds 1,2
 	$(VENV)/bin/jacrl ladder show --results results/smollm2-grpo --figures results/smollm2-grpo/figures
 	$(PY) -m jacrl.report.markdown docs/real-model.md smollm2-grpo results/smollm2-grpo
