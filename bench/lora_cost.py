@@ -8,7 +8,8 @@ gold answers as SFT trains them), the arms' steps interleaved round-robin so the
 falls on all of them alike; after a warm-up step each step is timed to its `mx.eval`. Reported
 per arm: seconds a step, real (unpadded) tokens a step, padding share, real tokens per second and
 its ratio to the project's default arm, and the train loss over the last steps (the cost of
-adapting fewer blocks, on the same batches). Writes bench/results/lora_cost.json.
+adapting fewer blocks: the length-sorted arms train on the very same batches; the default arm
+draws its own). Writes bench/results/lora_cost.json.
 
     .venv/bin/python bench/lora_cost.py [--model smollm2-135m] [--steps 12]
 """
