@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections import deque
 from collections.abc import Sequence
 
 from tqdm.auto import tqdm
@@ -114,10 +115,16 @@ def decode(
         if r.max_tokens < 1:
             raise ValueError(f"request {i}: max_tokens must be >= 1, not {r.max_tokens}")
         groups.setdefault(r.prompt, []).extend((i, j) for j in range(r.n))
-        sampler = make_sampler(temp=r.temperature, top_p=r.top_p, top_k=r.top_k)
-        samplers.setdefault(_setting(r), sampler)
+        if _setting(r) not in samplers:
+            samplers[_setting(r)] = make_sampler(temp=r.temperature, top_p=r.top_p, top_k=r.top_k)
     out: list[list[Sample | None]] = [[None] * r.n for r in requests]
-    pending = [(p, seqs) for p, seqs in groups.items() if seqs][::-1]  # popped from the end
+    # the longest budgets enter first: the batch's tail, when nothing waits, is the short ones
+    pending = deque(
+        sorted(
+            ((p, seqs) for p, seqs in groups.items() if seqs),
+            key=lambda g: -max(requests[i].max_tokens for i, _ in g[1]),
+        )
+    )
     mx.random.seed(seed)
     gen = BatchGenerator(
         model,
@@ -132,7 +139,7 @@ def decode(
     try:
         while pending or live:
             while pending and len(live) < batch_size:  # room: the next prompt's sequences
-                prompt, seqs = pending.pop()
+                prompt, seqs = pending.popleft()
                 ids = prompt_ids(tokenizer, prompt, system)
                 cache = _prefilled(model, ids)
                 uids = gen.insert(
