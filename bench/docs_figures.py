@@ -44,6 +44,7 @@ def _grpo_step_reward(d: dict) -> str:
 
 
 DECODE_GOAL = 150  # tok/s, a real model's aggregate batched decode on 2 cores (issue 48)
+EVAL_SPEEDUP_GOAL = 3  # an evaluation's batched generation against the per-chunk one (issue 57)
 
 
 def _real_model_speed(record: dict) -> str:
@@ -80,7 +81,44 @@ def _real_model_speed(record: dict) -> str:
             f"{'MET' if rate >= DECODE_GOAL else 'NOT met'} (best: {best['model']}, {rate} "
             f"tok/s at batch {b}). Rows marked · were not measured (bf16: prefill only).",
         ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _evaluation(record)) + "\n"
+
+
+def _evaluation(record: dict) -> list[str]:
+    """The evaluation rows under the speed table: jacrl's batched generation beside the per-chunk
+    baseline, measured in the same run (none in a record from before issue 57)."""
+    evs = [(m["model"], m["evaluation"]) for m in record["models"] if "evaluation" in m]
+    if not evs:
+        return []
+    e = evs[0][1]
+    lines = [
+        "",
+        f"An evaluation's generation: {e['tasks']} tasks x (greedy + {e['n']} samples), budgets "
+        f"at factor {e['budget_factor']}, batch {e['batch_size']}; per-chunk (before issue 57) "
+        "and batched (one continuous batch) in the same run; tok/s = new tokens over generation "
+        "wall, prefill included.",
+        "",
+        "| model | per-chunk s | batched s | speedup | per-chunk tok/s | batched tok/s "
+        "| greedy answers equal |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, e in evs:
+        lines.append(
+            f"| {name} | {e['per_chunk']['s']} | {e['batched']['s']} | {e['speedup']}x | "
+            f"{e['per_chunk']['tok_s']} | {e['batched']['tok_s']} | "
+            f"{e['greedy_same']}/{e['tasks']} |"
+        )
+    real = [e for name, e in evs if name != "jac-tiny"]
+    if real:
+        met = all(
+            e["speedup"] >= EVAL_SPEEDUP_GOAL and e["batched"]["tok_s"] >= DECODE_GOAL for e in real
+        )
+        lines += [
+            "",
+            f"Goal, an evaluation >= {EVAL_SPEEDUP_GOAL}x faster than per-chunk and >= "
+            f"{DECODE_GOAL} tok/s inside it on this host: {'MET' if met else 'NOT met'}.",
+        ]
+    return lines
 
 
 def _learnable_baseline(d: dict) -> str:

@@ -8,6 +8,13 @@ For each model (jac-tiny; smollm2-135m imported as f32; as bf16 into a temp dir,
   `jacrl.generate` drives it;
 - a group's shared prompt: prefilling G copies of one prompt against prefilling it once (the
   saving `jacrl.generate`'s shared prefill takes when n > 1 samples share a prompt);
+- an evaluation as a ladder cell runs it (`jacrl.evaluate.complete`): the first `--eval-tasks`
+  tasks, each its greedy answer and `--eval-n` samples within the budget `jacrl.token_budget`
+  gives at budget factor 1.5, all decoded in one continuous batch of `batch_size` sequences;
+  beside it, in the same run, the per-chunk path jacrl used before (kept here only as the
+  baseline: greedy answers, then samples, in chunks of `batch_size` sequences, each chunk a new
+  generator that waits for its last sequence): wall time of each, the ratio, aggregate tok/s
+  (new tokens over generation wall, prefill included) and whether the greedy answers agree;
 - a LoRA step (SFT's shape: batch 2 of gold examples, the ladder's LoRA on 16 blocks, rank 16,
   no gradient checkpointing) and a GRPO-like step (4 rollouts of 64 tokens decoded together, then
   one LoRA value-and-grad over them).
@@ -17,6 +24,7 @@ model, cores, load average before and after, BLAS) beside the figures; performan
 host is not a property of the code, so state the load with any figure taken from here.
 
     .venv/bin/python bench/real_model_speed.py [--repeats 3] [--new 64] [--models ...]
+        [--eval-tasks 12] [--eval-n 4]
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from jacrl.blas import blas_record, ensure_fast_blas  # noqa: E402
 OUT = ROOT / "bench" / "results" / "real_model_speed.json"
 BATCHES = (1, 8, 32, 64)
 GROUP = 4
+BUDGET_FACTOR = 1.5  # the ladder's per-task budgets on a real model (docs/real-model.md)
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -105,6 +114,99 @@ def _prefill(model, prompts: list[list[int]]) -> None:
         mx.eval(model(mx.array([p]), cache=cache))
 
 
+def _per_chunk(model, tok, prompts, n, temperature, limits, seed, batch_size):
+    """The baseline: how jacrl.generate decoded before issue 57, for one setting. Its (prompt,
+    sample) jobs in chunks of `batch_size`; each chunk a new BatchGenerator run until its last
+    sequence ends; n > 1 samples of a prompt share its prefilled cache. Returns new-token counts
+    and texts per prompt."""
+    import mlx.core as mx
+    from mlx_lm.generate import BatchGenerator
+    from mlx_lm.sample_utils import make_sampler
+
+    from jacrl.generate import _prefilled
+    from jacrl.prompts import prompt_ids
+
+    mx.random.seed(seed)
+    ids = [prompt_ids(tok, p) for p in prompts]
+    jobs = [(i, j) for i in range(len(prompts)) for j in range(n)]
+    out = [[None] * n for _ in prompts]
+    for start in range(0, len(jobs), batch_size):
+        chunk = jobs[start : start + batch_size]
+        gen = BatchGenerator(
+            model,
+            stop_tokens=[[t] for t in tok.eos_token_ids],
+            sampler=make_sampler(temp=temperature),
+            completion_batch_size=len(chunk),
+            prefill_batch_size=min(8, len(chunk)),
+        )
+        try:
+            budgets = [limits[i] for i, _ in chunk]
+            if n > 1:
+                caches = {i: _prefilled(model, ids[i]) for i in dict.fromkeys(i for i, _ in chunk)}
+                uids = gen.insert(
+                    [ids[i][-1:] for i, _ in chunk],
+                    budgets,
+                    caches=[caches[i] for i, _ in chunk],
+                    all_tokens=[ids[i][:-1] for i, _ in chunk],
+                )
+            else:
+                uids = gen.insert([ids[i] for i, _ in chunk], budgets)
+            toks = {u: [] for u in uids}
+            while responses := gen.next_generated():
+                for r in responses:
+                    if r.finish_reason != "stop":
+                        toks[r.uid].append(r.token)
+        finally:
+            gen.close()
+        for (i, j), u in zip(chunk, uids, strict=True):
+            out[i][j] = (len(toks[u]), tok.decode(toks[u]))
+    return out
+
+
+def evaluation(model, tok, tasks: int, n: int) -> dict:
+    """An evaluation's generation (`tasks` tasks x (greedy + n samples)), the per-chunk baseline
+    and jacrl's batched path side by side on the same tasks, budgets, seed and batch size."""
+    from jacrl.config import EvalConfig
+    from jacrl.evaluate import complete
+    from jacrl.tasks import prompt_answer, read_tasks
+    from jacrl.token_budget import budgets
+
+    recs = [prompt_answer(t) for t in read_tasks(ROOT / "data" / "tasks.jsonl")[:tasks]]
+    cfg = EvalConfig(n=n, budget_factor=BUDGET_FACTOR)
+    limits = budgets(tok, recs, cfg.budget_factor, cfg.max_tokens)
+    prompts = [r["prompt"] for r in recs]
+    t = time.perf_counter()
+    old_greedy = _per_chunk(model, tok, prompts, 1, 0.0, limits, cfg.seed, cfg.batch_size)
+    old_samples = _per_chunk(
+        model, tok, prompts, n, cfg.temperature, limits, cfg.seed, cfg.batch_size
+    )
+    old_s = time.perf_counter() - t
+    old_tokens = sum(c for row in old_greedy + old_samples for c, _ in row)
+    timings: dict[str, float] = {}
+    greedy, samples = complete(model, tok, prompts, cfg, timings, False, limits)
+    new_s = timings["generate"]
+    new_tokens = sum(s.tokens for s in greedy) + sum(s.tokens for row in samples for s in row)
+    return {
+        "tasks": len(prompts),
+        "n": n,
+        "batch_size": cfg.batch_size,
+        "budget_factor": cfg.budget_factor,
+        "budget_tokens": sum(limits),
+        "per_chunk": {
+            "s": round(old_s, 2),
+            "tokens": old_tokens,
+            "tok_s": _rate(old_tokens, old_s),
+        },
+        "batched": {"s": round(new_s, 2), "tokens": new_tokens, "tok_s": _rate(new_tokens, new_s)},
+        "speedup": round(old_s / new_s, 2),
+        "greedy_same": sum(g.text == o[0][1] for g, o in zip(greedy, old_greedy, strict=True)),
+    }
+
+
+def _rate(tokens: int, seconds: float) -> float:
+    return round(tokens / seconds, 1) if seconds else float("nan")
+
+
 def _lora(model, cfg_layers: int = 16, rank: int = 16):
     from mlx_lm.tuner.utils import linear_to_lora_layers
 
@@ -135,9 +237,12 @@ def _step(model, batch):
     return run
 
 
-def measure(name: str, path: str, repeats: int, new: int, prefill_only: bool = False) -> dict:
+def measure(
+    name: str, path: str, repeats: int, new: int, prefill_only: bool = False, ev=(12, 4)
+) -> dict:
     """The model's figures; prefill_only: one prefill, timed once after a warm-up (bf16, whose
-    CPU matmuls MLX runs without BLAS: the full set would take the better part of an hour)."""
+    CPU matmuls MLX runs without BLAS: the full set would take the better part of an hour).
+    ev: (tasks, samples) of the evaluation measured, once (after the decode figures' warm-ups)."""
     import mlx.core as mx
     import mlx_lm
 
@@ -162,6 +267,7 @@ def measure(name: str, path: str, repeats: int, new: int, prefill_only: bool = F
         _decode(model, prompt, b, 4)  # warm-up (too short to fill the batch: its rate is nan)
         rates = [_decode(model, prompt, b, new) for _ in range(max(1, repeats - 1))]
         out["decode_tok_s"][str(b)] = round(statistics.median(rates), 1)
+    out["evaluation"] = evaluation(model, tok, *ev)
     recs = gold_records(read_tasks(ROOT / "data" / "tasks.jsonl")[:2])
     texts = [tok.apply_chat_template(r["messages"], tokenize=True) for r in recs]
     width = min(len(x) for x in texts)
@@ -209,6 +315,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--new", type=int, default=64, help="tokens decoded per sequence")
     ap.add_argument("--models", default="jac-tiny,smollm2-135m,smollm2-135m-bf16")
+    ap.add_argument("--eval-tasks", type=int, default=12, help="tasks of the evaluation timed")
+    ap.add_argument("--eval-n", type=int, default=4, help="samples per task in it")
     ap.add_argument("--json", type=Path, default=OUT)
     args = ap.parse_args(argv)
     ensure_fast_blas()
@@ -228,7 +336,14 @@ def main(argv=None) -> int:
                 ).path
             else:
                 path = resolve(name)
-            r = measure(name, str(path), args.repeats, args.new, name.endswith("-bf16"))
+            r = measure(
+                name,
+                str(path),
+                args.repeats,
+                args.new,
+                name.endswith("-bf16"),
+                (args.eval_tasks, args.eval_n),
+            )
             print(json.dumps(r), flush=True)
             record["models"].append(r)
     finally:

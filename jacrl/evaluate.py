@@ -46,7 +46,7 @@ Row fields (percentages are 0-100, 2 dp; counts are over the `tasks` evaluated):
     isolation            the executor's isolation level when grading: sandbox, namespaces or
                          rlimits-only
     provenance           git commit, code hash, versions, model/adapter/data hashes, time
-    seconds              wall time of load / greedy / sample / grade
+    seconds              wall time of load / generate (greedy and samples together) / grade
     samples              the file keeping every completion (`evaluate(..., samples=PATH)`,
                          `jacrl eval --log-samples`; `jacrl.samples`), "" when none kept
     per_task             [{id, family, greedy_exact, greedy_tier, greedy_reward, osim, truncated,
@@ -64,7 +64,7 @@ from collections.abc import Iterable, Sequence
 
 from jacrl.blas import blas_record
 from jacrl.config import EvalConfig
-from jacrl.generate import Sample, generate
+from jacrl.generate import Request, Sample, decode
 from jacrl.jacsyntax import idiom_count
 from jacrl.models import display_path, load, portable, resolve
 from jacrl.provenance import adapter_key, provenance
@@ -291,7 +291,7 @@ def _tasks(tasks) -> list[dict]:
     return list(tasks)
 
 
-def _complete(
+def complete(
     lm,
     tok,
     prompts: list[str],
@@ -301,41 +301,22 @@ def _complete(
     limits: list[int],
 ) -> tuple[list[Sample], list[list[Sample]]]:
     """The greedy completion and cfg.n samples of every prompt, each within its token budget
-    (`limits`); their times go in `timings`."""
+    (`limits`), decoded together in one batch (each prompt prefilled once); the time goes in
+    `timings`."""
     t = time.perf_counter()
-    greedy = [
-        s[0]
-        for s in generate(
-            lm,
-            tok,
-            prompts,
-            n=1,
-            temperature=0.0,
-            max_tokens=limits,
-            seed=cfg.seed,
-            batch_size=cfg.batch_size,
-            progress="greedy" if progress else "",
-        )
-    ]
-    timings["greedy"] = time.perf_counter() - t
-    t = time.perf_counter()
-    samples = (
-        generate(
-            lm,
-            tok,
-            prompts,
-            n=cfg.n,
-            temperature=cfg.temperature,
-            max_tokens=limits,
-            seed=cfg.seed,
-            batch_size=cfg.batch_size,
-            progress="samples" if progress else "",
-        )
-        if cfg.n > 0
-        else [[] for _ in prompts]
+    greedy = [Request(p, 1, 0.0, m) for p, m in zip(prompts, limits, strict=True)]
+    sampled = [Request(p, cfg.n, cfg.temperature, m) for p, m in zip(prompts, limits, strict=True)]
+    out = decode(
+        lm,
+        tok,
+        greedy + (sampled if cfg.n > 0 else []),
+        seed=cfg.seed,
+        batch_size=cfg.batch_size,
+        progress="generate" if progress else "",
     )
-    timings["sample"] = time.perf_counter() - t
-    return greedy, samples
+    timings["generate"] = time.perf_counter() - t
+    samples = out[len(prompts) :] if cfg.n > 0 else [[] for _ in prompts]
+    return [s[0] for s in out[: len(prompts)]], samples
 
 
 def _provenance(model_dir, adapter, tasks: list[dict]) -> dict:
@@ -388,7 +369,7 @@ def evaluate(
     timings["load"] = time.perf_counter() - t
     limits = budgets(tok, tasks, cfg.budget_factor, cfg.max_tokens)
     prompts = [tt["prompt"] for tt in tasks]
-    greedy, completions = _complete(lm, tok, prompts, cfg, timings, progress, limits)
+    greedy, completions = complete(lm, tok, prompts, cfg, timings, progress, limits)
 
     t = time.perf_counter()
     if progress:

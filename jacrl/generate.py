@@ -1,15 +1,19 @@
 """Seeded sampling from a model, and the deployable best-of-k generator.
 
-`generate(model, tokenizer, prompts, n=..., temperature=...)` decodes n completions per prompt in
-batches (mlx-lm's BatchGenerator); temperature 0 is greedy, and the same call with the same seed
-gives the same samples. `generate_best_of_k` returns the first of k samples the ruler accepts: for
-a task, one whose output is the task's expected output; for a bare prompt, one that exits cleanly.
+`decode(model, tokenizer, requests)` decodes every `Request` (a prompt, n, temperature, budget)
+together in one continuous batch (mlx-lm's BatchGenerator), each distinct prompt prefilled once:
+an evaluation's greedy answers and samples of all its tasks in one call. `generate(model,
+tokenizer, prompts, n=..., temperature=...)` is its one-setting form. Temperature 0 is greedy,
+and the same call with the same seed gives the same samples. `generate_best_of_k` returns the
+first of k samples the ruler accepts: for a task, one whose output is the task's expected output;
+for a bare prompt, one that exits cleanly.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections import deque
 from collections.abc import Sequence
 
 from tqdm.auto import tqdm
@@ -31,6 +35,19 @@ class Sample:
     truncated: bool  # hit max_tokens before an end-of-sequence token
 
 
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """n completions of one prompt at one setting, within max_tokens new tokens each.
+    temperature 0 = greedy (argmax); top_p / top_k (0 = off) only when sampling."""
+
+    prompt: str
+    n: int = 1
+    temperature: float = 0.0
+    max_tokens: int = MAX_TOKENS
+    top_p: float = 0.0
+    top_k: int = 0
+
+
 def generate(
     model,
     tokenizer,
@@ -46,64 +63,114 @@ def generate(
     top_p: float = 0.0,
     top_k: int = 0,
 ) -> list[list[Sample]]:
-    """n completions per prompt, decoded in batches of `batch_size` sequences (continuous
-    batching, mlx-lm's BatchGenerator). temperature 0 = greedy (argmax). Seeded: the same call
-    gives the same samples. progress: a label shows a progress bar over the sequences (stderr).
-    top_p / top_k (0 = off): as GRPO's rollouts sample, for measuring at their settings.
-    max_tokens: one budget for all, or one per prompt (`jacrl.token_budget`)."""
+    """n completions per prompt at one setting (`decode` of one `Request` per prompt).
+    temperature 0 = greedy (argmax). Seeded: the same call gives the same samples. progress: a
+    label shows a progress bar over the sequences (stderr). top_p / top_k (0 = off): as GRPO's
+    rollouts sample, for measuring at their settings. max_tokens: one budget for all, or one per
+    prompt (`jacrl.token_budget`)."""
+    limits = [max_tokens] * len(prompts) if isinstance(max_tokens, int) else list(max_tokens)
+    if len(limits) != len(prompts):
+        raise ValueError(f"{len(limits)} token budgets for {len(prompts)} prompts")
+    if n < 1:
+        return [[] for _ in prompts]
+    requests = [
+        Request(p, n, temperature, m, top_p, top_k) for p, m in zip(prompts, limits, strict=True)
+    ]
+    return decode(
+        model,
+        tokenizer,
+        requests,
+        seed=seed,
+        batch_size=batch_size,
+        system=system,
+        progress=progress,
+    )
+
+
+def decode(
+    model,
+    tokenizer,
+    requests: Sequence[Request],
+    *,
+    seed: int = EvalConfig.seed,
+    batch_size: int = EvalConfig.batch_size,
+    system: str = SYSTEM_PROMPT,
+    progress: str = "",
+) -> list[list[Sample]]:
+    """Every request's completions, decoded together: one mlx-lm BatchGenerator keeps up to
+    `batch_size` sequences of any prompts and settings decoding at once (continuous batching: a
+    finished sequence leaves, the next enters). Each distinct prompt is prefilled once, when its
+    sequences are about to enter, and its cache serves all of them (greedy and samples alike), so
+    at most about one batch of prompt caches is alive at a time. Seeded: the same call gives the
+    same samples; another mix of requests draws other random numbers, but a greedy completion
+    does not depend on its batch (tests/test_evaluate.py). Returns one list per request."""
     # mlx is heavy and absent where only the executor or the reward is used: imported on use
     import mlx.core as mx
     from mlx_lm.generate import BatchGenerator
     from mlx_lm.sample_utils import make_sampler
 
-    if n < 1 or not prompts:
-        return [[] for _ in prompts]
-    mx.random.seed(seed)
-    sampler = make_sampler(temp=temperature, top_p=top_p, top_k=top_k)
-    ids = [prompt_ids(tokenizer, p, system) for p in prompts]
-    limits = [max_tokens] * len(prompts) if isinstance(max_tokens, int) else list(max_tokens)
-    if len(limits) != len(prompts):
-        raise ValueError(f"{len(limits)} token budgets for {len(prompts)} prompts")
-    jobs = [(i, j) for i in range(len(prompts)) for j in range(n)]
-    out: list[list[Sample | None]] = [[None] * n for _ in prompts]
-    stops = [[t] for t in tokenizer.eos_token_ids]
-    bar = tqdm(total=len(jobs), desc=progress, unit="seq", disable=not progress)
-    for start in range(0, len(jobs), batch_size):
-        chunk = jobs[start : start + batch_size]
-        gen = BatchGenerator(
-            model,
-            stop_tokens=stops,
-            sampler=sampler,
-            completion_batch_size=len(chunk),
-            prefill_batch_size=min(8, len(chunk)),
+    samplers: dict[tuple, object] = {}  # one per setting: a batch of one setting samples at once
+    groups: dict[str, list[tuple[int, int]]] = {}  # prompt -> its (request, sample) sequences
+    for i, r in enumerate(requests):
+        if r.max_tokens < 1:
+            raise ValueError(f"request {i}: max_tokens must be >= 1, not {r.max_tokens}")
+        groups.setdefault(r.prompt, []).extend((i, j) for j in range(r.n))
+        if _setting(r) not in samplers:
+            samplers[_setting(r)] = make_sampler(temp=r.temperature, top_p=r.top_p, top_k=r.top_k)
+    out: list[list[Sample | None]] = [[None] * r.n for r in requests]
+    # the longest budgets enter first: the batch's tail, when nothing waits, is the short ones
+    pending = deque(
+        sorted(
+            ((p, seqs) for p, seqs in groups.items() if seqs),
+            key=lambda g: -max(requests[i].max_tokens for i, _ in g[1]),
         )
-        try:
-            budgets = [limits[i] for i, _ in chunk]
-            if n > 1:  # a prompt's n samples share one prefill: its cache, n times
-                caches = {i: _prefilled(model, ids[i]) for i in dict.fromkeys(i for i, _ in chunk)}
+    )
+    mx.random.seed(seed)
+    gen = BatchGenerator(
+        model,
+        stop_tokens=[[t] for t in tokenizer.eos_token_ids],
+        completion_batch_size=batch_size,
+        prefill_batch_size=batch_size,  # its prefill is one token: the rest is shared
+    )
+    total = sum(map(len, groups.values()))
+    bar = tqdm(total=total, desc=progress, unit="seq", disable=not progress)
+    live: dict[int, tuple[int, int]] = {}  # uid -> (request, sample)
+    toks: dict[int, list[int]] = {}
+    try:
+        while pending or live:
+            while pending and len(live) < batch_size:  # room: the next prompt's sequences
+                prompt, seqs = pending.popleft()
+                ids = prompt_ids(tokenizer, prompt, system)
+                cache = _prefilled(model, ids)
                 uids = gen.insert(
-                    [ids[i][-1:] for i, _ in chunk],
-                    budgets,
-                    caches=[caches[i] for i, _ in chunk],
-                    all_tokens=[ids[i][:-1] for i, _ in chunk],
+                    [ids[-1:]] * len(seqs),
+                    [requests[i].max_tokens for i, _ in seqs],
+                    caches=[cache] * len(seqs),
+                    all_tokens=[ids[:-1]] * len(seqs),
+                    samplers=[samplers[_setting(requests[i])] for i, _ in seqs],
                 )
-            else:
-                uids = gen.insert([ids[i] for i, _ in chunk], budgets)
-            toks: dict[int, list[int]] = {u: [] for u in uids}
-            reason: dict[int, str] = {}
-            while responses := gen.next_generated():
-                for r in responses:
-                    if r.finish_reason != "stop":
-                        toks[r.uid].append(r.token)
-                    if r.finish_reason is not None:
-                        reason[r.uid] = r.finish_reason
-                        bar.update(1)
-        finally:
-            gen.close()
-        for (i, j), u in zip(chunk, uids, strict=True):
-            out[i][j] = Sample(tokenizer.decode(toks[u]), len(toks[u]), reason.get(u) == "length")
-    bar.close()
+                live.update(zip(uids, seqs, strict=True))
+                toks.update((u, []) for u in uids)
+            responses = gen.next_generated()
+            if not responses:
+                raise RuntimeError(f"the generator stopped with {len(live)} sequences unfinished")
+            for r in responses:
+                if r.finish_reason != "stop":
+                    toks[r.uid].append(r.token)
+                if r.finish_reason is not None:
+                    i, j = live.pop(r.uid)
+                    got = toks.pop(r.uid)
+                    out[i][j] = Sample(tokenizer.decode(got), len(got), r.finish_reason == "length")
+                    bar.update(1)
+    finally:
+        gen.close()
+        bar.close()
     return out  # type: ignore[return-value]
+
+
+def _setting(r: Request) -> tuple:
+    """The sampler a request decodes with (greedy ignores top-p and top-k)."""
+    return (r.temperature, r.top_p, r.top_k) if r.temperature else (0.0, 0.0, 0)
 
 
 def _prefilled(model, ids: list[int]) -> list:
@@ -123,7 +190,8 @@ def _prefilled(model, ids: list[int]) -> list:
 
 def sample_tasks(model, adapter, tasks: Sequence[dict], cfg, seed: int) -> list[list[Sample]]:
     """`cfg.samples` completions per task's prompt from model + adapter (loaded here), at
-    `cfg.temperature` and `cfg.max_tokens`, seeded: how RFT and DPO sample their parent."""
+    `cfg.temperature` and `cfg.max_tokens`, seeded, all tasks in one batch (`decode`): how RFT,
+    STaR and DPO sample their parent."""
     lm, tok = load(model, adapter)
     return generate(
         lm,

@@ -4,6 +4,7 @@ is either run by a named test (or CI script) or marked as an illustration."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -208,3 +209,35 @@ def test_every_benchmark_figure_quoted_is_its_benchs_last_recorded_run(tmp_path)
         (tmp_path / "README.md", want + "\n"),
     ]
     assert figures.write("grpo_step", tmp_path) == []  # nothing left to change
+
+
+def test_the_speed_figure_shows_an_evaluations_two_paths_and_the_goal_only_when_measured():
+    """real_model_speed's figure: a record from before the evaluation was timed renders without
+    its rows; one with it lists each model's per-chunk and batched times and says MET only when
+    every real model is both >= 3x faster and >= 150 tok/s."""
+    figures = _docs_figures()
+    record = json.loads((ROOT / "bench/results/real_model_speed.json").read_text())
+    for m in record["models"]:
+        m.pop("evaluation", None)
+    assert "An evaluation's generation" not in figures.FIGURES["real_model_speed"](record)
+
+    def evaluation(old_s: float, new_s: float, tokens: int) -> dict:
+        return {
+            "tasks": 12,
+            "n": 4,
+            "batch_size": 32,
+            "budget_factor": 1.5,
+            "budget_tokens": 2106,
+            "per_chunk": {"s": old_s, "tokens": tokens, "tok_s": round(tokens / old_s, 1)},
+            "batched": {"s": new_s, "tokens": tokens, "tok_s": round(tokens / new_s, 1)},
+            "speedup": round(old_s / new_s, 2),
+            "greedy_same": 12,
+        }
+
+    real = next(m for m in record["models"] if "decode_tok_s" in m and m["model"] != "jac-tiny")
+    real["evaluation"] = evaluation(300.0, 60.0, 9600)  # 5x, 160 tok/s
+    text = figures.FIGURES["real_model_speed"](record)
+    assert f"| {real['model']} | 300.0 | 60.0 | 5.0x | 32.0 | 160.0 | 12/12 |" in text
+    assert text.rstrip().endswith("on this host: MET.")
+    real["evaluation"] = evaluation(300.0, 120.0, 9600)  # 2.5x, 80 tok/s
+    assert figures.FIGURES["real_model_speed"](record).rstrip().endswith("NOT met.")

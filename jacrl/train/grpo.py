@@ -108,34 +108,40 @@ def calibrate_temperature(
     least cfg.calibration_floor of the greedy policy's mean reward on the same prompts; the lowest
     when none does. A policy that gets nothing greedily gets the highest (nothing to lose).
     Returns (temperature, one row per temperature tried)."""
-    from jacrl.generate import generate
+    from jacrl.generate import Request, decode
     from jacrl.reward import score_completions
 
     prompts, answers = [r["prompt"] for r in records[:8]], [r["answer"] for r in records[:8]]
 
-    def mean_reward(temp: float, n: int) -> float:
-        samples = generate(
-            policy,
-            tok,
-            prompts,
-            n=n,
-            temperature=temp,
-            seed=cfg.seed,
-            max_tokens=cfg.max_completion_length,
-            top_p=cfg.top_p if temp else 0.0,
-            top_k=cfg.top_k if temp else 0,
-        )
-        texts = [s.text for row in samples for s in row]
-        scored = score_completions(
-            texts, [a for a in answers for _ in range(n)], formula=cfg.reward_formula
-        )
-        return sum(s.score for s in scored) / len(scored)
+    def mean_rewards(temps: list[float]) -> list[float]:
+        """The mean reward at each temperature (0: greedy, one per prompt), decoded together."""
+        reqs = [
+            Request(
+                p,
+                cfg.group_size if t else 1,
+                t,
+                cfg.max_completion_length,
+                cfg.top_p if t else 0.0,
+                cfg.top_k if t else 0,
+            )
+            for t in temps
+            for p in prompts
+        ]
+        out = decode(policy, tok, reqs, seed=cfg.seed)
+        means = []
+        for k in range(len(temps)):
+            rows = out[k * len(prompts) : (k + 1) * len(prompts)]
+            texts = [s.text for row in rows for s in row]
+            refs = [a for a, row in zip(answers, rows, strict=True) for _ in row]
+            scored = score_completions(texts, refs, formula=cfg.reward_formula)
+            means.append(sum(s.score for s in scored) / len(scored))
+        return means
 
-    greedy = mean_reward(0.0, 1)
-    rows = [{"temperature": 0.0, "reward_mean": round(greedy, 4)}]
     grid = sorted(cfg.temperature_grid, reverse=True)
+    greedy, hottest = mean_rewards([0.0, grid[0]])  # the greedy and the first try in one batch
+    rows = [{"temperature": 0.0, "reward_mean": round(greedy, 4)}]
     for temp in grid:
-        got = mean_reward(temp, cfg.group_size)
+        got = hottest if temp == grid[0] else mean_rewards([temp])[0]
         rows.append({"temperature": temp, "reward_mean": round(got, 4)})
         if got >= cfg.calibration_floor * greedy:
             log(
