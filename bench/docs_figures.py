@@ -150,12 +150,33 @@ def _learnable_baseline(d: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _lora_cost(d: dict) -> str:
+    host = d["host"]
+    lines = [
+        f"{d['model']}, batch {d['batch']}, {d['steps']} timed steps per arm, arms interleaved; "
+        f"host BLAS {host.get('openblas_core') or 'bundled'} x{host.get('threads')}, load "
+        f"{d['load_start'][0]:.1f} -> {d['load_end'][0]:.1f} (another run beside it).",
+        "",
+        "| arm | s / step | real tokens / step | padding | real tok/s | vs default "
+        "| loss, last third |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for a in d["arms"]:
+        lines.append(
+            f"| {a['arm']} | {a['s_per_step']:.2f} | {a['real_tokens_per_step']:.0f} | "
+            f"{100 * a['padding_share']:.0f} % | {a['real_tok_per_s']:.1f} | x{a['speedup']:.2f} | "
+            f"{a['loss_last_third']:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 # NAME (bench/results/NAME.json) -> its figure's text
 FIGURES: dict[str, Callable[[dict], str]] = {
     "reward_throughput": _reward_throughput,
     "grpo_step": _grpo_step_reward,
     "real_model_speed": _real_model_speed,
     "learnable_baseline": _learnable_baseline,
+    "lora_cost": _lora_cost,
 }
 
 

@@ -29,7 +29,7 @@ evaluation, the trainer's reporting). Step 1 (MLX compiles its CPU kernels) is s
 
 Reward arm: a GRPO-style batch (every harness task x a group of 4: gold, a wrong body, garbage, and
 in two of the groups a body that loops forever) scored with the tasks' own time-outs (1 s CPU,
-`jacrl.tasks.task_timeout`) and with the earlier harness's fixed 20 s, fresh executors each.
+`jacrl.task_build.task_timeout`) and with the earlier harness's fixed 20 s, fresh executors each.
 
     .venv/bin/python bench/grpo_step.py [--steps 5] [--big-steps 2] [--completion 48]
                                         [--arms ...] [--big-arms ...] [--q4-arms ...]

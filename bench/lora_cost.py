@@ -55,7 +55,7 @@ def batches(lengths: list[int], size: int, sort: bool, seed: int = 0) -> list[li
 
 def main() -> int:
     ensure_fast_blas()
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--steps", type=int, default=12, help="timed steps per arm (after one warm-up)")
     ap.add_argument("--batch", type=int, default=2)

@@ -15,9 +15,9 @@ same run also times the fork server at concurrency 1 with the sandbox and with
 `isolation="rlimits-only"` (the same server without bubblewrap or per-job namespaces), alternating
 in small chunks, for the sandbox's per-job cost.
 
-Each program's time-out is its task's (`jacrl.tasks.task_timeout`, stored in data/tasks.jsonl: 0.5 s
-for every harness task; ours counts it in CPU seconds of the job's process tree, enforced to the
-clock tick, with a wall backstop 1 s later), or
+Each program's time-out is its task's (`jacrl.task_build.task_timeout`, stored in
+data/tasks.jsonl: 0.5 s for every harness task; ours counts it in CPU seconds of the job's
+process tree, enforced to the clock tick, with a wall backstop 1 s later), or
 --timeout S for all (e.g. the earlier harness's 20 s). The baseline's `jac run` gets the same
 time-out plus its own start-up (the measured warm-up `jac run`), so that its program has as long
 as ours. "Looping" completions are the ones that reach it: the `while True` bodies and

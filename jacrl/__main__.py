@@ -4,4 +4,5 @@ import sys
 
 from jacrl.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing it (the docs' reference check does) runs nothing
+    sys.exit(main())

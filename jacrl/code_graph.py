@@ -3,8 +3,8 @@ lazy (function-level) imports included, found with `ast` without importing anyth
 artifact's or a cell's key holds as its code (`jacrl.provenance.code_of`), so a module a result's
 code imports counts without being listed anywhere; `UNKEYED` names the few that decide no result.
 
-How an import statement names a module: `import jacrl.a.b` names jacrl.a.b; `from jacrl.a import
-x` names jacrl.a.x when that is a module, else jacrl.a, and when jacrl.a is a package the module
+How an import statement names a module: import jacrl.a.b names jacrl.a.b; from jacrl.a import
+x names jacrl.a.x when that is a module, else jacrl.a, and when jacrl.a is a package the module
 its __init__ imports x from (a re-export is followed to its source, so importing one name from a
 package does not count its siblings); relative imports are resolved the same way. A package
 named as a whole (`from jacrl import report`) counts its __init__ and all it imports.

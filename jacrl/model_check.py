@@ -3,7 +3,7 @@ tokenizer and config.json alone (no weights are loaded), before any work.
 
 One task's prompt is rendered by the three paths that use it: evaluation (`jacrl.prompts.
 prompt_ids`, what `jacrl.generate` decodes from), SFT (mlx-lm's `ChatDataset` on
-`jacrl.train.sft.gold_records`, prompt masked) and GRPO (mlx-lm-lora's `GRPODataset` on the records
+`jacrl.tasks.gold_records`, prompt masked) and GRPO (mlx-lm-lora's `GRPODataset` on the records
 `jacrl.train.grpo` builds), and they must agree token for token. Then, over the task set (the
 project's hole-fill and conversion tasks unless given):
 

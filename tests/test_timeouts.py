@@ -1,4 +1,4 @@
-"""Per-task time-outs (`jacrl.tasks.task_timeout`): stepped from the gold's CPU time and stored
+"""Per-task time-outs (`jacrl.task_build.task_timeout`): stepped from the gold's CPU time and stored
 in every task, used by the reward and the conversion checks, and never failing a correct answer on
 a busy machine."""
 

@@ -432,12 +432,13 @@ def _add_demo_and_kernel(subparsers) -> None:
         "demo",
         help="run a small ladder on a real model (SmolLM2-135M) in minutes: rows and figures in "
         "a fresh results/demo/<time>/ (--results DIR for another), beside the committed rows",
-        description=f"Run a small ladder on {real.models[0]} in minutes (the learnable family, "
-        f"rungs {' and '.join(real.rungs)} x\n{', '.join(real.conditions)}; `--model jac-tiny`: "
-        f"the embedded test model, rungs {' and '.join(tiny.rungs)} x "
-        f"{', '.join(tiny.conditions)},\nbuilding the tasks first if they are missing); print "
-        "its table, the figures it drew, and its rows\nbeside the committed reference rows, "
-        "saying what moved and why. Without --results, tracked\nfiles are left as they are.",
+        description="Run a small ladder on a real pretrained model in minutes and print its "
+        "table, the figures it drew\nand its rows beside the committed reference rows, saying "
+        f"what moved and why. The model is\n{real.models[0]} on the learnable family (rungs "
+        f"{' and '.join(real.rungs)} x {', '.join(real.conditions)}); --model jac-tiny runs "
+        f"the\nembedded test model (rungs {' and '.join(tiny.rungs)} x "
+        f"{', '.join(tiny.conditions)}), building the tasks first\nif they are missing. "
+        "Without --results, tracked files are left as they are.",
     )
     _paths(p, results="a fresh results/demo/<UTC time>/")
     p.add_argument(

@@ -10,11 +10,13 @@ from pathlib import Path
 import pandas as pd
 
 from jacrl import jsonl
+from jacrl.conditions import CONDITIONS
 from jacrl.project import CELL_TIMES_FILE, ROWS_FILE
 from jacrl.report.graded import signal_mark, signal_marks
 from jacrl.report.rows import latest_rows, load_rows
 from jacrl.report.seeds import comparison_table, seed_comparisons, seed_summary, seed_table
 from jacrl.report.tables import graded_table, ladder_table
+from jacrl.stages import STAGES
 
 
 def _md(header: list[str], lines: list[list[str]]) -> str:
@@ -105,7 +107,8 @@ def training_markdown(rows: list[dict]) -> str:
     marks = signal_marks(rows)
     for row in latest_rows([r for r in rows if r.get("kind") == "gen"]).values():
         if "training" not in row and marks[id(row)]:  # made before the record: its adapter says
-            cells = [row["rung"], row["condition"], row.get("train_seed", 0), "·", "·", "·"]
+            stage = next(s for s in CONDITIONS[row["condition"]].stages if STAGES[s].calibrates)
+            cells = [row["rung"], row["condition"], row.get("train_seed", 0), stage, "·", "·"]
             lines.append([*cells, "0 (its parent's weights)", "·", marks[id(row)]])
         for stage, rec in (row.get("training") or {}).items():
             if "signal_rate" not in rec:
