@@ -54,7 +54,31 @@ def selection(*parts: str | list[str]) -> list[str]:
     return out
 
 
-CONTRACTS = "tests/test_contracts.py"
+# The contracts every number rests on (docs/mutation.md), filed with their subjects: each module's
+# run takes all of them, as it took their one file (tests/test_contracts.py) before
+CONTRACTS = [
+    *tests_in(
+        "tests/test_reward.py",
+        "test_whitespace_inside_a_line_is_not_an_exact_match",
+        "test_default_formula_value_for_a_hand_built_case",
+        "test_line_match_counts_lines_by_position",
+        "test_nothing_run_scores_nothing_and_says_why",
+        "test_one_answer_per_completion_or_one_for_all",
+        "test_a_body_of_exactly_max_body_characters_is_run",
+        "test_the_formula_asked_for_is_the_formula_used",
+    ),
+    *tests_in(
+        "tests/test_extract.py",
+        "test_first_fenced_block_is_the_body_when_a_fenced_example_follows",
+        "test_the_unit_is_found_by_name_then_by_where_it_sits",
+        "test_thinking_closed_at_the_very_start_is_dropped",
+    ),
+    "tests/test_splits.py::test_check_splits_reports_a_leaky_split",
+    "tests/test_cell_keys.py::test_every_eval_and_grpo_knob_a_cells_rows_depend_on_changes_its_key",
+    "tests/test_grpo.py::test_the_loss_receives_group_advantages",
+    "tests/test_jsonl.py::test_append_fsyncs_the_line_it_wrote",
+    "tests/test_seeds.py::test_bootstrap_draws_tasks_as_well_as_seeds",
+]
 # Contracts that mutants survived (docs/mutation.md), filed with their subjects: each module's
 # run takes all of them, as it took their one file before
 MORE = [
@@ -131,10 +155,10 @@ MODULES = {
     "jacsyntax": selection("tests/test_extract.py", "tests/test_reward.py", MORE),
     "splits": selection("tests/test_splits.py", CONTRACTS, MORE),
     "jsonl": selection("tests/test_jsonl.py", CONTRACTS, MORE),
-    "report/seeds": ["tests/test_seeds.py", CONTRACTS],
+    "report/seeds": selection("tests/test_seeds.py", CONTRACTS),
     "train/grpo_compat": [
         "tests/test_train.py::test_advantage_variants_on_hand_made_groups",
-        CONTRACTS,
+        *CONTRACTS,
         *GRPO,
     ],
     "train/grpo_loss": [
@@ -146,14 +170,14 @@ MODULES = {
         *GRPO,
     ],
     "results": ["tests/test_evaluate.py", "tests/test_samples.py"],
-    "ladder/plan": [
+    "ladder/plan": selection(
         CONTRACTS,
         "tests/test_ladder_formats.py::test_a_hole_cell_keys_and_names_as_before",
         "tests/test_cell_keys.py",
         "tests/test_stages.py::test_a_key_holds_only_the_code_its_stage_imports",
         "tests/test_stages.py::test_a_cells_code_is_its_stages_and_its_runners",
         "tests/test_ladder_plan.py",
-    ],
+    ),
     "tasks": selection(
         "tests/test_tasks.py::test_corpus_composition",
         "tests/test_tasks.py::test_bad_drivers_are_rejected_and_nothing_is_written",

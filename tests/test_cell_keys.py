@@ -6,7 +6,8 @@ whose stages nest its config (the stage table), and the cells whose evaluation i
 read it: each condition's cell is evaluated for real on jac-tiny while every stage config class
 records the fields read on it (`observed`), so a table entry (`eval_reads`) that is wrong or
 missing a field fails here rather than agreeing with itself. The same perturbation on main
-8adcf00 left the sft key unchanged for a GRPO calibration knob (the bug this file pins down)."""
+8adcf00 left the sft key unchanged for a GRPO calibration knob (the bug this file pins down).
+Also, on one sft_grpo cell: every evaluation and GRPO knob its rows depend on changes its key."""
 
 from __future__ import annotations
 
@@ -316,3 +317,68 @@ def test_sft_configs_nest_where_the_table_says():
         "rft": {"sft": "sft"},
         "star": {"sft": "sft"},
     }
+
+
+EVAL_PERTURBED = {
+    "gen_limit": 3,
+    "mem_limit": 1,
+    "n": 9,
+    "k": (1, 2),
+    "temperature": 0.5,
+    "max_tokens": 100,
+    "budget_factor": 1.5,
+}  # n 9: the default k (up to 8) still fits
+
+
+def test_every_eval_and_grpo_knob_a_cells_rows_depend_on_changes_its_key(data_dir):
+    from jacrl.config import EvalConfig, GRPOConfig
+    from jacrl.ladder.plan import make_cell
+    from jacrl.ladder.settings import LadderConfig
+
+    base = LadderConfig(data_dir=data_dir, rungs=("1",), sft_iters=4, grpo_iters=4)
+    # the evaluation knobs rows depend on: every EvalConfig field the ladder sets but the seed
+    # (`seed`: every row's, tested by the ladder) and the decode batch (throughput only)
+    shared = (
+        {f.name for f in dataclasses.fields(EvalConfig)}
+        & {f.name for f in dataclasses.fields(LadderConfig)}
+    ) - {"seed", "batch_size"}
+    assert shared | {"gen_limit", "mem_limit"} == set(EVAL_PERTURBED)
+
+    def key(cfg, **kw):
+        return make_cell(cfg, "1", condition="sft_grpo", env={}, log=lambda _: None, **kw).key
+
+    k0 = key(base)
+    for name, value in EVAL_PERTURBED.items():
+        assert getattr(base, name) != value, name
+        assert key(dataclasses.replace(base, **{name: value})) != k0, name
+    assert key(dataclasses.replace(base, batch_size=base.batch_size + 1)) == k0
+    # every GRPO knob (all of GRPOConfig) that a cell trains with
+    defaults = GRPOConfig()
+    for f in dataclasses.fields(GRPOConfig):
+        if f.name in ("iters", "seed", "reward_formula"):  # the ladder's own knobs set them
+            continue
+        value = getattr(defaults, f.name)
+        other = _other_value(f.name, value)
+        cell = make_cell(
+            dataclasses.replace(base, sets={"grpo": {f.name: other}}),
+            "1",
+            condition="sft_grpo",
+            env={},
+            log=lambda _: None,
+        )
+        assert getattr(cell.stages["grpo"], f.name) == other and cell.key != k0, f.name
+    assert key(dataclasses.replace(base, grpo_iters=5)) != k0
+    assert key(dataclasses.replace(base, reward_formula="additive")) != k0
+
+
+def _other_value(name: str, value):
+    choices = {"advantage": "std", "loss_type": "dr_grpo", "lora_keys": "self_attn.q_proj"}
+    if name in choices:
+        return choices[name]
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, tuple):
+        return value[:-1]
+    if isinstance(value, float):
+        return round(value / 2, 9) if value else 0.25
+    return value + 1 if value >= 0 else 2

@@ -1,5 +1,6 @@
 """Extraction and splicing, without running anything: every answer shape yields the gold body;
-dedent's bracket depths, thinking, fences, splice's errors; and the Jac lexer (jacrl.jacsyntax)
+dedent's bracket depths, thinking, fences (the first is the body),
+which of several same-named units is taken, splice's errors; and the Jac lexer (jacrl.jacsyntax)
 they rest on: strings, replacement fields, headers and the blocks enclosing a position."""
 
 from __future__ import annotations
@@ -436,3 +437,32 @@ def test_enclosing_blocks_of_positions_at_inside_and_after_braces():
     mask = "a { b } c { {"
     got = jacsyntax.enclosing_many(mask, [2, 4, 8, 13, 11])
     assert got == [[], [2], [], [10, 12], [10]]
+
+
+def test_first_fenced_block_is_the_body_when_a_fenced_example_follows():
+    unit = Unit("def", "double", "def double(x: int) -> int", (), "", "")
+    completion = (
+        "Here is the body:\n```jac\nreturn x * 2;\n```\nUsage:\n```jac\nprint(double(6));\n```\n"
+    )
+    assert extract_body(completion, unit) == "return x * 2;"
+    untagged = completion.replace("```jac", "```")
+    assert extract_body(untagged, unit) == "return x * 2;"
+
+
+def test_the_unit_is_found_by_name_then_by_where_it_sits():
+    """Several units named like the hole's: the one in the hole's archetypes, else a top-level
+    one, else one elsewhere; the first of equals."""
+    in_a = Unit("def", "f", "def f() -> int", ("A",), "", "")
+    echoed = "```jac\ndef g() -> int { return 0; }\ndef f() -> int { return 1; }\n```"
+    assert extract_body(echoed, in_a).strip() == "return 1;"  # top level when no A.f is given
+    elsewhere = (
+        "```jac\nobj B {\n    def f() -> int { return 2; }\n}\ndef f() -> int { return 1; }\n```"
+    )
+    assert extract_body(elsewhere, in_a).strip() == "return 1;"  # beats another archetype's
+    twins = "```jac\ndef f() -> int { return 1; }\ndef f() -> int { return 2; }\n```"
+    top = Unit("def", "f", "def f() -> int", (), "", "")
+    assert extract_body(twins, top).strip() == "return 1;"
+
+
+def test_thinking_closed_at_the_very_start_is_dropped():
+    assert answer_text("</think>return 1;") == "return 1;"  # its <think> was in the prompt

@@ -4,7 +4,8 @@ reference; its fallback is theirs with every argument); what each rollout row an
 says; dynamic sampling (DAPO: a step trains on groups whose rewards differ, drawn from more
 prompts than its batch, at most max_draws draws), by hand and as real GRPO on jac-tiny with the
 sandboxed reward; and the prompts GRPO rolls out on, which are exactly the ones evaluation
-samples with (`jacrl.prompts.prompt_ids`)."""
+samples with (`jacrl.prompts.prompt_ids`); and the advantages the loss receives (each reward
+less its group's mean, by hand)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from types import SimpleNamespace
 
 import mlx.core as mx
 import mlx.nn as nn
+import numpy as np
 import pytest
 from mlx.utils import tree_flatten, tree_map
 from mlx_lm_lora.trainer.datasets import CacheDataset, GRPODataset
@@ -613,3 +615,44 @@ def test_the_check_sees_a_different_system_prompt(tokenizer, pool):
     gives other ids, so the equality above is not vacuous."""
     ds = GRPODataset(_records(pool[:1]), tokenizer)
     assert list(ds[0][0]) != prompts.prompt_ids(tokenizer, pool[0]["prompt"])
+
+
+def test_the_loss_receives_group_advantages(tiny, harness_tasks, tmp_path, monkeypatch):
+    """Spy on the seam into mlx-lm-lora (the loss function our trainer hands it), not the log."""
+    import importlib
+
+    import jacrl.train as tr
+
+    grpo = importlib.import_module("jacrl.train.grpo")  # the module (jacrl.train.grpo: a function)
+    received = []
+    real_loss = grpo.shared_prompt_loss
+
+    def spy(*args, **kw):
+        received.append((np.array(kw["advantages"]).tolist(), list(kw["batch_indices"])))
+        return real_loss(*args, **kw)
+
+    monkeypatch.setattr(grpo, "shared_prompt_loss", spy)
+    cfg = GRPOConfig(
+        iters=1,
+        learning_rate=1e-4,
+        beta=0.0,
+        group_size=4,
+        batch_size=1,
+        max_completion_length=24,
+        lora_layers=1,
+        temperature=1.0,
+        min_group_span=0.0,
+        seed=3,
+    )
+    art = tr.grpo(tiny, harness_tasks[:1], None, cfg, tmp_path)
+    assert received, "the loss was never called"
+    rollouts = [json.loads(x) for x in (art.path / "rollouts.jsonl").read_text().splitlines()]
+    rewards = [r["reward"] for r in rollouts]
+    adv, indices = received[0]
+    # "centered" by hand: each rollout's reward less its group's mean (no division by sigma)
+    want = []
+    for i, u in enumerate(indices):
+        group = [rewards[j] for j, x in enumerate(indices) if x == u]
+        want.append(rewards[i] - sum(group) / len(group))
+    assert adv == pytest.approx(want, abs=1e-6)
+    assert len(set(rewards)) > 1 and any(abs(a) > 1e-6 for a in adv)  # not zero by chance

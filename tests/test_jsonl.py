@@ -191,3 +191,18 @@ def test_records_are_written_as_utf8_whatever_the_locale(tmp_path):
     # test for `write`'s mutants; each gets MUTANT_UNDER_TEST and this PYTHONPATH)
     jsonl.write(tmp_path / "here.jsonl", [{"name": "José"}])
     assert (tmp_path / "here.jsonl").read_bytes() == path.read_bytes()
+
+
+def test_append_fsyncs_the_line_it_wrote(tmp_path, monkeypatch):
+    p = tmp_path / "f.jsonl"
+    synced = []
+    real = os.fsync
+
+    def fsync(fd):
+        synced.append(os.fstat(fd).st_size)  # what was on the file when it was synced
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    jsonl.append(p, {"a": 1})
+    jsonl.append(p, {"b": 2})
+    assert synced == [len('{"a": 1}\n'), len('{"a": 1}\n{"b": 2}\n')]

@@ -1,10 +1,14 @@
 """The reward on real jaclang runs: every answer shape built from a gold body scores exactly 1.0;
 empty, garbage and wrong bodies land below 1.0 in the right tier; fork-server verdicts equal the
 plain `jac run` subprocess backend's; the changed-lines share, why a body is not run, a
-time-out's lines, each task's own time-out and a failed extraction's record and warning."""
+time-out's lines, each task's own time-out and a failed extraction's record and warning; exact
+match (whitespace inside a line counts), the default formula's value by hand, `line_match`, what
+nothing run scores, one answer per completion, a body of exactly MAX_BODY characters, and the
+formula asked for being the one used."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
@@ -12,6 +16,7 @@ import pytest
 from variants import variants
 
 from jacrl import reward
+from jacrl.drivers import Unit
 from jacrl.executor import Verdict, run_subprocess
 from jacrl.extract import extract_body, splice
 from jacrl.jacsyntax import idiom_score
@@ -19,6 +24,7 @@ from jacrl.reward import (
     ExtractionWarning,
     Hole,
     changed_lines,
+    exact_match,
     jac_behavioral,
     not_run,
     score,
@@ -331,3 +337,115 @@ def test_an_extraction_warning_names_the_line_that_asked_for_the_scores(
     with pytest.warns(ExtractionWarning, match="KeyError") as rec:
         here, _ = sys._getframe().f_lineno, score_completions(["a"], [answer], executor=executor)
     assert (rec[0].filename, rec[0].lineno) == (__file__, here)
+
+
+def test_whitespace_inside_a_line_is_not_an_exact_match():
+    assert not exact_match("[1,2]", "[1, 2]")
+    assert not exact_match("a  b", "a b")
+    assert not exact_match("a\n  b", "a\nb")  # indentation of a later line is output too
+    assert not exact_match("a\n\nb", "a\nb")
+    assert exact_match("\n  [1, 2]\n\n", "[1, 2]")  # only the whole output's edges are stripped
+    hole = _hole(expected="[1, 2]")
+    assert score("return [1,2];", _ran("[1,2]\n"), hole).tier == "runs"
+
+
+def _hole(expected: str, baseline: str | None = None, gold: str = "return x;") -> Hole:
+    unit = Unit("def", "f", "def f(x: int) -> int", (), "", "")
+    return Hole(
+        id="t",
+        template="def f(x: int) -> int {\n    #HOLE\n}\n",
+        gold=gold,
+        unit=unit,
+        expected_output=expected,
+        timeout=5.0,
+        baseline_output=baseline,
+    )
+
+
+def _ran(stdout: str) -> Verdict:
+    return Verdict(
+        compiled=True,
+        ran=True,
+        exit_code=0,
+        stdout=stdout,
+        stderr="",
+        timed_out=False,
+        seconds=0.1,
+        status="ok",
+    )
+
+
+def test_default_formula_value_for_a_hand_built_case():
+    """dependent: compiled, whatever its exit, = 0.25 sim + 0.55 changed ('ran' is the job's own,
+    forgeable claim: docs/threat-model.md); neither 0.10 sim."""
+    # two of the three lines that depend on the hole (b, c, d; `a` is the baseline's) match
+    hole = _hole("a\nb\nc\nd", baseline="a\nX\nY\nZ", gold="return 1;")
+    same = score("return 1;", _ran("a\nb\nQ\nd\n"), hole, "dependent")
+    assert (same.tier, same.sim) == ("runs", 1.0)
+    assert same.score == round(0.25 * 1.0 + 0.55 * 2 / 3, 4) == 0.6167
+    # "return 2;" vs "return 1;": 8 of 9 characters match, ratio 2 * 8 / 18
+    near = score("return 2;", _ran("a\nb\nQ\nd\n"), hole, "dependent")
+    assert near.sim == pytest.approx(16 / 18)
+    assert near.score == round(0.25 * 16 / 18 + 0.55 * 2 / 3, 4) == 0.5889
+    failed = dataclasses.replace(_ran(""), ran=False, exit_code=1, status="runtime_error")
+    assert score("return 1;", failed, hole, "dependent").score == 0.25
+    # what it printed counts, not how it exited
+    crashed_late = dataclasses.replace(failed, stdout="a\nb\nQ\nd\n")
+    assert score("return 1;", crashed_late, hole, "dependent").score == same.score
+    neither = dataclasses.replace(failed, compiled=False, status="compile_error")
+    assert score("return 1;", neither, hole, "dependent").score == 0.10
+    assert score("return 1;", _ran("a\nb\nc\nd"), hole, "dependent").score == 1.0
+
+
+def test_line_match_counts_lines_by_position():
+    from jacrl.reward import line_match
+
+    assert line_match("a 1\nQ\nc\n", "a 1\nb\nc") == pytest.approx(2 / 3)
+    assert line_match("a", "a\nb") == 0.5
+
+
+def test_nothing_run_scores_nothing_and_says_why():
+    from jacrl.reward import Scored
+
+    hole = _hole("1")
+    assert score("# TODO", None, hole) == Scored(
+        "t", 0.0, "empty", "# TODO", 0.0, 0.0, None, "no code"
+    )
+    assert score("return 1;", None, hole) == Scored("t", 0.0, "none", "return 1;", 0.0, 0.0, None)
+
+
+def test_one_answer_per_completion_or_one_for_all():
+    from jacrl.reward import _pair
+
+    assert _pair(["x", "y"], ["a"]) == ["a", "a"]
+    with pytest.raises(
+        ValueError,
+        match=r"^2 completions but 3 answers: expected one answer per "
+        r"completion \(or a single answer for all\)$",
+    ):
+        _pair(["x", "y"], ["a", "b", "c"])
+
+
+def test_a_body_of_exactly_max_body_characters_is_run(harness_tasks, executor):
+    from jacrl.reward import MAX_BODY, score_completions
+
+    task = harness_tasks[0]
+    unit = Hole.from_answer(task["answer"]).unit
+    pad = "# " + "x" * (MAX_BODY - len("# \nreturn 1;")) + "\nreturn 1;"
+    assert len(extract_body(f"```jac\n{pad}\n```", unit)) == MAX_BODY
+    (at,) = score_completions([f"```jac\n{pad}\n```"], [task["answer"]], executor=executor)
+    (over,) = score_completions([f"```jac\n#{pad}\n```"], [task["answer"]], executor=executor)
+    assert at.verdict is not None and at.tier != "none"
+    assert over.verdict is None and over.tier == "none"
+
+
+def test_the_formula_asked_for_is_the_formula_used(harness_tasks):
+    from jacrl.reward import jac_behavioral, reward_function
+
+    task = harness_tasks[0]
+    wrong = ["```jac\nreturn 12345;\n```"]  # runs or not, never exact: formulas disagree
+    dep = jac_behavioral([""], wrong, [task["answer"]], formula="dependent")
+    add = jac_behavioral([""], wrong, [task["answer"]], formula="additive")
+    assert dep != add
+    assert reward_function("additive")([""], wrong, [task["answer"]]) == add
+    assert reward_function("dependent")([""], wrong, [task["answer"]]) == dep

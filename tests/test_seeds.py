@@ -438,3 +438,19 @@ def test_the_seed_tables_columns_even_when_empty():
     assert list(table.index) == [0, 1]
     # one seed has no spread; three have the sample sd of 16.7, 50 and 83.3 %
     assert list(table.sd) == ["·", "33.3"]
+
+
+def test_bootstrap_draws_tasks_as_well_as_seeds():
+    from jacrl.report.seeds import bootstrap_means
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 2, size=(1, 40)).astype(float)  # one seed: only the tasks can vary
+    means = bootstrap_means(x, resamples=4000, rng_seed=1)
+    # a task bootstrap's spread: the tasks' sd / sqrt(T)
+    assert means.std() == pytest.approx(x.std() / np.sqrt(40), rel=0.1)
+    assert means.mean() == pytest.approx(x.mean(), abs=0.01)
+    # and seeds vary on their own: identical tasks, different seeds
+    y = np.repeat(rng.random((5, 1)), 30, axis=1)
+    assert bootstrap_means(y, resamples=4000, rng_seed=1).std() == pytest.approx(
+        y[:, 0].std() / np.sqrt(5), rel=0.1
+    )

@@ -1,6 +1,6 @@
 """Splits: file-disjoint holdout with every family, decontaminated, nested balanced rungs; how
-sources and unsourced tasks are picked, valid's families, the rung-5 check, the report, and the
-splits of a data dir of one's own."""
+sources and unsourced tasks are picked, valid's families, the rung-5 check, `check_splits` on a
+leaky split, the report, and the splits of a data dir of one's own."""
 
 from __future__ import annotations
 
@@ -188,3 +188,32 @@ def test_the_default_data_dir_is_the_projects(tmp_path):
     assert splits.load_split("valid", tmp_path / "new" / "data") == [
         prompt_answer(t) for t in s.valid
     ]
+
+
+def _committed_splits():
+    from jacrl.splits import Splits
+
+    parts = {n: load_split(n, ROOT / "data") for n in ("holdout", "trainpool", "valid")}
+    return Splits(**parts, dropped=[], holdout_sources=[])
+
+
+def test_check_splits_reports_a_leaky_split():
+    s = _committed_splits()
+    assert check_splits(s) == []
+    held = s.holdout[0]
+    # the same task held out and trained on
+    leaky = dataclasses.replace(s, trainpool=s.trainpool + [held])
+    problems = check_splits(leaky)
+    assert any(
+        p.startswith("holdout and trainpool share ids") and meta(held)["id"] in p for p in problems
+    ), problems
+    # another task from a held-out source file in the train pool
+    twin_meta = dict(meta(held), id="zz_twin")
+    twin = {"prompt": held["prompt"], "answer": json.dumps(twin_meta), "meta": twin_meta}
+    problems = check_splits(dataclasses.replace(s, trainpool=s.trainpool + [twin]))
+    assert any(
+        p.startswith("holdout shares sources with training") and meta(held)["source"] in p
+        for p in problems
+    ), problems
+    problems = check_splits(dataclasses.replace(s, valid=s.valid + [held]))
+    assert any(p.startswith("holdout and valid share ids") for p in problems), problems
