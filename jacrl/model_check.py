@@ -14,11 +14,13 @@ project's hole-fill and conversion tasks unless given):
 | system role | the template rejects a system message or drops its text |
 | same prompt | SFT's or GRPO's prompt tokens differ from evaluation's |
 | end tokens | none is set, or an assistant turn is not closed by one (generation would not stop) |
-| prompt length | a prompt exceeds GRPO's max_seq_length, a gold example SFT's (it would be cut) |
-| token budget | the longest gold answer exceeds the eval max_tokens or GRPO's completion budget |
+| prompt length | a prompt or a gold example exceeds a stage's limit on it (it would be cut) |
+| token budget | the longest gold answer exceeds the eval max_tokens or a stage's sampling budget |
 | thinking | (warnings only) a thinking template, and what mlx-lm passes as `enable_thinking` |
 
-Prompt + eval budget beyond the model's max_position_embeddings is a warning.
+The stages' limits checked are every stage's that the stage table names (each
+`jacrl.stages.Stage`'s `limits`), each reported as its `--set` knob (grpo.max_seq_length). Prompt
++ eval budget beyond the model's max_position_embeddings is a warning.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from jacrl.config import EvalConfig, GRPOConfig, SFTConfig
+from jacrl.config import EvalConfig
 from jacrl.models import ModelError, bound_chat_template, display_path, resolve, set_offline
 from jacrl.prompts import SYSTEM_PROMPT, chat_messages, prompt_ids
+from jacrl.stages import LIMIT_KINDS, STAGES
 from jacrl.tasks import meta, prompt_answer, read_tasks
 
 LEVELS = ("ok", "warn", "error")
@@ -121,11 +124,9 @@ def _first_diff(a: Sequence[int], b: Sequence[int]) -> int:
 class _Checker:
     """The checks, each appending findings; state shared through attributes."""
 
-    def __init__(
-        self, tok, config: dict, path: Path, sft: SFTConfig, grpo: GRPOConfig, ev: EvalConfig
-    ):
+    def __init__(self, tok, config: dict, path: Path, limits: dict, ev: EvalConfig):
         self.tok, self.config, self.path = tok, config, path
-        self.sft, self.grpo, self.ev = sft, grpo, ev
+        self.limits, self.ev = limits, ev  # {"stage.field": (kind, tokens)} of every stage
         self.findings: list[Finding] = []
 
     def add(self, check: str, level: str, text: str) -> None:
@@ -289,27 +290,24 @@ class _Checker:
             full_n.append((len(full), name))
             answer_n.append((close, name))
         (p, pid), (f, fid), (a, aid) = max(prompt_n), max(full_n), max(answer_n)
-        g, s = self.grpo.max_seq_length, self.sft.max_seq_length
-        errs = []
-        if p > g:
-            errs.append(
-                f"the longest prompt ({pid}) has {p} tokens > GRPO max_seq_length {g} "
-                "(GRPO refuses it after loading; raise grpo.max_seq_length)"
+        of = {k: {n: v for n, (kind, v) in self.limits.items() if kind == k} for k in LIMIT_KINDS}
+        errs = [
+            f"the longest {what} ({name}) has {n} tokens > {_listed(over)} ({why}; raise "
+            f"{' and '.join(over)})"
+            for what, n, name, kind, why in (
+                ("prompt", p, pid, "prompt", "refused after loading"),
+                ("gold example", f, fid, "example", "its end would be cut off"),
             )
-        if f > s:
-            errs.append(
-                f"the longest gold example ({fid}) has {f} tokens > SFT max_seq_length "
-                f"{s} (its end would be cut off; raise sft.max_seq_length)"
-            )
+            if (over := {k: v for k, v in of[kind].items() if n > v})
+        ]
         if errs:
             self.add("prompt length", "error", "; ".join(errs))
         else:
             self.add(
                 "prompt length",
                 "ok",
-                f"longest prompt {p} tokens ({pid}) <= GRPO "
-                f"max_seq_length {g}; longest gold example {f} ({fid}) <= SFT "
-                f"max_seq_length {s}",
+                f"longest prompt {p} tokens ({pid}) <= {_listed(of['prompt'])}; longest gold "
+                f"example {f} ({fid}) <= {_listed(of['example'])}",
             )
         positions, m = self.config.get("max_position_embeddings"), self.ev.max_tokens
         if positions and p + m > positions:
@@ -326,27 +324,21 @@ class _Checker:
                 "ok",
                 f"longest prompt {p} + max_tokens {m} <= max_position_embeddings {positions}",
             )
-        budgets = {
-            "eval max_tokens": self.ev.max_tokens,
-            "GRPO max_completion_length": self.grpo.max_completion_length,
-        }
-        short = [f"{name} {b}" for name, b in budgets.items() if a > b]
+        budgets = {"eval.max_tokens": self.ev.max_tokens, **of["answer"]}
+        short = {n: b for n, b in budgets.items() if a > b}
         if short:
             self.add(
                 "token budget",
                 "error",
                 f"the longest gold answer ({aid}) takes {a} tokens "
-                f"(end token included) > {', '.join(short)}: a correct answer would be cut "
-                "off",
+                f"(end token included) > {_listed(short)}: a correct answer would be cut off",
             )
         else:
-            least = min(budgets.values())
             self.add(
                 "token budget",
                 "ok",
-                f"longest gold answer {a} tokens ({aid}, end token "
-                f"included) fits {' and '.join(f'{n} {b}' for n, b in budgets.items())} "
-                f"({least - a} to spare)",
+                f"longest gold answer {a} tokens ({aid}, end token included) fits "
+                f"{_listed(budgets)} ({min(budgets.values()) - a} to spare)",
             )
 
     def thinking(self, prompt: str, ids: list[int], full: list[int], offset: int) -> None:
@@ -396,6 +388,11 @@ class _Checker:
         )
 
 
+def _listed(limits: dict[str, int]) -> str:
+    """'grpo.max_seq_length 1280, dpo.max_seq_length 2048'."""
+    return ", ".join(f"{name} {v}" for name, v in limits.items())
+
+
 def gold_answer(task: dict) -> str:
     """The assistant turn SFT trains on for a task (the fenced gold body)."""
     from jacrl.tasks import fenced, gold_body
@@ -408,16 +405,22 @@ def check_model(
     tasks: Sequence[dict] | None = None,
     *,
     task_id: str | None = None,
-    sft: SFTConfig | None = None,
-    grpo: GRPOConfig | None = None,
+    configs: Mapping[str, object] | None = None,
     ev: EvalConfig | None = None,
     tasks_label: str = "",
 ) -> ModelCheck:
     """Check a registry name or model dir (see the module docstring) against the task set
-    (default: `default_tasks()`), rendering task `task_id` (default: the first) by every stage.
-    A name that does not resolve, or a tokenizer that does not load, raises ModelError."""
+    (default: `default_tasks()`), rendering task `task_id` (default: the first) by every stage,
+    and against the limits of every stage's config in `configs` ({stage: config}; a stage not
+    there: its defaults). A name that does not resolve, or a tokenizer that does not load,
+    raises ModelError."""
     path = resolve(model)
-    sft, grpo, ev = sft or SFTConfig(), grpo or GRPOConfig(), ev or EvalConfig()
+    configs, ev = configs or {}, ev or EvalConfig()
+    limits = {
+        name: value
+        for s in STAGES.values()
+        for name, value in s.limit_values(configs.get(s.name) or s.config()).items()
+    }
     if tasks is None:
         tasks, tasks_label = default_tasks()
     tasks = list(tasks)
@@ -430,7 +433,7 @@ def check_model(
             raise ValueError(f"no task {task_id!r} in the task set")
         one = found[0]
     tok, config = load_tokenizer(path)
-    c = _Checker(tok, config, path, sft, grpo, ev)
+    c = _Checker(tok, config, path, limits, ev)
     summary = [
         f"model {model} ({display_path(path)}): {config.get('model_type')}, vocabulary "
         f"{len(tok)}; tokenizer and config.json only, no weights loaded",

@@ -6,8 +6,8 @@ A stage's trainer is named by dotted path ("jacrl.train.grpo:grpo") and imported
 runs (`trainer_of`), so reading the table loads no MLX. Adding a training method is one entry
 here, its config class in jacrl.config and its trainer module (docs/training.md).
 
-Owns: `Stage`, `STAGES` (by name), `CONFIGS`, `ENV_PREFIX`, `CALIBRATION`, `stage_of`, and
-`resolve` (a stage's config from defaults, formula, environment and overrides).
+Owns: `Stage`, `STAGES` (by name), `CONFIGS`, `ENV_PREFIX`, `CALIBRATION`, `LIMIT_KINDS`,
+`stage_of`, and `resolve` (a stage's config from defaults, formula, environment and overrides).
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ CALIBRATION = (
 CALIBRATED = {"grpo": CALIBRATION}  # what the cell of a stage without rollouts reads
 
 PARENT_USES = ("none", "continues", "samples")  # its parent's adapter: unused/trained on/sampled
+# What a token limit of a stage's config bounds: a task's prompt, its prompt + gold answer (a
+# training example), or the gold answer alone (a sampling budget)
+LIMIT_KINDS = ("prompt", "example", "answer")
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,9 @@ class Stage:
     {stage: fields} of the configs the cell's evaluation reads when this is its last stage
     (beside the cell's own stages), and `calibrates` ("module:function"; "" = it samples no
     rollouts): how it picks its rollout temperature on an adapter, which its artifact's
-    manifest summary records as `temperature` — a cell's mem rows are sampled at it."""
+    manifest summary records as `temperature` — a cell's mem rows are sampled at it. `limits`:
+    {field: kind (LIMIT_KINDS)} of its config's token limits (dotted for a nested config's),
+    which `jacrl models check` measures the task set against."""
 
     name: str
     config: type
@@ -68,6 +73,7 @@ class Stage:
     iters: str = ""
     eval_reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     calibrates: str = ""
+    limits: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         paths = [self.trainer] + ([self.calibrates] if self.calibrates else [])
@@ -76,6 +82,18 @@ class Stage:
                 f"stage {self.name!r}: parent {self.parent!r} (of {PARENT_USES}), trainer "
                 f"{self.trainer!r}, calibrates {self.calibrates!r} (module:function)"
             )
+        if bad := {k: v for k, v in self.limits.items() if v not in LIMIT_KINDS}:
+            raise ValueError(f"stage {self.name!r}: limits {bad} (kinds: {LIMIT_KINDS})")
+
+    def limit_values(self, cfg) -> dict[str, tuple[str, int]]:
+        """{"stage.field": (kind, value)} of its limits on `cfg` (a config of its class)."""
+        out = {}
+        for path, kind in self.limits.items():
+            value = cfg
+            for part in path.split("."):
+                value = getattr(value, part)
+            out[f"{self.name}.{path}"] = (kind, value)
+        return out
 
     @property
     def grades(self) -> bool:
@@ -106,6 +124,9 @@ class Stage:
         return self.trainer.partition(":")[0]
 
 
+# RFT and STaR sample answers within max_tokens, then train their nested SFT config on them
+SAMPLES_THEN_SFT = {"max_tokens": "answer", "sft.max_seq_length": "example"}
+
 STAGES: dict[str, Stage] = {
     s.name: s
     for s in (
@@ -117,9 +138,24 @@ STAGES: dict[str, Stage] = {
             shared=True,
             iters="sft_iters",
             eval_reads=CALIBRATED,
+            limits={"max_seq_length": "example"},
         ),
-        Stage("rft", RFTConfig, "jacrl.train.rft:rft", parent="samples", eval_reads=CALIBRATED),
-        Stage("star", STaRConfig, "jacrl.train.rft:star", first_only=True, eval_reads=CALIBRATED),
+        Stage(
+            "rft",
+            RFTConfig,
+            "jacrl.train.rft:rft",
+            parent="samples",
+            eval_reads=CALIBRATED,
+            limits=SAMPLES_THEN_SFT,
+        ),
+        Stage(
+            "star",
+            STaRConfig,
+            "jacrl.train.rft:star",
+            first_only=True,
+            eval_reads=CALIBRATED,
+            limits=SAMPLES_THEN_SFT,
+        ),
         Stage(
             "grpo",
             GRPOConfig,
@@ -127,8 +163,16 @@ STAGES: dict[str, Stage] = {
             parent="continues",
             iters="grpo_iters",
             calibrates="jacrl.train.grpo:calibrate_temperature",
+            limits={"max_seq_length": "prompt", "max_completion_length": "answer"},
         ),
-        Stage("dpo", DPOConfig, "jacrl.train.dpo:dpo", parent="continues", eval_reads=CALIBRATED),
+        Stage(
+            "dpo",
+            DPOConfig,
+            "jacrl.train.dpo:dpo",
+            parent="continues",
+            eval_reads=CALIBRATED,
+            limits={"max_tokens": "answer", "max_seq_length": "example"},
+        ),
     )
 }
 

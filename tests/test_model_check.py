@@ -194,18 +194,58 @@ def test_limits_the_run_would_hit(tasks):
     r = check_model(
         "jac-tiny",
         tasks,
-        grpo=GRPOConfig(max_seq_length=100),
-        sft=SFTConfig(max_seq_length=200),
+        configs={"grpo": GRPOConfig(max_seq_length=100), "sft": SFTConfig(max_seq_length=200)},
         ev=EvalConfig(max_tokens=20),
     )
     assert [f.check for f in r.errors] == ["prompt length", "token budget"]
     pl, tb = text(r, "prompt length"), text(r, "token budget")
-    assert "> GRPO max_seq_length 100" in pl and "> SFT max_seq_length 200" in pl
-    assert "> eval max_tokens 20: a correct answer would be cut off" in tb
-    assert "GRPO max_completion_length" not in tb  # 512 fits
+    assert "> grpo.max_seq_length 100" in pl and "> sft.max_seq_length 200 (" in pl
+    assert "> eval.max_tokens 20: a correct answer would be cut off" in tb
+    assert "grpo.max_completion_length" not in tb  # 512 fits
     assert (
         levels(check_model("jac-tiny", tasks, ev=EvalConfig(max_tokens=1900)))["positions"]
         == "warn"
+    )
+
+
+# Every stage's token limits, by hand from jacrl.config (RFT and STaR train a nested SFT config)
+LIMITS = {
+    "prompt length": [
+        "sft.max_seq_length 2048",
+        "rft.sft.max_seq_length 2048",
+        "star.sft.max_seq_length 2048",
+        "grpo.max_seq_length 1280",
+        "dpo.max_seq_length 2048",
+    ],
+    "token budget": [
+        "eval.max_tokens 512",
+        "rft.max_tokens 512",
+        "star.max_tokens 512",
+        "grpo.max_completion_length 512",
+        "dpo.max_tokens 512",
+    ],
+}
+
+
+def test_every_stages_limits_are_checked(tasks):
+    r = check_model("jac-tiny", tasks)
+    assert not r.errors
+    for check, limits in LIMITS.items():
+        for limit in limits:
+            assert limit in text(r, check), (check, limit)
+
+
+def test_a_dpo_budget_too_small_is_reported(data_dir, capsys):
+    args = ["models", "check", "jac-tiny", "--split", "valid", "--data", data_dir]
+    assert main([*args, "--set", "dpo.max_tokens=8"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("jacrl: models check: token budget: the longest gold answer (")
+    assert err.endswith("> dpo.max_tokens 8: a correct answer would be cut off\n"), err
+    assert main([*args, "--set", "rft.sft.max_seq_length=8"]) == 2
+    err = capsys.readouterr().err
+    assert "tokens > sft.max_seq_length" not in err  # only the stage whose limit it is
+    assert (
+        "> rft.sft.max_seq_length 8 (its end would be cut off; raise rft.sft.max_seq_length)" in err
     )
 
 

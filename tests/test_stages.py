@@ -1,6 +1,7 @@
 """The stage table (`jacrl.stages`): it loads no MLX, every entry's trainer exists, a stage's
-config is resolved the one way in `jacrl train` and in a ladder cell, and keys hold only the code
-a stage imports (`provenance.code_of`), so a new trainer module re-keys nothing else."""
+config is resolved the one way in `jacrl train` and in a ladder cell, its token limits are fields
+of its config, and keys hold only the code a stage imports (`provenance.code_of`), so a new
+trainer module re-keys nothing else."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import json
 import shutil
 import subprocess
 import sys
+
+import pytest
 
 from jacrl import provenance, stages
 from jacrl.conditions import CONDITIONS
@@ -35,6 +38,21 @@ def test_every_entry_names_a_trainer_and_its_parent_use():
         c.name for c in CONDITIONS.values() if any(STAGES[s].grades for s in c.stages)
     }
     assert [s for s, st in STAGES.items() if st.grades] == ["rft", "star", "grpo", "dpo"]
+
+
+def test_every_limit_is_a_token_count_of_its_config_and_a_bad_kind_is_refused():
+    """Each stage's `limits` name int fields of its config (dotted into a nested one), so
+    `jacrl models check` measures every stage; a kind it cannot measure is refused."""
+    for name, st in STAGES.items():
+        assert st.limits, name  # every stage today has a token limit
+        for path, (kind, value) in st.limit_values(st.config()).items():
+            assert kind in stages.LIMIT_KINDS and type(value) is int and value > 0, path
+    assert STAGES["rft"].limit_values(STAGES["rft"].config())["rft.sft.max_seq_length"] == (
+        "example",
+        STAGES["rft"].config().sft.max_seq_length,
+    )
+    with pytest.raises(ValueError, match=r"^stage 'x': limits \{'max_tokens': 'output'\}"):
+        dataclasses.replace(STAGES["dpo"], name="x", limits={"max_tokens": "output"})
 
 
 def test_a_cell_resolves_grpo_as_jacrl_train_does(data_dir, monkeypatch, capsys):

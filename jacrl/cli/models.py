@@ -11,7 +11,7 @@ from pathlib import Path
 from jacrl.config import configure
 from jacrl.models import TINY
 from jacrl.project import project
-from jacrl.stages import CONFIGS, ENV_PREFIX
+from jacrl.stages import CONFIGS, ENV_PREFIX, STAGES
 from jacrl.tiny_model import TinyModelConfig, build_tiny_model
 
 
@@ -63,9 +63,9 @@ def add(subparsers) -> None:
         action="append",
         default=[],
         metavar="STAGE.KEY=VALUE",
-        help="a limit as the run will have it: sft.max_seq_length, "
-        "grpo.max_seq_length, grpo.max_completion_length, eval.max_tokens, ... "
-        "(JACRL_<STAGE>_<FIELD> env vars apply first)",
+        help="a limit as the run will have it: "
+        + ", ".join(f"{s.name}.{f}" for s in STAGES.values() for f in s.limits)
+        + ", eval.max_tokens (JACRL_<STAGE>_<FIELD> env vars apply first)",
     )
     q.add_argument(
         "--show-prompt", action="store_true", help="print the rendered prompt of that task too"
@@ -130,7 +130,7 @@ def _check_doc() -> str:
     )
 
 
-CHECKED = ("sft", "grpo", "eval")  # the configs (of jacrl.stages.CONFIGS) model_check reads
+CHECKED = tuple(CONFIGS)  # every stage's config and eval's: model_check reads them all
 
 
 def stage_configs(sets: list[str]) -> dict:
@@ -166,8 +166,7 @@ def run_check(args: argparse.Namespace) -> int:
         args.model,
         tasks,
         task_id=args.id,
-        sft=cfgs["sft"],
-        grpo=cfgs["grpo"],
+        configs=cfgs,
         ev=cfgs["eval"],
         tasks_label=label,
     )
