@@ -101,18 +101,18 @@ CONDITIONS: dict[str, Condition] = {
             TUNED,
         ),
         Condition(
-            "sft_dpo",
-            ("sft", "dpo"),
-            "DPO continuing the sft adapter, on pairs the verifier builds from its own samples",
-        ),
-        Condition("raw_grpo", ("grpo",), "GRPO on the base model (control)"),
-        Condition(
             "sft_grpo_lr0",
             ("sft", "grpo"),
             "sft_grpo with GRPO's learning rate 0: the same rollouts, calibration and "
             "evaluation, no update (sft_grpo's control)",
             {"grpo": {"learning_rate": 0.0}},
         ),
+        Condition(
+            "sft_dpo",
+            ("sft", "dpo"),
+            "DPO continuing the sft adapter, on pairs the verifier builds from its own samples",
+        ),
+        Condition("raw_grpo", ("grpo",), "GRPO on the base model (control)"),
     )
 }
 DEFAULT_CONDITIONS = ("base", "sft", "sft_grpo", "raw_grpo")

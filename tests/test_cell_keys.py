@@ -158,6 +158,7 @@ LADDER_INPUTS = {
     "temperature": (0.5, ALL),
     "max_tokens": (100, ALL),
     "budget_factor": (1.5, ALL),
+    "grpo_prompts": ("pool", _stage_cells("grpo")),  # GRPO's prompts: only cells that run it
     "sets": None,  # every stage config's field, below
 }
 
@@ -292,6 +293,8 @@ def test_a_stage_knob_changes_exactly_the_keys_of_the_cells_that_read_it(grid, o
         want = _stage_cells(stage) | _reading_cells(observed, stage, top)
         if "." in name:  # a nested config's field (RFT's SFT): only this stage's own cells
             want = {c for c in GRID if stage in condition_of(c).stages}
+        # a condition that scales this knob by 0 (sft_grpo_lr0's learning rate) pins it
+        want -= {c for c in GRID if condition_of(c).scale.get(stage, {}).get(name) == 0}
         sets = {stage: {name: value, **COMPANIONS.get(f"{stage}.{name}", {})}}
         got = _changed(k0, keys(dataclasses.replace(base, sets=sets)))
         assert got == want, (stage, name, sorted(got), sorted(want))

@@ -19,7 +19,7 @@ from jacrl.project import project
 from jacrl.results import append_cell_rows
 
 POOL = sum(1 for ln in (ROOT / "data" / "splits" / "trainpool.jsonl").open() if ln.strip())
-CONDITIONS = "base, sft, sft_rft, star, sft_grpo, sft_grpo_tuned, sft_dpo, raw_grpo"
+CONDITIONS = "base, sft, sft_rft, star, sft_grpo, sft_grpo_tuned, sft_grpo_lr0, sft_dpo, raw_grpo"
 UNKNOWN_MODEL = (
     "unknown model 'nonexistent-model': not a directory and not a name in "
     "models/registry.toml (known: jac-tiny, smollm2-135m)"
@@ -79,9 +79,12 @@ def test_demo_in_a_project_without_drivers_writes_nothing(tmp_path, capsys):
         f'[models.jac-tiny]\npath = "{ROOT / "models" / "jac-tiny"}"\n'
     )
     assert (
-        fails(capsys, "--root", str(proj), "demo")
+        fails(capsys, "--root", str(proj), "demo", "--model", "jac-tiny")
         == f"jacrl: demo: {proj / 'drivers'}: no .jac drivers in it; nothing to build"
     )
+    # the real model's demo, without the model imported: one line naming it, nothing written
+    said = fails(capsys, "--root", str(proj), "demo")
+    assert said.startswith("jacrl: demo: unknown model 'smollm2-135m'"), said
     assert sorted(p.name for p in proj.iterdir()) == ["drivers", "jacrl.toml", "models"]
 
 

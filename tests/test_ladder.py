@@ -108,6 +108,7 @@ def test_conditions_are_data_in_one_place():
         "sft_rft",
         "sft_grpo",
         "sft_grpo_tuned",
+        "sft_grpo_lr0",
         "sft_dpo",
     ]
     for bad in (
@@ -270,6 +271,7 @@ def test_reward_formula_keys_grading_cells_only(data_dir, tmp_path, monkeypatch,
         "sft_grpo",
         "raw_grpo",
         "sft_grpo_tuned",
+        "sft_grpo_lr0",
         "sft_rft",
         "star",
         "sft_dpo",

@@ -266,7 +266,7 @@ def test_a_cell_depends_on_the_sft_cell_whose_artifact_its_next_stage_continues(
     assert parents == {
         by[r, c].key: by[r, "sft"]
         for r in ("1", "3")
-        for c in ("sft_rft", "sft_grpo", "sft_grpo_tuned", "sft_dpo")
+        for c in ("sft_rft", "sft_grpo", "sft_grpo_tuned", "sft_grpo_lr0", "sft_dpo")
     }
 
 

@@ -427,7 +427,7 @@ def add(subparsers) -> None:
 
 
 def _add_demo_and_kernel(subparsers) -> None:
-    real, tiny = ladder.real_demo_config(), ladder.demo_config()
+    real, tiny = ladder.real_demo_config(data_dir=""), ladder.demo_config()
     p = subparsers.add_parser(
         "demo",
         help="run a small ladder on a real model (SmolLM2-135M) in minutes: rows and figures in "

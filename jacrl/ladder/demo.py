@@ -95,14 +95,16 @@ REAL_DEMO_SFT = {
 
 
 def real_demo_config(**over) -> LadderConfig:
-    """The real model's demo ladder (see REAL_DEMO_SFT's comment)."""
+    """The real model's demo ladder (see REAL_DEMO_SFT's comment); its data dir is the project's
+    learnable family unless `data_dir` is given (the CLI's help passes "": no project needed)."""
+    if "data_dir" not in over:
+        over["data_dir"] = str(path_or(None, "learnable") / "data")
     base = LadderConfig(
         rungs=("1", "10"),
         models=(REAL_DEMO_MODEL,),
         conditions=("base", "sft"),
         sft_iters=40,
         sets={"sft": dict(REAL_DEMO_SFT)},
-        data_dir=str(path_or(None, "learnable") / "data"),
         gen_limit=0,
         n=4,
         k=(1, 2, 4),
