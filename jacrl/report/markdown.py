@@ -134,16 +134,13 @@ def training_markdown(rows: list[dict]) -> str:
 
 
 def seeds_markdown(rows: list[dict]) -> str:
-    """Across training seeds: each condition's mean with its seeds x tasks interval, then the
-    paired comparisons (`ladder show`'s seed tables)."""
+    """Across training seeds: each condition's mean with its seeds x tasks interval (when a cell
+    has several seeds), then the paired comparisons (each condition against base and against
+    the condition it continues, paired over seeds x tasks; with one seed, over tasks)."""
     summary = seed_summary(rows)
-    if summary.empty or not (summary.seeds > 1).any():
-        return "(one training seed everywhere)\n"
-    return (
-        _frame_md(seed_table(summary))
-        + "\n"
-        + _frame_md(comparison_table(seed_comparisons(rows), min_seeds=2))
-    )
+    seeded = not summary.empty and bool((summary.seeds > 1).any())
+    head = _frame_md(seed_table(summary)) + "\n" if seeded else "(one training seed per cell)\n\n"
+    return head + _frame_md(comparison_table(seed_comparisons(rows)))
 
 
 def regions(results_dir: str | os.PathLike) -> dict[str, str]:
