@@ -9,23 +9,20 @@ dominate its memory):
 - `beta0`: beta = 0 (no KL reference), rollouts decoded batch x group together;
 - `copy`: beta > 0 with the reference loaded a second time (how jacrl did it before);
 - `shared`: beta > 0 with the reference a frozen view over the policy's arrays (jacrl's default);
-- `nobatch` (jac-tiny only): beta = 0 with rollouts decoded batch_size at a time (the trainer's
-  own default, without `grpo_compat.rollout_concurrency`);
-- `theirs` (jac-tiny only): beta = 0 with mlx-lm-lora's own loss (each rollout's prompt run again,
-  microbatches of batch_size rollouts) instead of `jacrl.train.grpo_loss`'s (each prompt once per
-  group);
+- `nobatch` (jac-tiny only): beta = 0 with rollouts decoded one sequence at a time
+  (`rollout_batch` 1);
 - `ckpt` (jac-tiny only): beta = 0 with gradient checkpointing on (the GRPO default before), which
-  also means mlx-lm-lora's loss.
+  also means each rollout's prompt runs again.
 
 `big-q4` is `big` quantized by mlx-lm's own convert (4 bits, group 64), trained with the same arms
 (--q4-arms, off by default, e.g. `shared`): LoRA on a quantized base, the memory it saves against
 fp32 (docs/quantized-models.md).
 
-Every arm but `theirs` and `ckpt` uses the shared-prompt loss.
+Every arm but `ckpt` uses the shared-prompt loss. (An arm `theirs` ran mlx-lm-lora's own
+loss inside its trainer; since GRPO's loop is jacrl's own it is gone: tests/test_grpo.py checks the
+loss equals mlx-lm-lora's `grpo_loss`.)
 
-The update is split into the loss's value-and-grad (reference and policy forward, backward, one
-microbatch per prompt, each evaluated) and the rest (the finite check, the optimizer, the state's
-evaluation, the trainer's reporting). Step 1 (MLX compiles its CPU kernels) is shown, not counted.
+Step 1 (MLX compiles its CPU kernels) is shown, not counted.
 
 Reward arm: a GRPO-style batch (every harness task x a group of 4: gold, a wrong body, garbage, and
 in two of the groups a body that loops forever) scored with the tasks' own time-outs (1 s CPU,
@@ -57,7 +54,7 @@ from docs_figures import recorded  # noqa: E402  (bench/, the script's own folde
 
 from jacrl.blas import fast_blas_env  # noqa: E402
 
-TINY_ARMS = ("beta0", "theirs", "ckpt", "copy", "shared", "nobatch")
+TINY_ARMS = ("beta0", "ckpt", "copy", "shared", "nobatch")
 BIG_ARMS = ("beta0", "copy", "shared")
 BETA = 0.04
 BIG = dict(
@@ -74,21 +71,9 @@ BIG = dict(
 # ----------------------------------------------------------------------------------------------
 
 
-def _timed(log: list[float], fn):
-    def wrapper(*args, **kw):
-        t0 = time.perf_counter()
-        try:
-            return fn(*args, **kw)
-        finally:
-            log.append(time.perf_counter() - t0)
-
-    return wrapper
-
-
 def run_arm(arm: str, model: Path, steps: int, completion: int) -> dict:
     """Train `steps` GRPO steps for `arm`; per-step seconds and peak memory."""
     import mlx.core as mx
-    from mlx_lm_lora.trainer import grpo_trainer as gt
 
     from jacrl.config import GRPOConfig
     from jacrl.prompts import SYSTEM_PROMPT
@@ -97,13 +82,6 @@ def run_arm(arm: str, model: Path, steps: int, completion: int) -> dict:
 
     tasks = [t for t in read_tasks(ROOT / "data" / "tasks.jsonl") if "_harness_" in t["meta"]["id"]]
     records = [{**prompt_answer(t), "system": SYSTEM_PROMPT} for t in tasks]
-    import contextlib
-    import importlib
-
-    jg = importlib.import_module("jacrl.train.grpo")  # the module (jacrl.train.grpo is a function)
-    if arm == "theirs":  # mlx-lm-lora's loss and microbatches, as its users run it
-        jg.shared_prompt_loss = gt.grpo_loss
-        jg.shared_prompt_groups = lambda group: contextlib.nullcontext()
     cfg = GRPOConfig(
         iters=steps,
         beta=BETA if arm in ("copy", "shared") else 0.0,
@@ -119,8 +97,6 @@ def run_arm(arm: str, model: Path, steps: int, completion: int) -> dict:
         seed=0,
         grad_checkpoint=arm == "ckpt",
     )
-    vg: list[float] = []
-    gt._grpo_value_and_grad = _timed(vg, gt._grpo_value_and_grad)
     out = Path(tempfile.mkdtemp(prefix=f"grpo_step_{arm}_"))
     mx.reset_peak_memory()
     t0 = time.perf_counter()
@@ -135,16 +111,13 @@ def run_arm(arm: str, model: Path, steps: int, completion: int) -> dict:
     return {
         "arm": arm,
         "model": str(model),
-        "steps": [
-            {k: r[k] for k in ("generation_s", "reward_s", "update_s")} | {"value_and_grad_s": v}
-            for r, v in zip(step_rows, vg, strict=True)
-        ],
+        "steps": [{k: r[k] for k in ("generation_s", "reward_s", "update_s")} for r in step_rows],
         "kl": kl,
         "wall_s": round(wall, 2),
         "peak_mlx_gb": round(mx.get_peak_memory() / 1e9, 4),
         "max_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 4),
         "reference_weights": summary["reference_weights"],
-        "update_loss": "mlx-lm-lora" if arm == "theirs" else summary["update_loss"],
+        "update_loss": summary["update_loss"],
         "trainable_params": summary["trainable_params"],
     }
 
@@ -221,7 +194,7 @@ def _med(rows: list[dict], key: str) -> float:
 
 def summarise(res: dict) -> dict:
     steps = res["steps"]
-    s = {k: _med(steps, k) for k in ("generation_s", "reward_s", "update_s", "value_and_grad_s")}
+    s = {k: _med(steps, k) for k in ("generation_s", "reward_s", "update_s")}
     s["step_s"] = s["generation_s"] + s["reward_s"] + s["update_s"]
     s["first_step_s"] = sum(steps[0][k] for k in ("generation_s", "reward_s", "update_s"))
     return s
@@ -243,8 +216,8 @@ def report(results: dict, load: tuple, wall: float) -> str:
             f"{results['steps'][model]} steps, batch 2 x group 4, medians over steps 2+"
         )
         out.append(
-            f"{'arm':9} {'gen s':>7} {'reward s':>8} {'update s':>8} {'(v&g s)':>8} "
-            f"{'rest s':>7} {'step s':>7} {'step1 s':>7} {'peak MLX GB':>11} "
+            f"{'arm':9} {'gen s':>7} {'reward s':>8} {'update s':>8} "
+            f"{'step s':>7} {'step1 s':>7} {'peak MLX GB':>11} "
             f"{'max RSS GB':>10} {'last KL':>9}"
         )
         for arm, r in arms.items():
@@ -252,8 +225,7 @@ def report(results: dict, load: tuple, wall: float) -> str:
             kl = r["kl"][-1] if r["kl"] else None
             out.append(
                 f"{arm:9} {s['generation_s']:7.2f} {s['reward_s']:8.2f} "
-                f"{s['update_s']:8.2f} {s['value_and_grad_s']:8.2f} "
-                f"{s['update_s'] - s['value_and_grad_s']:7.2f} {s['step_s']:7.2f} "
+                f"{s['update_s']:8.2f} {s['step_s']:7.2f} "
                 f"{s['first_step_s']:7.2f} {r['peak_mlx_gb']:11.3f} {r['max_rss_gb']:10.3f} "
                 f"{kl if kl is None else f'{kl:.2e}':>9}"
             )
@@ -266,7 +238,7 @@ def report(results: dict, load: tuple, wall: float) -> str:
                         f"{arms[arm]['peak_mlx_gb'] / base['peak_mlx_gb']:.3f}x, max RSS "
                         f"{arms[arm]['max_rss_gb'] / base['max_rss_gb']:.3f}x"
                     )
-            for arm in ("theirs", "ckpt"):
+            for arm in ("ckpt",):
                 if arm in arms:
                     out.append(
                         f"update {arm}/beta0 (loss: {arms[arm]['update_loss']} vs "

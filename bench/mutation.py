@@ -133,15 +133,11 @@ MORE = [
 GRPO = tests_in(
     "tests/test_grpo.py",
     "test_a_steps_rollout_rows_and_record",
-    "test_validation_passes_its_arguments_and_ends_the_step_first",
-    "test_a_draw_times_its_generation_and_groups_by_prompt",
+    "test_a_draw_decodes_every_prompt_and_scores_its_rollouts",
+    "test_prompt_batches_are_seeded_epochs_of_whole_batches",
     "test_fill_batch_keeps_groups_with_signal_and_fills_from_the_latest",
-    "test_dynamic_sampling_rewrites_the_trainers_batch_in_place",
-    "test_training_batches_repeat_and_are_remembered",
-    "test_the_quiet_progress_bar_drops_only_the_clipping_line",
-    "test_the_fallback_is_mlx_lm_loras_loss_with_every_argument",
-    "test_a_groups_width_is_its_longest_completion",
-    "test_the_fallback_under_our_patch_is_still_mlx_lm_loras_loss",
+    "test_fill_batch_keeps_groups_with_signal_and_caps_the_draws",
+    "test_the_loss_receives_group_advantages",
 )
 MODULES = {
     "stats": ["tests/test_stats.py"],
@@ -156,7 +152,7 @@ MODULES = {
     "splits": selection("tests/test_splits.py", CONTRACTS, MORE),
     "jsonl": selection("tests/test_jsonl.py", CONTRACTS, MORE),
     "report/seeds": selection("tests/test_seeds.py", CONTRACTS),
-    "train/grpo_compat": [
+    "train/grpo_rollouts": [
         "tests/test_train.py::test_advantage_variants_on_hand_made_groups",
         *CONTRACTS,
         *GRPO,
@@ -164,7 +160,9 @@ MODULES = {
     "train/grpo_loss": [
         *tests_in(
             "tests/test_grpo.py",
-            "test_shared_prompt_loss_equals_grpo_loss",
+            "test_our_loss_equals_mlx_lm_loras",
+            "test_an_unknown_loss_type_is_refused",
+            "test_a_groups_width_is_a_bucket_and_its_logps_are_the_models",
             "test_checkpointing_is_set_per_training_and_falls_back",
         ),
         *GRPO,

@@ -98,7 +98,7 @@ class SFTConfig:
 
 @dataclass(frozen=True)
 class GRPOConfig:
-    """GRPO with mlx-lm-lora and the jac_behavioral reward."""
+    """GRPO (jacrl.train.grpo: our own loop) with the sandboxed reward."""
 
     iters: int = _f(200, "training iterations")
     learning_rate: float = _f(1e-6, "constant Adam learning rate")
@@ -159,14 +159,14 @@ class GRPOConfig:
     grad_checkpoint: bool = _f(
         False,
         "gradient checkpointing (memory for compute); on, the "
-        "update runs mlx-lm-lora's loss, each rollout's prompt again",
+        "update runs each rollout's prompt again (one sequence per rollout)",
     )
     loss_type: str = _f("grpo", "grpo | bnpo | dr_grpo")
     epsilon: float = _f(1e-4, "importance-ratio clip width (ratio is 1: one update per rollout)")
     rollout_batch: int = _f(
         0,
-        "sequences decoded together in rollouts; 0 = batch x group (the "
-        "trainer alone decodes only batch_size at once)",
+        "sequences decoded together in rollouts; 0 = all of a step's (batch x group, x "
+        "max_draws under dynamic sampling)",
     )
     steps_per_report: int = _f(5, "iterations between metric reports (metrics.jsonl)")
     steps_per_eval: int = _f(0, "iterations between validation rollouts; 0 = never")

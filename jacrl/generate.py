@@ -33,6 +33,7 @@ class Sample:
     text: str
     tokens: int
     truncated: bool  # hit max_tokens before an end-of-sequence token
+    ids: tuple[int, ...] = ()  # the tokens drawn, the end token included (GRPO's loss scores it)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,12 +156,14 @@ def decode(
             if not responses:
                 raise RuntimeError(f"the generator stopped with {len(live)} sequences unfinished")
             for r in responses:
-                if r.finish_reason != "stop":
-                    toks[r.uid].append(r.token)
+                toks[r.uid].append(r.token)
                 if r.finish_reason is not None:
                     i, j = live.pop(r.uid)
                     got = toks.pop(r.uid)
-                    out[i][j] = Sample(tokenizer.decode(got), len(got), r.finish_reason == "length")
+                    text = got[:-1] if r.finish_reason == "stop" else got
+                    out[i][j] = Sample(
+                        tokenizer.decode(text), len(text), r.finish_reason == "length", tuple(got)
+                    )
                     bar.update(1)
     finally:
         gen.close()

@@ -351,14 +351,14 @@ def jac_behavioral(
     formula: str = DEFAULT_FORMULA,
 ) -> list[float]:
     """mlx-lm-lora reward function: one float per completion, same order (the mlx-lm-lora CLI
-    path grades with DEFAULT_FORMULA); training uses `reward_function`."""
+    path grades with DEFAULT_FORMULA); with a formula bound: `reward_function`."""
     del prompts, types  # grading needs only the completion and the task's answer record
     return [s.score for s in score_completions(completions, answer, formula=formula)]
 
 
 def reward_function(formula: str) -> Callable[..., list[float]]:
-    """`jac_behavioral` with the formula bound (what jacrl.train hands to mlx-lm-lora), so the
-    environment cannot change what a keyed artifact was trained on."""
+    """`jac_behavioral` with the formula bound, for mlx-lm-lora's own GRPO trainer (jacrl's
+    GRPO calls `score_completions` itself), so the environment cannot change what it trains on."""
     check_formula(formula)
 
     def bound(prompts, completions, answer, types=None):

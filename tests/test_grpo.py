@@ -1,18 +1,17 @@
-"""GRPO (jacrl.train.grpo, grpo_compat, grpo_loss): the loss with each prompt run once per group
-gives mlx-lm-lora's `grpo_loss` (same loss, gradients and metrics, with and without a KL
-reference; its fallback is theirs with every argument); what each rollout row and step record
-says; dynamic sampling (DAPO: a step trains on groups whose rewards differ, drawn from more
-prompts than its batch, at most max_draws draws), by hand and as real GRPO on jac-tiny with the
-sandboxed reward; and the prompts GRPO rolls out on, which are exactly the ones evaluation
-samples with (`jacrl.prompts.prompt_ids`); and the advantages the loss receives (each reward
-less its group's mean, by hand)."""
+"""GRPO (jacrl.train.grpo, grpo_loop, grpo_rollouts, grpo_loss): our loss equals mlx-lm-lora's
+public `grpo_loss` (a second implementation: same loss, gradients and KL, with and without a
+KL reference, each prompt run once per group or as one sequence per rollout); what each rollout
+row and step record says; a draw of real rollouts; the prompt order; dynamic sampling (DAPO: a
+step trains on groups whose rewards differ, drawn from more prompts than its batch, at most
+max_draws draws), by hand and as real GRPO on jac-tiny with the sandboxed reward; the prompts
+GRPO rolls out on, which are exactly the ones evaluation samples with
+(`jacrl.prompts.prompt_ids`); the advantages the loss receives (each reward less its group's
+mean, by hand); validation records; and that GRPO touches no private name of mlx-lm-lora."""
 
 from __future__ import annotations
 
-import io
+import importlib
 import json
-import time
-import types
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,8 +19,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 import pytest
-from mlx.utils import tree_flatten, tree_map
-from mlx_lm_lora.trainer.datasets import CacheDataset, GRPODataset
+from mlx.utils import tree_flatten, tree_map, tree_unflatten
 
 from jacrl import models, prompts, splits
 from jacrl.config import GRPOConfig, configure
@@ -29,14 +27,25 @@ from jacrl.ladder.cell import training_record
 from jacrl.models import resolve
 from jacrl.report.graded import NO_SIGNAL, signal_mark
 from jacrl.reward import Scored
-from jacrl.tasks import prompt_answer
-from jacrl.train import grpo, grpo_compat, grpo_loss
-from jacrl.train.grpo_compat import _Batches, _Group, _StepLog, fill_batch, has_signal
-from jacrl.train.grpo_loss import shared_prompt_loss, shares_prompt
+from jacrl.tasks import prompt_answer, task_id
+from jacrl.train import grpo, grpo_loop, grpo_loss
+from jacrl.train.grpo_rollouts import (
+    Group,
+    Rollouts,
+    StepLog,
+    draw,
+    fill_batch,
+    has_signal,
+    prompt_batches,
+)
 from jacrl.train.mlx_compat import MetricsLog, lora_model
 from jacrl.train.reference import frozen_view
 
-# -- the loss: each prompt run once per group, equal to mlx-lm-lora's ------------------------------
+grpo_mod = importlib.import_module("jacrl.train.grpo")  # the module (jacrl.train.grpo: a function)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# -- the loss: equal to mlx-lm-lora's, each prompt once per group or once per rollout -------------
 
 
 @pytest.fixture(scope="module")
@@ -46,14 +55,14 @@ def setup(tiny, tmp_path_factory):
         GRPOConfig(lora_layers=-1, grad_checkpoint=False),
         tmp_path_factory.mktemp("loss"),
     )
-    assert shares_prompt(policy)  # the shared-prompt path, not the fallback, is what is compared
+    assert grpo_loss.shares_prompt(policy)
     ref = frozen_view(policy)
     mx.random.seed(1)
     policy.update(
         tree_map(lambda a: a + 0.02 * mx.random.normal(a.shape), policy.trainable_parameters())
     )
     # two prompts of different lengths, groups of 3 with unequal completions (one of 1 token)
-    prompts = [
+    heads = [
         tok.encode("def add(a: int, b: int) -> int {\n    # TODO\n}"),
         tok.encode("walker Count { has n: int = 0; can go with `root entry { # TODO } }"),
     ]
@@ -67,34 +76,66 @@ def setup(tiny, tmp_path_factory):
     ]
     completions = [mx.array(tok.encode(t)) for t in texts]
     completions[2] = completions[2][:1]
-    batch = (prompts, [[1], [1]], ["p0", "p1"], ["a0", "a1"], None)
-    return policy, ref, batch, completions
+    return policy, ref, heads, completions
 
 
-@pytest.mark.parametrize("beta, loss_type", [(0.0, "grpo"), (0.05, "grpo"), (0.05, "dr_grpo")])
-def test_shared_prompt_loss_equals_grpo_loss(setup, beta, loss_type):
+@pytest.mark.parametrize(
+    "beta, loss_type, shared",
+    [
+        (0.0, "grpo", True),
+        (0.05, "grpo", True),
+        (0.05, "dr_grpo", True),
+        (0.05, "bnpo", True),
+        (0.05, "grpo", False),
+    ],
+)
+def test_our_loss_equals_mlx_lm_loras(setup, beta, loss_type, shared, monkeypatch):
     from mlx_lm_lora.trainer.grpo_trainer import grpo_loss as theirs
 
-    policy, ref, batch, completions = setup
-    kw = dict(
-        batch=batch,
-        completions=completions,
-        completion_texts=["t"] * 6,
-        batch_indices=[0, 0, 0, 1, 1, 1],
-        advantages=mx.array([0.6, -0.2, -0.4, 0.3, 0.3, -0.6]),
-        beta=beta,
-        epsilon=0.2,
-        max_tokens=16,
-        grpo_loss_type=loss_type,
-    )
+    policy, ref, heads, completions = setup
+    if not shared:  # a model that makes its own caches: prompt + completion per rollout
+        monkeypatch.setattr(policy, "make_cache", lambda: None, raising=False)
+    assert grpo_loss.shares_prompt(policy) == shared
+    indices = [0, 0, 0, 1, 1, 1]
+    adv = mx.array([0.6, -0.2, -0.4, 0.3, 0.3, -0.6])
+
+    def mine(model, ref_model):
+        return grpo_loss.grpo_loss(
+            model,
+            ref_model,
+            heads,
+            completions,
+            indices,
+            adv,
+            beta=beta,
+            epsilon=0.2,
+            max_tokens=16,
+            loss_type=loss_type,
+        )
+
+    def lib(model, ref_model):
+        return theirs(
+            model,
+            ref_model,
+            batch=(heads, [[1], [1]], ["p0", "p1"], ["a0", "a1"], None),
+            completions=completions,
+            completion_texts=["t"] * 6,
+            batch_indices=indices,
+            advantages=adv,
+            beta=beta,
+            epsilon=0.2,
+            max_tokens=16,
+            grpo_loss_type=loss_type,
+        )
+
     results = {}
-    for name, fn in (("theirs", theirs), ("ours", shared_prompt_loss)):
-        (loss, tokens, metrics), grads = nn.value_and_grad(policy, fn)(policy, ref, **kw)
+    for name, fn in (("theirs", lib), ("ours", mine)):
+        (loss, tokens, metrics), grads = nn.value_and_grad(policy, fn)(policy, ref)
         results[name] = loss.item(), tokens.item(), metrics, dict(tree_flatten(grads))
     (l0, n0, m0, g0), (l1, n1, m1, g1) = results["theirs"], results["ours"]
     assert n0 == n1 == sum(c.size for c in completions)
     assert l1 == pytest.approx(l0, rel=1e-4, abs=1e-6) and l0 != 0.0
-    for k in ("kl", "average_generated_tokens", "max_generated_tokens", "hit_max_tokens_ratio"):
+    for k in ("kl", "kl_clip_ratio", "clip_ratio_total"):
         assert m1[k].item() == pytest.approx(m0[k].item(), rel=1e-3, abs=1e-6), k
     assert (m0["kl"].item() > 0) == (beta > 0)
     assert set(g0) == set(g1)
@@ -104,149 +145,155 @@ def test_shared_prompt_loss_equals_grpo_loss(setup, beta, loss_type):
     assert worst <= 1e-3 * scale, (worst, scale)
 
 
+def test_an_unknown_loss_type_is_refused(setup):
+    policy, ref, heads, completions = setup
+    with pytest.raises(ValueError, match="unknown GRPO loss 'ppo'"):
+        grpo_loss.grpo_loss(
+            policy,
+            None,
+            heads,
+            completions[:1],
+            [0],
+            mx.array([1.0]),
+            beta=0.0,
+            epsilon=0.2,
+            max_tokens=4,
+            loss_type="ppo",
+        )
+
+
 def test_checkpointing_is_set_per_training_and_falls_back(tiny, tmp_path):
-    """An SFT-style model with checkpointing on turns it on for the class; the next model built
-    without it turns it off again (it used to stay on for the process), and a checkpointed model
-    takes mlx-lm-lora's loss (the shared prompt's gradient cannot pass a checkpoint)."""
+    """A model with checkpointing on turns it on for the class; the next model built without it
+    turns it off again (it used to stay on for the process), and a checkpointed model runs each
+    rollout as one sequence (the shared prompt's gradient cannot pass a checkpoint)."""
     on, _, _ = lora_model(resolve(tiny), GRPOConfig(lora_layers=1, grad_checkpoint=True), tmp_path)
-    assert not shares_prompt(on)
+    assert not grpo_loss.shares_prompt(on)
     off, _, _ = lora_model(
         resolve(tiny), GRPOConfig(lora_layers=1, grad_checkpoint=False), tmp_path
     )
-    assert shares_prompt(off) and shares_prompt(on)  # one class: off for both now
+    assert grpo_loss.shares_prompt(off) and grpo_loss.shares_prompt(on)  # one class: off for both
+
+
+def test_a_groups_width_is_a_bucket_and_its_logps_are_the_models(setup):
+    """group_logps: W is the longest completion rounded up to BUCKET, the mask marks each
+    completion's own tokens, and one-token completions get the full model's log-softmax at the
+    prompt's last position (computed here with mlx's own logsumexp)."""
+    policy, _, heads, _ = setup
+    logps, mask = grpo_loss.group_logps(policy, heads[0], [mx.array([5]), mx.array([9, 4])])
+    assert logps.shape == (2, grpo_loss.BUCKET)
+    assert mask[:, :3].tolist() == [[True, False, False], [True, True, False]]
+    last = policy(mx.array(heads[0])[None])[0, -1].astype(mx.float32)
+    want = last - mx.logsumexp(last)
+    assert logps[0, 0].item() == pytest.approx(want[5].item(), abs=1e-4)
+    assert logps[1, 0].item() == pytest.approx(want[9].item(), abs=1e-4)
+    assert logps[0, 1:].tolist() == [0.0] * (grpo_loss.BUCKET - 1)
+
+
+def _library_uses(path: Path) -> tuple[set[str], list[str], list[str]]:
+    """In one source file: the names bound to mlx-lm-lora imports, the private (_name) names it
+    imports from mlx-lm-lora, and the attributes it assigns (or setattr's) on those names."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    bound, private, assigned = set(), [], []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mlx_lm_lora"):
+            for a in node.names:
+                bound.add(a.asname or a.name)
+                private += [a.name] if a.name.startswith("_") else []
+        elif isinstance(node, ast.Import):
+            bound |= {a.asname or a.name for a in node.names if a.name.startswith("mlx_lm_lora")}
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            for t in getattr(node, "targets", None) or [node.target]:
+                targets += t.elts if isinstance(t, ast.Tuple) else [t]
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setattr":
+            targets = [ast.Attribute(value=node.args[0], attr="?")] if node.args else []
+        for t in targets:
+            if isinstance(t, ast.Attribute) and getattr(t.value, "id", None) in bound:
+                assigned.append(f"{t.value.id}.{t.attr}")
+    return bound, private, assigned
+
+
+def test_grpo_touches_no_private_name_of_mlx_lm_lora(tmp_path):
+    """GRPO's modules import nothing private from mlx-lm-lora and assign into none of its
+    modules (the monkey-patching of its trainer GRPO once did); no jacrl module imports one of
+    its private names. The check itself sees such a patch (control)."""
+    grpo_files = sorted((ROOT / "jacrl" / "train").glob("grpo*.py"))
+    assert len(grpo_files) >= 4
+    for path in (ROOT / "jacrl").rglob("*.py"):
+        _, private, assigned = _library_uses(path)
+        assert private == [], path
+        if path in grpo_files:
+            assert assigned == [], path
+    patch = tmp_path / "patch_probe.py"
+    patch.write_text(
+        "from mlx_lm_lora.trainer import grpo_trainer as gt\n"
+        "from mlx_lm_lora.trainer.grpo_trainer import _grpo_objective\n"
+        "gt.grpo_loss, gt.tqdm = 1, 2\nsetattr(gt, 'x', 3)\n"
+    )
+    _, private, assigned = _library_uses(patch)
+    assert private == ["_grpo_objective"] and assigned == ["gt.grpo_loss", "gt.tqdm", "gt.?"]
+
+
+# -- the rollout log, a draw, the prompt order --------------------------------------------------
 
 
 def _scored(task_id: str, score: float, tier: str = "runs") -> Scored:
     return Scored(task_id, score, tier, f"body {task_id}", 0.5, 0.5, None, f"why {task_id}")
 
 
-def _group(name: str, rewards, tokens=None) -> _Group:
-    tokens = tokens or [[7, 8]] * len(rewards)
-    return _Group(
-        entry=(name, f"a {name}", f"s {name}", f"t {name}", None),
-        completions=[mx.array(t) for t in tokens],
+def _group(name: str, rewards, tokens=None) -> Group:
+    tokens = tokens or [(7, 8)] * len(rewards)
+    return Group(
+        task=name,
+        ids=[tuple(t) for t in tokens],
         texts=[f"{name} {i}" for i in range(len(rewards))],
         scored=[_scored(name, r, "exact" if r == 1.0 else "runs") for r in rewards],
     )
 
 
-# -- the loss: its fallback is mlx-lm-lora's own, every argument passed ----------------------
-
-
-@pytest.fixture(scope="module")
-def fallback(tiny, tmp_path_factory):
-    """A policy (LoRA, moved off its reference) that makes its own caches: shared_prompt_loss
-    must fall back to mlx-lm-lora's grpo_loss for it."""
-    policy, tok, _ = lora_model(
-        resolve(tiny),
-        GRPOConfig(lora_layers=1, grad_checkpoint=False),
-        tmp_path_factory.mktemp("fb"),
-    )
-    ref = frozen_view(policy)
-    mx.random.seed(2)
-    policy.update(
-        tree_map(lambda a: a + 0.05 * mx.random.normal(a.shape), policy.trainable_parameters())
-    )
-    prompts = [tok.encode("def add(a: int, b: int) -> int {"), tok.encode("walker W {")]
-    completions = [mx.array(tok.encode(t)) for t in ("return a + b;", "}", "has n: int;", "x")]
-    return policy, ref, (prompts, [[1], [1]], ["p0", "p1"], ["a0", "a1"], None), completions
-
-
-def test_the_fallback_is_mlx_lm_loras_loss_with_every_argument(fallback, monkeypatch):
-    """shared_prompt_loss on a model that makes its own caches returns mlx-lm-lora's grpo_loss
-    for the same arguments: the reference (KL), epsilons, sampling level, loss type and reward
-    metrics all reach it, also before shared_prompt_groups ever ran (nothing saved yet)."""
-    from mlx_lm_lora.trainer.grpo_trainer import grpo_loss as theirs
-
-    policy, ref, batch, completions = fallback
-    # a model-made cache: the shared prompt does not apply (removed again after the test)
-    monkeypatch.setattr(policy, "make_cache", lambda: None, raising=False)
-    assert not grpo_loss.shares_prompt(policy)
-    monkeypatch.setattr(grpo_loss, "_ORIGINAL", {})
-    args = (policy, ref, batch, completions, ["t"] * 4, [0, 0, 1, 1], mx.array([0.5, -0.5, 1, -1]))
-    kw = dict(
-        reward_metrics={"reward_mean": mx.array(0.25)},
-        beta=0.1,
-        epsilon=0.2,
-        epsilon_high=0.3,
-        max_tokens=4,
-        importance_sampling_level="sequence",
-        grpo_loss_type="dr_grpo",
-    )
-    l0, n0, m0 = theirs(*args, **kw)
-    l1, n1, m1 = grpo_loss.shared_prompt_loss(*args, **kw)
-    assert m0["kl"].item() > 0  # the reference is a different model: KL is not zero
-    assert (l1.item(), n1.item()) == (l0.item(), n0.item())
-    assert {k: v.item() for k, v in m1.items()} == {k: v.item() for k, v in m0.items()}
-    assert m1["reward_mean"].item() == 0.25
-
-
-def test_a_groups_width_is_its_longest_completion(fallback):
-    """_group_logps: W is the longest completion (rounded up to a bucket only past 128 tokens),
-    so one-token completions give one column, and their log-probs are the full model's."""
-    from mlx_lm_lora.trainer.grpo_trainer import _select_token_logps
-
-    policy, _, batch, _ = fallback
-    assert grpo_loss.shares_prompt(policy)
-    prompt, done = batch[0][0], [mx.array([5]), mx.array([9])]
-    logps, mask = grpo_loss._group_logps(policy, prompt, done)
-    assert logps.shape == (2, 1) and mask.tolist() == [[True], [True]]
-    full = policy(mx.array(prompt)[None])[:, -1:]
-    want = _select_token_logps(mx.repeat(full, 2, axis=0), mx.array([[5], [9]]), mask)
-    assert mx.allclose(logps, want, atol=1e-4).item()
-
-
-def test_the_fallback_under_our_patch_is_still_mlx_lm_loras_loss(fallback, monkeypatch):
-    """Inside shared_prompt_groups the trainer's grpo_loss is ours: the fallback must call the
-    one saved before (not the patched name, which would be itself)."""
-    from mlx_lm_lora.trainer.grpo_trainer import grpo_loss as theirs
-
-    policy, ref, batch, completions = fallback
-    monkeypatch.setattr(policy, "make_cache", lambda: None, raising=False)
-    args = (policy, ref, batch, completions, ["t"] * 4, [0, 0, 1, 1], mx.array([0.5, -0.5, 1, -1]))
-    l0, n0, _ = theirs(*args, beta=0.1)
-    with grpo_loss.shared_prompt_groups(2):
-        l1, n1, _ = grpo_loss.shared_prompt_loss(*args, beta=0.1)
-    assert (l1.item(), n1.item()) == (l0.item(), n0.item())
-
-
-# -- the step log: rollouts.jsonl and the step records of metrics.jsonl ------------------------
-
-
 def test_a_steps_rollout_rows_and_record(tmp_path):
-    """_StepLog (rewarded, _rows, close_step): step numbers start at 1, every rollout row names
-    its step, reward, advantage (rounded), truncation (at max_tokens without an EOS) and whether
-    it was discarded (discarded groups too, group None, advantage 0); the step record sums the
-    draw exactly: reward seconds are the draw's plus the advantages', times rounded to 4 places."""
+    """StepLog.step: every rollout row names its step, reward, advantage (rounded), truncation
+    (max_tokens drawn without an end token), tokens (the end token not counted) and whether it
+    was discarded (discarded groups too, group None, advantage 0); the step record counts the
+    draw exactly, with the timings it is given."""
     metrics = MetricsLog(tmp_path / "metrics.jsonl", "grpo")
-    log = _StepLog(tmp_path / "rollouts.jsonl", metrics, max_tokens=3, eos={0})
-    assert (log.step, log.kept, log.discarded, log.pending) == (0, [], [], None)
+    log = StepLog(tmp_path / "rollouts.jsonl", metrics.step, max_tokens=3, eos={0})
     kept = [
         _group("p0", [1.0, 0.2], tokens=[[5, 6, 7], [5, 0]]),  # truncated, then ended by EOS
         _group("p1", [0.5, 0.5], tokens=[[5, 6, 0], [5]]),  # 3 tokens ending in EOS: whole
     ]
-    log.drawn(kept, [_group("p2", [0.3, 0.3])], draws=2, gen_s=1.234567, reward_s=0.5)
-    log.rewarded([0.4, -0.4000004, 0.0, 0.0], skipped=0.5, seconds=0.25, kind="mean")
+    rec = log.step(
+        1,
+        kept,
+        [_group("p2", [0.3, 0.3])],
+        [0.4, -0.4000004, 0.0, 0.0],
+        skipped=0.5,
+        draws=2,
+        advantage="centered",
+        generation_s=1.2346,
+        reward_s=0.75,
+        update_s=0.5,
+    )
     rows = [json.loads(ln) for ln in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1] * 6
     assert [r["group"] for r in rows] == [0, 0, 1, 1, None, None]
     assert [r["reward"] for r in rows] == [1.0, 0.2, 0.5, 0.5, 0.3, 0.3]
     assert [r["advantage"] for r in rows] == [0.4, -0.4, 0.0, 0.0, 0.0, 0.0]
     assert [r["truncated"] for r in rows] == [True, False, False, False, False, False]
+    assert [r["tokens"] for r in rows] == [3, 1, 2, 1, 2, 2]
     assert [r["discarded"] for r in rows] == [False] * 4 + [True] * 2
     assert rows[4]["task_id"] == "p2" and rows[4]["completion"] == "p2 0"
     assert rows[0]["body"] == "body p0" and rows[0]["reason"] == "why p0"
-    assert rows[0]["tier"] == "exact" and rows[0]["tokens"] == 3
-
-    at = log.pending["t_rewarded"] + 1.23456789
-    log.close_step(at)
-    assert log.pending is None
-    rec = {k: v for k, v in metrics.steps[-1].items() if k not in ("event", "stage", "time")}
-    assert rec == {
+    assert rows[0]["tier"] == "exact"
+    want = {
         "step": 1,
-        "advantage": "mean",
+        "advantage": "centered",
         "generation_s": 1.2346,
         "reward_s": 0.75,
+        "update_s": 0.5,
         "reward_mean": 0.55,
         "exact": 1,
         "rollouts": 4,
@@ -259,62 +306,45 @@ def test_a_steps_rollout_rows_and_record(tmp_path):
         "tiers": {"exact": 1, "runs": 3},  # the trained rollouts only
         "rollouts_discarded": 2,
         "truncated": 0.25,
-        "update_s": 1.2346,
     }
-    log.close_step()  # nothing pending: no second record
-    assert len(metrics.steps) == 1
+    assert rec == want
+    assert {
+        k: v for k, v in metrics.steps[-1].items() if k not in ("event", "stage", "time")
+    } == want
 
 
-def test_validation_passes_its_arguments_and_ends_the_step_first(tmp_path):
-    """_StepLog.validation: the trainer's evaluate gets every argument (keywords too), runs with
-    `validating` set (its rollouts pass through the hooks), and the pending step is closed
-    before it (validation is not that step's update)."""
-    metrics = MetricsLog(tmp_path / "metrics.jsonl", "grpo")
-    log = _StepLog(tmp_path / "rollouts.jsonl", metrics, max_tokens=8, eos={0})
-    log.drawn([_group("p0", [1.0, 0.0])], [], 1, 0.1, 0.1)
-    log.rewarded([0.5, -0.5], 0.0, 0.0, "mean")
-    seen = []
-
-    def evaluate(*args, **kw):
-        seen.append((args, kw, log.validating, len(metrics.steps)))
-        return "val"
-
-    assert log.validation(evaluate)(1, 2, batch_size=3) == "val"
-    assert seen == [((1, 2), {"batch_size": 3}, True, 1)]
-    assert log.validating is False
-
-
-# -- drawing groups, dynamic sampling ---------------------------------------------------------
-
-
-class _Rewards:
-    """A reward function as grpo_hooks gets one: called on the texts, its Scored in `.last`."""
-
-    def __call__(self, prompts, completions, answer, types):
-        self.last = [
-            _scored(p, float(len(c) % 3) / 2) for p, c in zip(prompts, completions, strict=True)
-        ]
-        return [s.score for s in self.last]
+def test_a_draw_decodes_every_prompt_and_scores_its_rollouts(tiny, harness_tasks):
+    """draw: one group per task in the order asked, group_size rollouts each; a rollout's ids
+    end with an end token or fill the budget, its text is its ids decoded without the end
+    token, its Scored is the reward of that text for that task; seeded: the same seed draws
+    the same rollouts."""
+    policy, tok = models.load(tiny)
+    records = [prompt_answer(t) for t in harness_tasks[:2]]
+    how = Rollouts(3, 1.0, 0.95, 20, 12, "dependent")
+    groups, gen_s, reward_s = draw(policy, tok, records, [1, 0], how, seed=5)
+    assert [g.task for g in groups] == [1, 0] and gen_s > 0 and reward_s > 0
+    eos = set(tok.eos_token_ids)
+    for g, t in zip(groups, (harness_tasks[1], harness_tasks[0]), strict=True):
+        assert len(g.ids) == len(g.texts) == len(g.scored) == 3
+        for ids, text, s in zip(g.ids, g.texts, g.scored, strict=True):
+            assert ids[-1] in eos or len(ids) == 12
+            body = ids[:-1] if ids[-1] in eos else ids
+            assert text == tok.decode(list(body))
+            assert s.task_id == task_id(t)
+    again, _, _ = draw(policy, tok, records, [1, 0], how, seed=5)
+    assert [g.ids for g in again] == [g.ids for g in groups]
 
 
-def test_a_draw_times_its_generation_and_groups_by_prompt():
-    """_draw_groups: the generation's seconds are added to clock[0] (never subtracted), the
-    reward's to clock[1], and the rollouts are grouped by the prompt they came from."""
-
-    def generate(prompt_tokens, **_):
-        t = time.perf_counter()
-        while time.perf_counter() - t < 0.002:  # a generation that takes >= 2 ms
-            pass
-        idx = [0, 0, 1, 1]
-        return [mx.array([i]) for i in range(4)], ["a", "bb", "ccc", "dddd"], idx
-
-    batch = ([[1], [2]], [[3], [4]], ["p0", "p1"], ["t0", "t1"], None)
-    clock = [1.0, 1.0]
-    groups = grpo_compat._draw_groups(generate, _Rewards(), batch, {}, clock)
-    assert clock[0] >= 1.002 and clock[1] >= 1.0
-    assert [g.texts for g in groups] == [["a", "bb"], ["ccc", "dddd"]]
-    assert [g.entry[2] for g in groups] == ["p0", "p1"]
-    assert [g.rewards for g in groups] == [[0.5, 1.0], [0.0, 0.5]]
+def test_prompt_batches_are_seeded_epochs_of_whole_batches():
+    """Each epoch is a permutation cut into whole batches (the remainder waits), seeded."""
+    it = prompt_batches(5, 2, seed=3)
+    epochs = [[next(it) for _ in range(2)] for _ in range(3)]
+    for e in epochs:
+        flat = [i for b in e for i in b]
+        assert len(flat) == len(set(flat)) == 4 and set(flat) <= set(range(5))
+    assert len({tuple(map(tuple, e)) for e in epochs}) > 1  # reshuffled
+    again = prompt_batches(5, 2, seed=3)
+    assert [next(again) for _ in range(6)] == [b for e in epochs for b in e]
 
 
 def test_fill_batch_keeps_groups_with_signal_and_fills_from_the_latest():
@@ -322,68 +352,12 @@ def test_fill_batch_keeps_groups_with_signal_and_fills_from_the_latest():
     the cap, the latest groups drawn fill the batch."""
     draws = iter([[_group("a", [1, 1]), _group("b", [0, 1])], [_group("c", [0.2, 0.9])]])
     kept, passed, n = fill_batch(lambda: next(draws), 2, 0.0, 5)
-    assert [g.entry[0] for g in kept] == ["b", "c"] and [g.entry[0] for g in passed] == ["a"]
+    assert [g.task for g in kept] == ["b", "c"] and [g.task for g in passed] == ["a"]
     assert n == 2
     draws = iter([[_group("a", [1, 1]), _group("b", [0, 1]), _group("d", [2, 2])]])
     kept, passed, n = fill_batch(lambda: next(draws), 2, 0.0, 1)
-    assert [g.entry[0] for g in kept] == ["b", "d"] and [g.entry[0] for g in passed] == ["a"]
+    assert [g.task for g in kept] == ["b", "d"] and [g.task for g in passed] == ["a"]
     assert n == 1
-
-
-def test_dynamic_sampling_rewrites_the_trainers_batch_in_place():
-    """_fill_in_place: the trainer's batch and the next max_draws - 1 batches of
-    `batches.source` drawn together, in one call of `draw` (one batched generation); the first
-    groups with signal are kept, as many as the batch had prompts, and the batch then holds
-    their entries (a None part stays None). A source that runs out ends the over-sampling."""
-    rewards = {"p0": [1, 1], "p1": [0, 1], "p2": [0, 0.5], "p3": [1, 1], "p4": [0, 1]}
-    calls = []
-
-    def draw(b):
-        calls.append(list(b[0]))
-        return [_group(name, rewards[name]) for name in b[0]]
-
-    def part(names, prefix):
-        return [f"{prefix}{n}" for n in names] if prefix else list(names)
-
-    def batch_of(*names):
-        return (*(part(names, p) for p in ("", "a ", "s ", "t ")), None)
-
-    batch = batch_of("p0", "p1")
-    batches = types.SimpleNamespace(source=iter([batch_of("p2", "p3"), batch_of("p4")]))
-    kept, discarded, n = grpo_compat._fill_in_place(batch, batches, draw, 0.0, 3)
-    assert calls == [["p0", "p1", "p2", "p3", "p4"]]  # one draw of every prompt
-    assert [g.entry[0] for g in kept] == ["p1", "p2"] and n == 3
-    assert [g.entry[0] for g in discarded] == ["p0", "p3", "p4"]
-    assert batch[:4] == (["p1", "p2"], ["a p1", "a p2"], ["s p1", "s p2"], ["t p1", "t p2"])
-    assert batch[4] is None
-    calls.clear()
-    short = batch_of("p0", "p3")
-    kept, discarded, n = grpo_compat._fill_in_place(
-        short, types.SimpleNamespace(source=iter([])), draw, 0.0, 4
-    )
-    assert calls == [["p0", "p3"]] and n == 1  # nothing more to draw
-    assert [g.entry[0] for g in kept] == ["p0", "p3"] and discarded == []
-
-
-def test_training_batches_repeat_and_are_remembered():
-    """_Batches: a training iteration goes on past one epoch (mlx-lm-lora's train=True), and
-    the batch just handed out and its iterator are remembered for dynamic sampling."""
-    data = [([1, 2], [3], "p0", "a0"), ([4], [5], "p1", "a1")]
-    batches = _Batches()
-    it = batches(data, 1, 16, train=True)
-    got = [next(it) for _ in range(5)]  # more than the 2 batches of one epoch
-    assert batches.current is got[-1] and batches.source is not None
-    assert len(list(_Batches()(data, 1, 16, train=False))) == 2
-
-
-def test_the_quiet_progress_bar_drops_only_the_clipping_line():
-    """_quiet_tqdm: its `write` drops lines starting with `Clipping:` and keeps the others,
-    joined by newlines as they were."""
-    from tqdm import tqdm
-
-    out = io.StringIO()
-    grpo_compat._quiet_tqdm(tqdm).write("Iter 1: loss 0.5\nClipping: 0.1\nclipping: kept", file=out)
-    assert out.getvalue() == "Iter 1: loss 0.5\nclipping: kept\n"
 
 
 # -- dynamic sampling: by hand, as a config knob, on real GRPO runs; the reports -------------------
@@ -454,16 +428,17 @@ def test_dynamic_sampling_trains_on_groups_with_signal(tiny, harness_tasks, tmp_
     0.012 at 32 tokens): a span of 0.008 keeps some groups and discards others. Each step
     draws max_draws groups together; the group trained on spans >= 0.008 when one did (else all
     spanned less and the last fills the batch), and the discarded rollouts are in rollouts.jsonl,
-    marked, with advantage 0. The terminal keeps the
-    progress bar and the per-step summary but not mlx-lm-lora's per-step Clipping line (its
-    ratios are in metrics.jsonl)."""
+    marked, with advantage 0. The terminal shows the progress bar; every report is in
+    metrics.jsonl."""
     cfg, art, steps, rollouts = _run(tiny, harness_tasks, tmp_path, min_group_span=0.008)
     out = capfd.readouterr()
-    terminal = out.out + out.err
-    assert "Clipping:" not in terminal
-    assert "Training:" in terminal and "Iter 3:" in terminal and "KL Divergence" in terminal
+    assert "grpo: 100%" in out.out + out.err
     train = [r for r in _read(art.path / "metrics.jsonl") if r["event"] == "train"]
-    assert len(train) == 3 and all("train_clip_ratio_total" in r for r in train)
+    assert [r["iteration"] for r in train] == [1, 2, 3]
+    for r, s in zip(train, steps, strict=True):  # one step per report: the report is the step's
+        assert r["reward_mean"] == pytest.approx(s["reward_mean"], abs=1e-5)
+        assert r["truncated"] == pytest.approx(s["truncated"], abs=1e-4)
+        assert r["loss"] == r["train_loss"] and "clip_ratio_total" in r and r["kl"] >= 0
 
     assert [s["step"] for s in steps] == [1, 2, 3]
     for s in steps:
@@ -576,9 +551,6 @@ def test_reports_read_what_the_updates_trained_on(tmp_path):
 # -- the prompts GRPO rolls out on are evaluation's ------------------------------------------------
 
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
 @pytest.fixture(scope="module")
 def tokenizer():
     return models.load("jac-tiny")[1]
@@ -591,47 +563,34 @@ def pool():
     return tasks
 
 
-def _records(tasks, **extra):
-    return [{**prompt_answer(t), **extra} for t in tasks]
-
-
 def test_grpo_prompt_tokens_are_evaluations(tokenizer, pool):
-    ds = CacheDataset(GRPODataset(_records(pool, system=prompts.SYSTEM_PROMPT), tokenizer))
-    assert len(ds) == len(pool)
-    first = ds[0][0]
-    assert list(first) == prompts.prompt_ids(tokenizer, pool[0]["prompt"])
-    text = tokenizer.decode(first)
+    """The update scores rollouts after the prompt evaluation renders (system prompt included);
+    rollouts are drawn by evaluation's own decoder, which renders prompts the same way."""
+    records = [{**prompt_answer(t), "system": prompts.SYSTEM_PROMPT} for t in pool]
+    ids = grpo_mod._prompt_ids(records, tokenizer, GRPOConfig())
+    assert ids == [prompts.prompt_ids(tokenizer, t["prompt"]) for t in pool]
+    text = tokenizer.decode(ids[0])
     assert prompts.SYSTEM_PROMPT in text and pool[0]["prompt"] in text
-    differ = [
-        i
-        for i, t in enumerate(pool)
-        if list(ds[i][0]) != prompts.prompt_ids(tokenizer, t["prompt"])
-    ]
-    assert differ == []
 
 
-def test_the_check_sees_a_different_system_prompt(tokenizer, pool):
-    """Control: without the record's `system`, mlx-lm-lora's own <think>/<answer> system prompt
-    gives other ids, so the equality above is not vacuous."""
-    ds = GRPODataset(_records(pool[:1]), tokenizer)
-    assert list(ds[0][0]) != prompts.prompt_ids(tokenizer, pool[0]["prompt"])
+def test_a_prompt_longer_than_max_seq_length_is_an_error_naming_it(tokenizer, pool):
+    records = [prompt_answer(t) for t in pool[:3]]
+    lengths = [len(prompts.prompt_ids(tokenizer, r["prompt"])) for r in records]
+    longest = max(range(3), key=lengths.__getitem__)
+    with pytest.raises(ValueError, match=f"GRPO prompt {longest} has {lengths[longest]} tokens"):
+        grpo_mod._prompt_ids(records, tokenizer, GRPOConfig(max_seq_length=lengths[longest] - 1))
 
 
 def test_the_loss_receives_group_advantages(tiny, harness_tasks, tmp_path, monkeypatch):
-    """Spy on the seam into mlx-lm-lora (the loss function our trainer hands it), not the log."""
-    import importlib
-
-    import jacrl.train as tr
-
-    grpo = importlib.import_module("jacrl.train.grpo")  # the module (jacrl.train.grpo: a function)
+    """Spy on the loss the loop differentiates, not on the log; and validation's record."""
     received = []
-    real_loss = grpo.shared_prompt_loss
+    real_loss = grpo_loop.grpo_loss
 
-    def spy(*args, **kw):
-        received.append((np.array(kw["advantages"]).tolist(), list(kw["batch_indices"])))
-        return real_loss(*args, **kw)
+    def spy(model, ref, heads, completions, indices, advantages, **kw):
+        received.append((np.array(advantages).tolist(), list(indices)))
+        return real_loss(model, ref, heads, completions, indices, advantages, **kw)
 
-    monkeypatch.setattr(grpo, "shared_prompt_loss", spy)
+    monkeypatch.setattr(grpo_loop, "grpo_loss", spy)
     cfg = GRPOConfig(
         iters=1,
         learning_rate=1e-4,
@@ -643,8 +602,10 @@ def test_the_loss_receives_group_advantages(tiny, harness_tasks, tmp_path, monke
         temperature=1.0,
         min_group_span=0.0,
         seed=3,
+        steps_per_eval=1,
+        val_batches=2,
     )
-    art = tr.grpo(tiny, harness_tasks[:1], None, cfg, tmp_path)
+    art = grpo(tiny, harness_tasks[:1], harness_tasks[1:4], cfg, tmp_path)
     assert received, "the loss was never called"
     rollouts = [json.loads(x) for x in (art.path / "rollouts.jsonl").read_text().splitlines()]
     rewards = [r["reward"] for r in rollouts]
@@ -656,3 +617,60 @@ def test_the_loss_receives_group_advantages(tiny, harness_tasks, tmp_path, monke
         want.append(rewards[i] - sum(group) / len(group))
     assert adv == pytest.approx(want, abs=1e-6)
     assert len(set(rewards)) > 1 and any(abs(a) > 1e-6 for a in adv)  # not zero by chance
+    # validation at the first (and last) step: val_batches x batch prompts, group_size each
+    (val,) = [r for r in _read(art.path / "metrics.jsonl") if r["event"] == "val"]
+    assert val["iteration"] == 1 and val["val_rollouts"] == 2 * 4
+    assert 0.0 <= val["val_reward_mean"] <= 1.0
+
+
+def test_one_update_raises_the_better_rollout_and_lowers_the_worse(setup):
+    """grpo_loop._update on one group of two rollouts with advantages +0.5 / -0.5: the policy's
+    log-probability of the first rises and of the second falls (the sign of the step, checked
+    against the model itself rather than against another implementation)."""
+    import mlx.optimizers as optim
+
+    policy, _, heads, completions = setup
+    group = Group(0, [tuple(completions[0].tolist()), tuple(completions[1].tolist())], [], [])
+
+    def seq_logps():
+        logps, mask = grpo_loss.group_logps(policy, heads[0], [completions[0], completions[1]])
+        return [float(x) for x in mx.where(mask, logps, 0).sum(axis=1).tolist()]
+
+    before = seq_logps()
+    cfg = GRPOConfig(beta=0.0, epsilon=0.2, max_completion_length=16)
+    loss, tokens, metrics = grpo_loop._update(
+        policy, None, {0: heads[0]}, [group], [0.5, -0.5], cfg, optim.Adam(learning_rate=1e-3)
+    )
+    after = seq_logps()
+    assert tokens == completions[0].size + completions[1].size
+    assert after[0] > before[0] and after[1] < before[1], (before, after)
+
+
+@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo"])
+def test_a_step_a_group_at_a_time_is_the_whole_batchs_step(setup, loss_type):
+    """grpo_loop._update runs one group at a time (its activations freed between groups) and
+    weights each group's gradient by its share of the loss's denominator: with plain SGD at
+    learning rate 1 the step equals minus the gradient of the loss over the whole batch at once
+    (`grpo_loss` on both groups), for every loss type."""
+    import mlx.optimizers as optim
+
+    policy, ref, heads, completions = setup
+    indices = [0, 0, 0, 1, 1, 1]
+    adv = [0.6, -0.2, -0.4, 0.3, 0.3, -0.6]
+    kw = dict(beta=0.05, epsilon=0.2, max_tokens=16, loss_type=loss_type)
+    _, whole = nn.value_and_grad(policy, grpo_loss.grpo_loss)(
+        policy, ref, heads, completions, indices, mx.array(adv), **kw
+    )
+    before = {k: mx.array(v) for k, v in tree_flatten(policy.trainable_parameters())}
+    groups = [
+        Group(u, [tuple(completions[i].tolist()) for i in range(3 * u, 3 * u + 3)], [], [])
+        for u in (0, 1)
+    ]
+    cfg = GRPOConfig(beta=0.05, epsilon=0.2, max_completion_length=16, loss_type=loss_type)
+    grpo_loop._update(policy, ref, dict(enumerate(heads)), groups, adv, cfg, optim.SGD(1.0))
+    after = dict(tree_flatten(policy.trainable_parameters()))
+    policy.update(tree_unflatten(list(before.items())))  # the fixture's policy, restored
+    want = dict(tree_flatten(whole))
+    scale = max(mx.abs(v).max().item() for v in want.values())
+    worst = max(mx.abs((before[k] - after[k]) - want[k]).max().item() for k in want)
+    assert scale > 0 and worst <= 1e-3 * scale, (worst, scale)

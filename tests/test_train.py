@@ -457,8 +457,12 @@ def test_grpo_artifact_keyed_by_formula_not_env(tiny, harness_tasks, out_root, m
         m = art.manifest
         assert m["key_parts"]["hyperparameters"]["reward_formula"] == f
         assert m["summary"]["reward_formula"] == f
-        rows = [json.loads(x) for x in (art.path / "metrics.jsonl").read_text().splitlines()]
-        assert any("train_jac_behavioral_mean" in r for r in rows)
+        rows = [json.loads(x) for x in (art.path / "rollouts.jsonl").read_text().splitlines()]
+        # the rollouts were scored with the artifact's formula, not the environment's
+        again = score_completions(
+            [r["completion"] for r in rows], [harness_tasks[0]["answer"]] * len(rows), formula=f
+        )
+        assert [r["reward"] for r in rows] == [s.score for s in again]
     again = tr.grpo(tiny, harness_tasks[:1], None, tiered, out_root, condition="formula")
     assert again.reused and again.key == t.key
 
@@ -481,7 +485,7 @@ def test_advantage_variants_on_hand_made_groups():
     but stays ±0.00025 centred, and min_group_span skips it (DAPO's filter)."""
     import numpy as np
 
-    from jacrl.train.grpo_compat import group_advantages
+    from jacrl.train.grpo_rollouts import group_advantages
 
     rewards = [1.0, 0.0, 0.5, 0.5, 0.3, 0.3, 0.3, 0.3, 0.0100, 0.0105, 0.0100, 0.0105]
     groups = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]

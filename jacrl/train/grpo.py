@@ -1,21 +1,22 @@
-"""GRPO with mlx-lm-lora, driven from Python with the `jac_behavioral` reward.
+"""GRPO, jacrl's own (the loop `grpo_loop`, the rollouts `grpo_rollouts`, the update
+`grpo_loss`), with the sandboxed reward.
 
-The system prompt is set on every record, `end_answer_token=""` (a completion ends at the chat end
-token), and the adapter is never fused. The rollout temperature is calibrated on the starting policy
-unless set (`calibrate_temperature`: at T = 1 a peaky SFT policy's rollouts are garbage), advantages
-are ours (`grpo_compat.group_advantages`: centred by default, not divided by a σ that turns noise
-into full updates), and every rollout is kept in rollouts.jsonl. With `dynamic_sampling` a step
-draws max_draws batches of prompts in one batched generation and trains on groups whose rewards
-differ (DAPO; `grpo_compat.fill_batch`), the groups passed over marked `discarded` in
-rollouts.jsonl. When
-beta > 0 the KL reference is
-the starting policy as a frozen view over the policy's own arrays (`reference.frozen_view`: no
-second copy of the weights), so the KL term compares against the starting policy, not itself.
-The completion budget equals the eval budget (`jacrl.config.MAX_TOKENS`): at 256 tokens ~70 % of
-rollouts were truncated. The share of truncated rollouts is logged. With `parent` (sft -> grpo)
-training continues the parent's adapter, so every artifact is "base + one adapter" and the reference
-model is base + parent adapter. `report_to` (W&B, SwanLab) sends what metrics.jsonl gets to a run
-(`jacrl.train.tracking`; it changes no key).
+The system prompt is set on every record and rollouts render prompts the way evaluation does
+(`jacrl.prompts.prompt_ids`); a rollout ends at the chat end token, which the update scores; the
+adapter is never fused. The rollout temperature is calibrated on the starting policy unless set
+(`calibrate_temperature`: at T = 1 a peaky SFT policy's rollouts are garbage); advantages are
+centred by default, not divided by a σ that turns noise into full updates
+(`grpo_rollouts.group_advantages`); every rollout is kept in rollouts.jsonl. With
+`dynamic_sampling` a step draws max_draws batches of prompts in one batched generation and trains
+on groups whose rewards differ (DAPO; `grpo_rollouts.fill_batch`), the groups passed over marked
+`discarded` in rollouts.jsonl. When beta > 0 the KL reference is the starting policy as a frozen
+view over the policy's own arrays (`reference.frozen_view`: no second copy of the weights). The
+completion budget equals the eval budget (`jacrl.config.MAX_TOKENS`). With `parent` (sft -> grpo)
+training continues the parent's adapter, so every artifact is "base + one adapter" and the
+reference model is base + parent adapter. `report_to` (W&B, SwanLab) sends what metrics.jsonl gets
+to a run (`jacrl.train.tracking`; it changes no key). The run's signal (`signal`: how many groups'
+rewards differed, so that the update had a gradient) and the adapter's movement
+(`adapter_delta`) are in its manifest.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from pathlib import Path
 from jacrl import jsonl
 from jacrl.config import GRPOConfig
 from jacrl.models import load
-from jacrl.prompts import SYSTEM_PROMPT
-from jacrl.reward import reward_function, reward_isolation
+from jacrl.prompts import SYSTEM_PROMPT, prompt_ids
+from jacrl.reward import reward_isolation
 from jacrl.tasks import prompt_answer
+from jacrl.train import grpo_loop
 from jacrl.train.artifacts import (
     Artifact,
     build_artifact,
@@ -39,13 +41,11 @@ from jacrl.train.artifacts import (
     key_parts,
     resolve_base,
 )
-from jacrl.train.grpo_compat import grpo_hooks, metric_names, rollout_concurrency
-from jacrl.train.grpo_loss import shared_prompt_groups, shared_prompt_loss, shares_prompt
+from jacrl.train.grpo_loss import shares_prompt
 from jacrl.train.mlx_compat import (
     lora_model,
     seed_all,
     trainable,
-    trainer_args,
     warn_slow_blas,
 )
 from jacrl.train.reference import frozen_view
@@ -65,7 +65,7 @@ def grpo(
     report_to: str | None = None,
     project: str | None = None,
 ) -> Artifact:
-    """GRPO with mlx-lm-lora and `jac_behavioral`. With `parent`, continues the parent's adapter
+    """GRPO with the sandboxed reward. With `parent`, continues the parent's adapter
     (its LoRA shape wins over cfg.lora_*) and the KL reference is base + parent adapter.
     out_root None: the project's artifacts/. report_to / project: experiment tracking of the
     build (`jacrl.train.tracking`; no key changes)."""
@@ -156,25 +156,6 @@ def calibrate_temperature(
     return grid[-1], rows
 
 
-def _training_args(cfg: GRPOConfig, batch: int, out_dir: Path):
-    """mlx-lm-lora's GRPOTrainingArgs for cfg (no intermediate saves; validation only when
-    steps_per_eval > 0; the trainer's own checkpointing off: `lora_model` did it)."""
-    from mlx_lm_lora.trainer.grpo_trainer import GRPOTrainingArgs  # heavy: only when training
-
-    return GRPOTrainingArgs(
-        **trainer_args(cfg, batch, out_dir),
-        group_size=cfg.group_size,
-        beta=cfg.beta,
-        epsilon=cfg.epsilon,
-        max_completion_length=cfg.max_completion_length,
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        top_k=cfg.top_k,
-        min_p=cfg.min_p,
-        grpo_loss_type=cfg.loss_type,
-    )
-
-
 def _reference(policy, base: Path, adapter_in: Path | None, how: str):
     """The frozen KL reference (the starting policy): "shared" a view over the policy's arrays,
     "copy" a second load of the weights."""
@@ -203,25 +184,22 @@ def train_grpo(
     track: Tracking | None = None,
 ) -> dict:
     """GRPO of `base` (+ the parent's adapter, trained further) on {prompt, answer, system}
-    records; writes adapters + adapter_config.json + metrics.jsonl into out_dir (and, with
-    `track`, the same records to its runs); returns a summary for the manifest. With beta > 0
-    the KL reference is the starting policy: `reference` "shared" (a view over the policy's own
-    arrays) or "copy" (a second load of the weights, the way it was done before; kept for
-    bench/grpo_step.py: same KL, twice the weight memory)."""
+    records; writes adapters + adapter_config.json + metrics.jsonl + rollouts.jsonl into out_dir
+    (and, with `track`, the same records to its runs); returns a summary for the manifest. With
+    beta > 0 the KL reference is the starting policy: `reference` "shared" (a view over the
+    policy's own arrays) or "copy" (a second load of the weights; bench/grpo_step.py)."""
     import mlx.optimizers as optim  # heavy: loaded only when training
-    from mlx_lm_lora.trainer.grpo_trainer import train_grpo as _train_grpo
 
     warn_slow_blas()
     seed_all(cfg.seed)
     adapter_in = parent.adapter_path if parent else None
     policy, tok, acfg = lora_model(base, cfg, out_dir, adapter_in)
     ref = _reference(policy, base, adapter_in, reference) if cfg.beta > 0 else None
-    train_ds, val_ds, prompt_tokens = _datasets(records, val, tok, cfg)
+    prompts = _prompt_ids(records, tok, cfg)
     batch = max(1, min(cfg.batch_size, len(records)))
-    # dynamic sampling decodes max_draws batches of prompts together (grpo_compat._fill_in_place)
+    # dynamic sampling decodes max_draws batches of prompts together
     draws = cfg.max_draws if cfg.dynamic_sampling else 1
     rollout = cfg.rollout_batch or batch * cfg.group_size * draws
-    reward = reward_function(cfg.reward_formula)  # bound: the env var is not read mid-training
     calibration = None
     if cfg.temperature <= 0:
         temp, calibration = calibrate_temperature(policy, tok, records, cfg)
@@ -229,42 +207,17 @@ def train_grpo(
         cfg = dataclasses.replace(cfg, temperature=temp)
     start = _lora_weights(policy)
     t0 = time.time()
-    with (
-        metrics_log(out_dir / "metrics.jsonl", "grpo", track, metric_names) as metrics,
-        rollout_concurrency(rollout),
-        shared_prompt_groups(cfg.group_size),
-        grpo_hooks(
-            reward,
-            cfg.advantage,
-            cfg.min_group_span,
-            out_dir / "rollouts.jsonl",
-            metrics,
-            cfg.max_completion_length,
-            tok.eos_token_ids,
-            cfg.dynamic_sampling,
-            cfg.max_draws,
-        ) as hooks,
-    ):
-        _train_grpo(
-            model=policy,
-            ref_model=ref,
-            tokenizer=tok,
-            loss_fn=shared_prompt_loss,
-            iterate_batches=hooks.batches,
-            optimizer=optim.Adam(learning_rate=cfg.learning_rate),
-            train_dataset=train_ds,
-            val_dataset=val_ds,
-            reward_funcs=[reward],
-            args=_training_args(cfg, batch, out_dir),
-            training_callback=metrics,
-            end_answer_token="",
+    optimizer = optim.Adam(learning_rate=cfg.learning_rate)
+    with metrics_log(out_dir / "metrics.jsonl", "grpo", track) as metrics:
+        grpo_loop.run(
+            policy, ref, tok, records, val, prompts, cfg, batch, optimizer, metrics, out_dir
         )
+    grpo_loop.save_adapter(policy, out_dir / "adapters.safetensors")
     return _summary(
         cfg,
         _lora_delta(start, policy),
         metrics,
         time.time() - t0,
-        reward,
         acfg,
         parent,
         ref,
@@ -272,7 +225,7 @@ def train_grpo(
         batch,
         rollout,
         policy,
-        prompt_tokens,
+        [len(p) for p in prompts],
         calibration,
     )
 
@@ -282,7 +235,6 @@ def _summary(
     delta,
     metrics,
     wall,
-    reward,
     acfg,
     parent,
     ref,
@@ -298,7 +250,7 @@ def _summary(
     return {
         "adapter": acfg,
         "adapter_inherited_from": parent.key if parent else None,
-        "reward_formula": reward.formula,
+        "reward_formula": cfg.reward_formula,
         "batch_size": batch,
         "rollout_batch": rollout,
         "trainable_params": trainable(policy),
@@ -307,7 +259,7 @@ def _summary(
         if (ref is not None and parent)
         else ("base" if ref is not None else "none (beta = 0)"),
         "reference_weights": reference if ref is not None else None,
-        "update_loss": "shared prompt" if shares_prompt(policy) else "mlx-lm-lora",
+        "update_loss": "shared prompt" if shares_prompt(policy) else "one sequence per rollout",
         "first_reward_mean": tr[0]["reward_mean"] if tr else None,
         "last_reward_mean": tr[-1]["reward_mean"] if tr else None,
         "reward_mean": _mean("reward_mean", tr),
@@ -333,21 +285,17 @@ def _summary(
     }
 
 
-def _datasets(records: list[dict], val: list[dict], tok, cfg: GRPOConfig):
-    """mlx-lm-lora's train and validation datasets and the prompts' token counts."""
-    from mlx_lm_lora.trainer.datasets import CacheDataset, GRPODataset
-
-    train_ds = CacheDataset(GRPODataset(records, tok))
-    prompt_tokens = [len(train_ds[i][0]) for i in range(len(train_ds))]
-    if max(prompt_tokens) > cfg.max_seq_length:
-        # mlx-lm-lora keeps only the first max_seq_length prompt tokens: the end of the prompt
-        # (the task's code and the assistant header) would be cut off.
+def _prompt_ids(records: list[dict], tok, cfg: GRPOConfig) -> list[list[int]]:
+    """Each record's chat prompt as token ids, the way rollouts and evaluation render it; one
+    longer than max_seq_length is an error naming it."""
+    ids = [prompt_ids(tok, r["prompt"], r.get("system", SYSTEM_PROMPT)) for r in records]
+    longest = max(range(len(ids)), key=lambda i: len(ids[i]))
+    if len(ids[longest]) > cfg.max_seq_length:
         raise ValueError(
-            f"a GRPO prompt has {max(prompt_tokens)} tokens > max_seq_length="
+            f"GRPO prompt {longest} has {len(ids[longest])} tokens > max_seq_length="
             f"{cfg.max_seq_length}; raise max_seq_length"
         )
-    val_ds = CacheDataset(GRPODataset(val, tok)) if val and cfg.steps_per_eval > 0 else None
-    return train_ds, val_ds, prompt_tokens
+    return ids
 
 
 def _share(steps: list[dict]) -> float | None:

@@ -1,12 +1,11 @@
 """What adapts mlx-lm and mlx-lm-lora to this project: LoRA setup and checkpointing, a batch
-iterator that trains every example every epoch, the SFT loss, the metrics callback, and the
-widening of mlx-lm-lora's rollout decoding.
+iterator that trains every example every epoch, the SFT loss, the metrics callback.
 
 * `sft_loss` is mlx-lm's default loss minus an off-by-one that also scored one padding token per
   sequence, and without computing the masked prompt's logits (`output_head`).
 * `iterate_all` is mlx-lm's batch iterator, except that the len % batch_size remainder is
   trained too (mlx-lm drops it).
-* GRPO's adaptations (rollout batching, advantages, the rollout log) are in `grpo_compat`.
+* GRPO is jacrl's own: `grpo_loop`, `grpo_rollouts`, `grpo_loss`.
 * `MetricsLog` writes metrics.jsonl: one JSON object per report, `{"event": "train"|"val",
   "stage", "time", ...}`. SFT train events: `train_loss`, `learning_rate`,
   `iterations_per_second`, `tokens_per_second`, `trained_tokens`, `peak_memory` (GB); val events:
@@ -14,8 +13,8 @@ widening of mlx-lm-lora's rollout decoding.
   all rollouts of the reported steps), `group_reward_std` (mean within-group σ: 0 means every
   rollout of a group scored the same, so there is no learning signal), `kl` (policy vs frozen
   reference, per token), `truncated` (share of rollouts that hit `max_completion_length`),
-  `loss`, `avg_tokens`, plus every raw `train_*` metric mlx-lm-lora reports. GRPO `step` events
-  (one per step, `grpo_compat.grpo_hooks`): `generation_s`, `reward_s`, `update_s`,
+  `loss` (= `train_loss`), `avg_tokens`, `clip_ratio_total`, `kl_clip_ratio`. GRPO `step` events
+  (one per step, `grpo_rollouts.StepLog`): `generation_s`, `reward_s`, `update_s`,
   `reward_mean`, `exact`, `rollouts`, `groups_skipped`, `signal_frac` (the share of the step's
   groups whose rewards span `min_group_span`: the groups it learns from), `tiers` (rollouts per
   reward tier), `truncated`, `advantage`, `draws`, `groups_drawn`, `groups_kept`,
@@ -36,7 +35,6 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 from jacrl import jsonl
@@ -77,8 +75,8 @@ def seed_all(value: int) -> None:
 class MetricsLog:
     """mlx-lm TrainingCallback that appends one JSON line per report to metrics.jsonl."""
 
-    def __init__(self, path: Path, stage: str, names: Callable[[dict], dict] | None = None):
-        self.path, self.stage, self.names = path, stage, names
+    def __init__(self, path: Path, stage: str):
+        self.path, self.stage = path, stage
         self.train: list[dict] = []
         self.val: list[dict] = []
         self.steps: list[dict] = []
@@ -87,8 +85,6 @@ class MetricsLog:
         rec = {"event": event, "stage": self.stage, "time": round(time.time(), 3)}
         for k, v in info.items():
             rec[k] = v.item() if hasattr(v, "item") else v
-        if self.names is not None and event == "train":  # (step events are already ours)
-            rec = {**rec, **self.names(rec)}
         with open(self.path, "a") as f:
             f.write(jsonl.dumps(rec))
         return rec
@@ -100,7 +96,7 @@ class MetricsLog:
         self.val.append(self._write("val", info))
 
     def step(self, info: dict) -> None:
-        """One GRPO step's own record (timings, reward, skipped groups; see `grpo_hooks`)."""
+        """One GRPO step's own record (timings, reward, skipped groups; `grpo_rollouts.StepLog`)."""
         self.steps.append(self._write("step", info))
 
 

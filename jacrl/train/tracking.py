@@ -104,9 +104,8 @@ class TrackedLog(MetricsLog):
         path: Path,
         stage: str,
         sinks: Sequence[Callable[[dict, int], None]],
-        names: Callable[[dict], dict] | None = None,
     ):
-        super().__init__(path, stage, names)
+        super().__init__(path, stage)
         self.sinks, self.at = list(sinks), 0
 
     def _send(self, rec: dict, step, prefix: str = "") -> None:
@@ -159,13 +158,11 @@ def metrics_log(
     path: Path,
     stage: str,
     track: Tracking | None = None,
-    names: Callable[[dict], dict] | None = None,
 ) -> Iterator[MetricsLog]:
     """The training's metrics callback: metrics.jsonl, and with `track` its runs too (opened
-    here, finished on leaving, marked failed when training raised). names: the trainer's own
-    metric names -> ours, added to each train record (GRPO's, `grpo_compat.metric_names`)."""
+    here, finished on leaving, marked failed when training raised)."""
     if track is None:
-        yield MetricsLog(path, stage, names)
+        yield MetricsLog(path, stage)
         return
     with contextlib.ExitStack() as stack:
         ok = [False]
@@ -174,5 +171,5 @@ def metrics_log(
             log, finish = _open_run(service, track)
             stack.callback(lambda finish=finish: finish(ok[0]))
             sinks.append(log)
-        yield TrackedLog(path, stage, sinks, names)
+        yield TrackedLog(path, stage, sinks)
         ok[0] = True
