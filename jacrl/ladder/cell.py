@@ -17,11 +17,12 @@ from tqdm.auto import tqdm  # a widget in a notebook, text elsewhere
 from jacrl.conditions import condition_of, parent_stage
 from jacrl.config import EvalConfig, configure, env_formula
 from jacrl.evaluate import evaluate
+from jacrl.ladder.eval_cache import EVALS, cached, eval_key
 from jacrl.ladder.plan import Cell, make_cell
 from jacrl.ladder.settings import LadderConfig
 from jacrl.ladder.taskset import cell_tasks, grpo_tasks
 from jacrl.notebooks import scaled, unknown_params
-from jacrl.project import project
+from jacrl.project import path_or, project
 from jacrl.provenance import artifact_inputs
 from jacrl.samples import cell_samples_path
 from jacrl.stages import STAGES, function_of, trainer_of
@@ -205,17 +206,26 @@ def evaluate_cell(
         cfg = configure(
             EvalConfig(), {**shared, "n": n, "k": c.k if n else (1,), "temperature": temp}
         )
-        row = evaluate(
-            cell.model,
-            adapter,
-            ts,
-            cfg,
-            tag=cell.tag(kind),
-            split=split,
-            kind=kind,
-            log=log,
-            samples=cell_samples_path(cell.results, cell.key, kind),
+        path = cell_samples_path(cell.results, cell.key, kind)
+        row, reused = cached(
+            path_or(c.artifacts_dir or None, "artifacts") / EVALS,
+            eval_key(cell.model, adapter, ts, cfg, kind, split),
+            path,
+            lambda ts=ts, cfg=cfg, kind=kind, split=split, path=path: evaluate(
+                cell.model,
+                adapter,
+                ts,
+                cfg,
+                tag=cell.tag(kind),
+                split=split,
+                kind=kind,
+                log=log,
+                samples=path,
+            ),
+            cell.tag(kind),
         )
+        if reused and log:
+            log(f"{cell.tag(kind)}: the same evaluation as {row['eval_reused'][:12]}: reused")
         if row.get("samples"):  # relative to the rows file's folder: the same on every engine
             row["samples"] = os.path.relpath(row["samples"], Path(cell.results).parent)
         row.update(

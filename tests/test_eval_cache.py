@@ -1,0 +1,73 @@
+"""An evaluation made once (jacrl.ladder.eval_cache): a base cell's gen row at a second rung is
+the first rung's evaluation, taken from the cache (its row and samples, retagged) without
+decoding again; any input that decides a row (tasks, settings, adapter) is another key."""
+
+from __future__ import annotations
+
+import gzip
+
+from jacrl import ladder
+from jacrl.config import EvalConfig
+from jacrl.ladder import cell as cell_mod
+from jacrl.ladder.eval_cache import eval_key
+
+
+def test_a_base_cells_gen_row_is_made_once_across_rungs(tiny, data_dir, tmp_path, monkeypatch):
+    calls = []
+    real = cell_mod.evaluate
+
+    def counting(*args, **kw):
+        calls.append(kw["tag"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(cell_mod, "evaluate", counting)
+    kw = {
+        "model": tiny,
+        "data_dir": data_dir,
+        "gen_limit": 2,
+        "mem_limit": 0,  # every rung task: rung 3's mem is not rung 1's
+        "results_dir": str(tmp_path / "results"),
+        "artifacts_dir": str(tmp_path / "artifacts"),
+        "n": 2,
+        "k": "1,2",
+        "max_tokens": 12,
+        "env": {},
+    }
+    first = ladder.evaluate_cell(ladder.notebook_cell(condition="base", rung="1", **kw), {})
+    second = ladder.evaluate_cell(ladder.notebook_cell(condition="base", rung="3", **kw), {})
+    # gen decoded once (rung 1's); each rung's mem (other tasks) decoded for itself
+    assert calls == ["r1/jac-tiny/base/gen", "r1/jac-tiny/base/mem", "r3/jac-tiny/base/mem"]
+    g1, g2 = first[0], second[0]
+    assert g2["eval_reused"] and "eval_reused" not in g1
+    assert (
+        g2["tag"] == "r3/jac-tiny/base/gen"
+        and g2["rung"] == "3"
+        and g2["cell_key"] != g1["cell_key"]
+    )
+    skip = {"tag", "eval_reused", "samples", "cell_key", "rung", "ladder", "training"}
+    assert {k: v for k, v in g2.items() if k not in skip} == {
+        k: v for k, v in g1.items() if k not in skip
+    }
+    # the samples behind the reused row are there, under the second cell, byte for byte
+    results = tmp_path / "results"
+    one, two = results / g1["samples"], results / g2["samples"]
+    assert one != two and gzip.decompress(two.read_bytes()) == gzip.decompress(one.read_bytes())
+    assert second[1].get("eval_reused") is None  # mem: other tasks, decoded
+
+
+def test_every_input_of_an_evaluation_is_in_its_key(tiny, data_dir):
+    from jacrl.splits import load_split
+
+    tasks = load_split("holdout", data_dir)[:3]
+    cfg = EvalConfig(n=2, k=(1, 2), max_tokens=12)
+    base = eval_key(tiny, None, tasks, cfg, "gen", "holdout")
+    assert base == eval_key(tiny, None, [dict(t) for t in tasks], cfg, "gen", "holdout")
+    others = [
+        eval_key(tiny, None, tasks[:2], cfg, "gen", "holdout"),
+        eval_key(tiny, None, tasks, EvalConfig(n=2, k=(1, 2), max_tokens=13), "gen", "holdout"),
+        eval_key(
+            tiny, None, tasks, EvalConfig(n=2, k=(1, 2), max_tokens=12, seed=1), "gen", "holdout"
+        ),
+        eval_key(tiny, None, tasks, cfg, "mem", "rung"),
+    ]
+    assert len({base, *others}) == 5
