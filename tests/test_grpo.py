@@ -23,13 +23,15 @@ import pytest
 from mlx.utils import tree_flatten, tree_map
 from mlx_lm_lora.trainer.datasets import CacheDataset, GRPODataset
 
-from jacrl import models, prompts, splits
+from jacrl import prompts
 from jacrl.config import GRPOConfig, configure
 from jacrl.ladder.cell import training_record
-from jacrl.models import resolve
+from jacrl.models import registry as models
+from jacrl.models.registry import resolve
 from jacrl.report.graded import NO_SIGNAL, signal_mark
-from jacrl.reward import Scored
-from jacrl.tasks import prompt_answer
+from jacrl.ruler.reward import Scored
+from jacrl.tasks import splits
+from jacrl.tasks.record import prompt_answer
 from jacrl.train import grpo, grpo_compat, grpo_loss
 from jacrl.train.grpo_compat import _Batches, _Group, _StepLog, fill_batch, has_signal
 from jacrl.train.grpo_loss import shared_prompt_loss, shares_prompt

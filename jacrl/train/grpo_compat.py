@@ -333,8 +333,8 @@ def grpo_hooks(
     and per-step timings and draws in metrics.jsonl. `dynamic`: DAPO's dynamic sampling
     (`fill_batch` over `max_draws` batches of prompts drawn together, `_fill_in_place`). Pass
     the yielded log's `batches` to the trainer as `iterate_batches`. reward_fn:
-    `jacrl.reward.reward_function(...)` (its `.last` holds the Scored of each call); rollouts are
-    scored once, as drawn."""
+    `jacrl.ruler.reward.reward_function(...)` (its `.last` holds the Scored of each call); rollouts
+    are scored once, as drawn."""
     import mlx.core as mx
     from mlx_lm_lora.trainer import grpo_trainer as gt
 
