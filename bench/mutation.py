@@ -11,8 +11,8 @@ original) count as neither killed nor survived.
 
 Writes bench/results/mutation.json and .txt after each module: the mutants, the sample, killed (a
 test failed, or it timed out), survived, and the score killed / (sample - equivalent), with the
-load average and the commit. Usage: python bench/mutation.py [--modules stats,ruler/reward] [--cap 50]
-[--retest]
+load average and the commit. Usage: python bench/mutation.py [--modules stats,ruler/reward]
+[--cap 50] [--retest]
 """
 
 from __future__ import annotations
