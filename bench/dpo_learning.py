@@ -83,8 +83,8 @@ def t_interval(xs: list[float]) -> tuple[float, list[float]]:
 def evaluate(adapter, train, gen, args) -> dict:
     """exact (bool) per task greedily, and per task a list over samples, on train and gen."""
     from jacrl.generate import generate
-    from jacrl.models import load
-    from jacrl.reward import score_completions
+    from jacrl.models.registry import load
+    from jacrl.ruler.reward import score_completions
 
     lm, tok = load("jac-tiny", str(adapter))
     out = {}
@@ -341,10 +341,10 @@ def main(argv=None) -> int:
     args.seeds = [int(x) for x in args.seeds.split(",")]
     ensure_fast_blas()
 
-    from jacrl import splits
     from jacrl.config import SFTConfig, configure
     from jacrl.ladder.demo import DEMO_SFT
     from jacrl.ladder.taskset import stratified
+    from jacrl.tasks import splits
     from jacrl.train import sft
 
     t_all, load_start = time.time(), os.getloadavg()

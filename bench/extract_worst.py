@@ -46,9 +46,9 @@ def shapes(kind: str, name: str, driver: str, gold: str) -> dict[str, str]:
 
 def measure(reps: int) -> dict[str, dict]:
     """{shape: {extract_ms, sim_ms} or {error}} with the jacrl on sys.path."""
-    from jacrl import jacsyntax, reward
-    from jacrl.extract import extract_body, splice
-    from jacrl.tasks import read_tasks
+    from jacrl.ruler import jacsyntax, reward
+    from jacrl.ruler.extract import extract_body, splice
+    from jacrl.tasks.record import read_tasks
 
     hole = reward.Hole.from_answer(read_tasks(ROOT / "data/tasks.jsonl")[0]["answer"])
     driver = splice(hole.template, hole.gold)

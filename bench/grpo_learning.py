@@ -95,8 +95,8 @@ def paired_gain(before: list[bool], after: list[bool]) -> tuple[float, list[floa
 def sampled_outcomes(model, adapter, tasks, cfg, temperature: float, n: int, seed: int):
     """exact (bool) per (task, sample), in task-major order; and the mean reward."""
     from jacrl.generate import generate
-    from jacrl.models import load
-    from jacrl.reward import score_completions
+    from jacrl.models.registry import load
+    from jacrl.ruler.reward import score_completions
 
     lm, tok = load(model, str(adapter))
     samples = generate(
@@ -232,11 +232,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     ensure_fast_blas()
 
-    from jacrl import splits
     from jacrl.config import GRPOConfig, SFTConfig, configure
     from jacrl.ladder.demo import DEMO_GRPO, DEMO_SFT
-    from jacrl.models import load
+    from jacrl.models.registry import load
     from jacrl.stats import wilson
+    from jacrl.tasks import splits
     from jacrl.train import sft
     from jacrl.train.grpo import calibrate_temperature
 

@@ -26,7 +26,8 @@ Step 1 (MLX compiles its CPU kernels) is shown, not counted.
 
 Reward arm: a GRPO-style batch (every harness task x a group of 4: gold, a wrong body, garbage, and
 in two of the groups a body that loops forever) scored with the tasks' own time-outs (1 s CPU,
-`jacrl.task_build.task_timeout`) and with the earlier harness's fixed 20 s, fresh executors each.
+`jacrl.tasks.validate.task_timeout`) and with the earlier harness's fixed 20 s, fresh executors
+each time.
 
     .venv/bin/python bench/grpo_step.py [--steps 5] [--big-steps 2] [--completion 48]
                                         [--arms ...] [--big-arms ...] [--q4-arms ...]
@@ -77,7 +78,7 @@ def run_arm(arm: str, model: Path, steps: int, completion: int) -> dict:
 
     from jacrl.config import GRPOConfig
     from jacrl.prompts import SYSTEM_PROMPT
-    from jacrl.tasks import prompt_answer, read_tasks
+    from jacrl.tasks.record import prompt_answer, read_tasks
     from jacrl.train.grpo import train_grpo
 
     tasks = [t for t in read_tasks(ROOT / "data" / "tasks.jsonl") if "_harness_" in t["meta"]["id"]]
@@ -149,11 +150,11 @@ def build_big(dest: Path) -> int:
 
 def reward_arm() -> dict:
     """Seconds to score one GRPO-style batch with looping rollouts: task time-outs vs 20 s."""
-    from jacrl.drivers import parse_driver
     from jacrl.executor import Executor
-    from jacrl.reward import score_completions
-    from jacrl.task_build import TIMEOUT
-    from jacrl.tasks import read_tasks
+    from jacrl.ruler.drivers import parse_driver
+    from jacrl.ruler.reward import score_completions
+    from jacrl.tasks.record import read_tasks
+    from jacrl.tasks.validate import TIMEOUT
 
     tasks = [t for t in read_tasks(ROOT / "data" / "tasks.jsonl") if "_harness_" in t["meta"]["id"]]
     completions, answers = [], []

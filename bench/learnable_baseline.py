@@ -4,8 +4,8 @@ of the holdout each rung's training tasks cover by template.
 Every learnable instruction states its body's varying part literally (`learnable/README.md`), so
 three regular expressions that turn the instruction's sentence into the body — with no model and
 no training — are a baseline any "gen rises with N" claim must be read against. This bench scores
-that rewrite with the real reward (`jacrl.reward.score_completions`, the sandboxed executor) on
-the holdout and the train pool, and lists, per rung, which holdout templates (shape, and shape
+that rewrite with the real reward (`jacrl.ruler.reward.score_completions`, the sandboxed executor)
+on the holdout and the train pool, and lists, per rung, which holdout templates (shape, and shape
 with its operator combination) the rung's train tasks contain, with the holdout tasks they cover.
 When committed SmolLM2 rows exist, each rung's greedy gen passes are split by whether the task's
 template was covered.
@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from jacrl import splits  # noqa: E402
-from jacrl.reward import score_completions  # noqa: E402
-from jacrl.tasks import meta  # noqa: E402
+from jacrl.ruler.reward import score_completions  # noqa: E402
+from jacrl.tasks import splits  # noqa: E402
+from jacrl.tasks.record import meta  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "learnable_baseline.json"
 DATA = ROOT / "learnable" / "data"

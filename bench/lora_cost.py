@@ -66,11 +66,11 @@ def main() -> int:
     import mlx.optimizers as optim
     from mlx_lm.tuner.datasets import CacheDataset, ChatDataset
 
-    from jacrl import splits
     from jacrl.blas import blas_record
     from jacrl.config import SFTConfig
-    from jacrl.models import resolve
-    from jacrl.tasks import gold_records
+    from jacrl.models.registry import resolve
+    from jacrl.tasks import splits
+    from jacrl.tasks.record import gold_records
     from jacrl.train.mlx_compat import iterate_all, lora_model, sft_loss, sliced_head_ok
     from jacrl.train.sft import HEAD_SKIP
 

@@ -11,8 +11,8 @@ original) count as neither killed nor survived.
 
 Writes bench/results/mutation.json and .txt after each module: the mutants, the sample, killed (a
 test failed, or it timed out), survived, and the score killed / (sample - equivalent), with the
-load average and the commit. Usage: python bench/mutation.py [--modules stats,reward] [--cap 50]
-[--retest]
+load average and the commit. Usage: python bench/mutation.py [--modules stats,ruler/reward]
+[--cap 50] [--retest]
 """
 
 from __future__ import annotations
@@ -141,15 +141,15 @@ GRPO = tests_in(
 )
 MODULES = {
     "stats": ["tests/test_stats.py"],
-    "reward": selection(
+    "ruler/reward": selection(
         "tests/test_reward.py",
         CONTRACTS,
         "tests/test_reward_never_raises.py::test_extraction_failure_costs_one_completion_and_says_why",
         "tests/test_reward_never_raises.py::test_a_body_over_max_body_is_not_run_and_says_why",
     ),
-    "extract": selection("tests/test_extract.py", CONTRACTS, MORE),
-    "jacsyntax": selection("tests/test_extract.py", "tests/test_reward.py", MORE),
-    "splits": selection("tests/test_splits.py", CONTRACTS, MORE),
+    "ruler/extract": selection("tests/test_extract.py", CONTRACTS, MORE),
+    "ruler/jacsyntax": selection("tests/test_extract.py", "tests/test_reward.py", MORE),
+    "tasks/splits": selection("tests/test_splits.py", CONTRACTS, MORE),
     "jsonl": selection("tests/test_jsonl.py", CONTRACTS, MORE),
     "report/seeds": selection("tests/test_seeds.py", CONTRACTS),
     "train/grpo_rollouts": [
@@ -176,7 +176,7 @@ MODULES = {
         "tests/test_stages.py::test_a_cells_code_is_its_stages_and_its_runners",
         "tests/test_ladder_plan.py",
     ),
-    "tasks": selection(
+    "tasks/record": selection(
         "tests/test_tasks.py::test_corpus_composition",
         "tests/test_tasks.py::test_bad_drivers_are_rejected_and_nothing_is_written",
         "tests/test_tasks.py::test_build_errors_name_the_real_cause",

@@ -65,7 +65,7 @@ def _median_time(fn, repeats: int) -> float:
 
 def _prompt(tok) -> list[int]:
     from jacrl.prompts import prompt_ids
-    from jacrl.tasks import read_tasks
+    from jacrl.tasks.record import read_tasks
 
     task = read_tasks(ROOT / "data" / "tasks.jsonl")[0]
     return prompt_ids(tok, task["prompt"])
@@ -168,7 +168,7 @@ def evaluation(model, tok, tasks: int, n: int) -> dict:
     and jacrl's batched path side by side on the same tasks, budgets, seed and batch size."""
     from jacrl.config import EvalConfig
     from jacrl.evaluate import complete
-    from jacrl.tasks import prompt_answer, read_tasks
+    from jacrl.tasks.record import prompt_answer, read_tasks
     from jacrl.token_budget import budgets
 
     recs = [prompt_answer(t) for t in read_tasks(ROOT / "data" / "tasks.jsonl")[:tasks]]
@@ -246,7 +246,7 @@ def measure(
     import mlx.core as mx
     import mlx_lm
 
-    from jacrl.tasks import gold_records, read_tasks
+    from jacrl.tasks.record import gold_records, read_tasks
 
     model, tok = mlx_lm.load(path)
     prompt = _prompt(tok)
@@ -320,8 +320,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=OUT)
     args = ap.parse_args(argv)
     ensure_fast_blas()
-    from jacrl.model_import import import_gguf
-    from jacrl.models import resolve
+    from jacrl.models.gguf_import import import_gguf
+    from jacrl.models.registry import resolve
 
     record = {"host": host(), "models": []}
     tmp = Path(tempfile.mkdtemp(prefix="jacrl-speed-"))

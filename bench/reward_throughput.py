@@ -15,7 +15,7 @@ same run also times the fork server at concurrency 1 with the sandbox and with
 `isolation="rlimits-only"` (the same server without bubblewrap or per-job namespaces), alternating
 in small chunks, for the sandbox's per-job cost.
 
-Each program's time-out is its task's (`jacrl.task_build.task_timeout`, stored in
+Each program's time-out is its task's (`jacrl.tasks.validate.task_timeout`, stored in
 data/tasks.jsonl: 0.5 s for every harness task; ours counts it in CPU seconds of the job's
 process tree, enforced to the clock tick, with a wall backstop 1 s later), or
 --timeout S for all (e.g. the earlier harness's 20 s). The baseline's `jac run` gets the same
@@ -48,10 +48,10 @@ sys.path.insert(0, str(ROOT))
 
 from docs_figures import recorded  # noqa: E402  (bench/, the script's own folder)
 
-from jacrl.drivers import parse_driver  # noqa: E402
 from jacrl.executor import Executor, Verdict, run_subprocess  # noqa: E402
-from jacrl.extract import extract_body, splice  # noqa: E402
-from jacrl.variants import mutants  # noqa: E402
+from jacrl.ruler.drivers import parse_driver  # noqa: E402
+from jacrl.ruler.extract import extract_body, splice  # noqa: E402
+from jacrl.ruler.variants import mutants  # noqa: E402
 
 GROUP = 4  # GRPO group size
 CHUNK = 8  # programs per alternation of the two concurrency-1 arms

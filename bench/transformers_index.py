@@ -1,6 +1,7 @@
 """CPU seconds a fresh process spends to load jac-tiny's tokenizer the way every kernel, cell and
 CLI call does (`mlx_lm.utils.load_tokenizer`), with transformers' own scan of its model files vs.
-with the table kept on disk by `jacrl.hf_index`. Side by side, alternating, in fresh processes.
+with the table kept on disk by `jacrl.models.hf_index`. Side by side, alternating, in fresh
+processes each.
 
 usage: python bench/transformers_index.py [--reps 7]  (writes bench/results/transformers_index.json)
 """
@@ -20,12 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 LOAD = (
     "import resource{hook}\n"
     "from mlx_lm.utils import load_tokenizer\n"
-    "from jacrl.models import resolve\n"
+    "from jacrl.models.registry import resolve\n"
     "load_tokenizer(resolve('jac-tiny'))\n"
     "r = resource.getrusage(resource.RUSAGE_SELF)\n"
     "print(r.ru_utime + r.ru_stime)\n"
 )
-# jacrl.models imports jacrl (and so the hook) after mlx_lm in the scan variant: the scan ran
+# jacrl.models.registry imports jacrl (and so the hook) after mlx_lm in the scan variant: the
+# scan ran
 VARIANTS = {"scan": LOAD.format(hook="\nimport mlx_lm"), "kept": LOAD.format(hook="\nimport jacrl")}
 
 

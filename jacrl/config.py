@@ -13,8 +13,8 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-# The reward formula knob's choices; jacrl.reward implements one function per name and checks at
-# import that they are these, so the knob catalogue does not depend on the grader.
+# The reward formula knob's choices; jacrl.ruler.reward implements one function per name and checks
+# at import that they are these, so the knob catalogue does not depend on the grader.
 REWARD_FORMULAS = ("dependent", "tiered", "additive")
 DEFAULT_FORMULA = "dependent"
 MAX_TOKENS = 512  # the completion budget of every eval; GRPO rollouts and RFT samples use the same

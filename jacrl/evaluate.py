@@ -2,8 +2,8 @@
 
 `evaluate(model, adapter, tasks, EvalConfig(n=..., temperature=..., k=...))` generates one greedy
 completion and `n` temperature samples per task (batched, fixed seed; `jacrl.generate`), grades
-them with the real Jac toolchain (`jacrl.reward`) and returns one row: the earlier harness's fields
-plus the unbiased pass@k, best-of-k deploy, Wilson bounds, truncation and provenance.
+them with the real Jac toolchain (`jacrl.ruler.reward`) and returns one row: the earlier harness's
+fields plus the unbiased pass@k, best-of-k deploy, Wilson bounds, truncation and provenance.
 `jacrl.results` appends rows to a JSONL file and reads them back.
 
 Row fields (percentages are 0-100, 2 dp; counts are over the `tasks` evaluated):
@@ -15,15 +15,15 @@ Row fields (percentages are 0-100, 2 dp; counts are over the `tasks` evaluated):
                          nothing on stderr: `reward.clean_exit`), never the job's own "ran"
     compiled, compile_pct
                          greedy body compiled (reward tier exact, runs or compiles)
-    reward_mean          mean greedy reward under the default formula (`jacrl.reward`: tiered,
+    reward_mean          mean greedy reward under the default formula (`jacrl.ruler.reward`: tiered,
                          with body similarity): a graded measure where pass@1 sits at 0
     pass1, pass1_pct     greedy stdout == expected (whole output whitespace-trimmed)
     wilson_lo, wilson_hi 95 % Wilson interval of pass1/tasks, in percent
     near_pass, near_pct  greedy ran and output similarity (difflib) >= 0.9
     norm_pass            greedy ran and output equal after collapsing whitespace runs
     avg_osim             mean output similarity (0 for a greedy that did not run)
-    avg_idiom            idiom markers (`jacrl.jacsyntax.IDIOMS`, unweighted) per running greedy
-                         body; not a score
+    avg_idiom            idiom markers (`jacrl.ruler.jacsyntax.IDIOMS`, unweighted) per running
+                         greedy body; not a score
     truncation_pct       greedy completions that hit `max_tokens`
     k, greedy_or_k, greedy_or_k_pct
                          the earlier harness's "pass@k": greedy or any of the first k samples
@@ -65,16 +65,16 @@ from collections.abc import Iterable, Sequence
 from jacrl.blas import blas_record
 from jacrl.config import EvalConfig
 from jacrl.generate import Request, Sample, decode
-from jacrl.jacsyntax import idiom_count
-from jacrl.models import display_path, load, portable, resolve
+from jacrl.models.registry import display_path, load, portable, resolve
 from jacrl.provenance import adapter_key, provenance
 from jacrl.results import format_row
-from jacrl.reward import Scored, clean_exit, reward_isolation, score_completions
+from jacrl.ruler.jacsyntax import idiom_count
+from jacrl.ruler.reward import Scored, clean_exit, reward_isolation, score_completions
 from jacrl.samples import COMPILED, write_samples
 from jacrl.samples import header as samples_header
 from jacrl.samples import records as sample_records
 from jacrl.stats import mean_pass_at_k, wilson
-from jacrl.tasks import family_of, meta, prompt_answer, read_tasks
+from jacrl.tasks.record import family_of, meta, prompt_answer, read_tasks
 from jacrl.token_budget import budgets
 
 NEAR = 0.9  # output similarity for a "near pass"

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from tqdm.auto import tqdm
 
 from jacrl.config import MAX_TOKENS, EvalConfig
-from jacrl.extract import code_blocks
-from jacrl.models import load
+from jacrl.models.registry import load
 from jacrl.prompts import SYSTEM_PROMPT, prompt_ids
-from jacrl.reward import clean_exit, default_executor, score_completions
+from jacrl.ruler.extract import code_blocks
+from jacrl.ruler.reward import clean_exit, default_executor, score_completions
 
 BEST_OF = 8  # samples generate_best_of_k draws by default
 PREFILL_STEP = 2048  # prompt tokens per forward pass when prefilling (mlx-lm's default)

@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping
 from itertools import pairwise
 from pathlib import Path
 
-from jacrl import build, splits
 from jacrl.project import path_or, project, rows_path
+from jacrl.tasks import build, splits
 
 QUICK_ENV = "JACRL_NOTEBOOK_QUICK"
 INJECTED = "# Parameters\n"  # how the cell papermill injects after the `parameters` cell begins

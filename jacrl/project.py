@@ -43,7 +43,7 @@ class Project:
 
     @property
     def learnable(self) -> Path:
-        """The learnable family (`jacrl.learnable`): its drivers/, data/ and manifest.jsonl."""
+        """The learnable family (`jacrl.tasks.learnable`): drivers/, data/ and manifest.jsonl."""
         return self.root / "learnable"
 
     @property

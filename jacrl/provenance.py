@@ -59,8 +59,8 @@ def dir_hash(path: str | os.PathLike) -> str:
     return sha256_bytes(json.dumps(dir_hashes(path), sort_keys=True).encode())
 
 
-# What `jacrl.models.load(base, adapter_path=dir)` reads: the adapter's weights and shape. The
-# rest of an artifact dir (manifest.json, metrics.jsonl, COMPLETE) records when and how fast it
+# What `jacrl.models.registry.load(base, adapter_path=dir)` reads: the adapter's weights and shape.
+# The rest of an artifact dir (manifest.json, metrics.jsonl, COMPLETE) records when and how fast it
 # was built, so its whole-dir hash (`adapter_hash`) differs on every rebuild.
 ADAPTER_FILES = ("adapter_config.json", "adapters.safetensors")
 

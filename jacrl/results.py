@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jacrl import jsonl
-from jacrl.models import read_registry
+from jacrl.models.registry import read_registry
 
 KINDS = ("gen", "mem")  # a ladder cell's rows: the holdout sample, the rung's own tasks
 

@@ -26,8 +26,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from jacrl import jsonl
-from jacrl.extract import dedent
-from jacrl.tasks import meta
+from jacrl.ruler.extract import dedent
+from jacrl.tasks.record import meta
 
 FORMAT = 1  # the header's `jacrl_samples`: bumped when a field changes meaning
 STDOUT_CHARS = 4096  # a program's stdout kept per completion (a loop can print megabytes)
@@ -63,7 +63,7 @@ def task_record(task: dict) -> dict:
 
 
 def completion_record(task_id: str, index: int, temperature: float, sample, scored) -> dict:
-    """One line: a generated `Sample` and its `Scored` grade (jacrl.generate, jacrl.reward)."""
+    """One line: a generated `Sample` and its `Scored` grade (`jacrl.generate`, the reward)."""
     v = scored.verdict
     return {
         "task": task_id,

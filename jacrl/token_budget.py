@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from jacrl.tasks import fenced, gold_body
+from jacrl.tasks.record import fenced, gold_body
 
 MARGIN = 16  # tokens over f × gold: a short preamble ("Here is the code:") or a longer name
 

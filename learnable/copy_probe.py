@@ -32,7 +32,7 @@ def _loadavg() -> str:
 def encode(tok, task) -> tuple[list[int], int]:
     """(token ids of system + user + assistant = fenced gold body, where the answer starts)."""
     from jacrl.prompts import chat_messages
-    from jacrl.tasks import fenced, gold_body
+    from jacrl.tasks.record import fenced, gold_body
 
     full = tok.apply_chat_template(
         chat_messages(task["prompt"], fenced(gold_body(task))), return_dict=False
@@ -68,9 +68,9 @@ def main(argv=None) -> int:
     import mlx.optimizers as optim
     import numpy as np
 
-    from jacrl import learnable_shapes as S
-    from jacrl.models import load
-    from jacrl.splits import load_split, rung_tasks
+    from jacrl.models.registry import load
+    from jacrl.tasks import learnable_shapes as S
+    from jacrl.tasks.splits import load_split, rung_tasks
 
     model, tok = load("jac-tiny", fresh=True)
     train = rung_tasks(load_split("trainpool", args.data), args.rung)
@@ -90,9 +90,9 @@ def main(argv=None) -> int:
     fresh_seed = [0]
 
     def more_fresh() -> list:
-        from jacrl import learnable
-        from jacrl.drivers import parse_driver
-        from jacrl.task_build import prompt_text
+        from jacrl.ruler.drivers import parse_driver
+        from jacrl.tasks import learnable
+        from jacrl.tasks.validate import prompt_text
 
         fresh_seed[0] += 1
         out = []

@@ -86,7 +86,7 @@ def main(argv=None) -> int:
 
     from jacrl.config import EvalConfig, SFTConfig, from_dict
     from jacrl.evaluate import evaluate
-    from jacrl.splits import load_split, rung_tasks
+    from jacrl.tasks.splits import load_split, rung_tasks
     from jacrl.train import sft
 
     rungs = args.rungs.split(",")

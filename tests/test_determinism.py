@@ -17,8 +17,8 @@ import pytest
 from jacrl import provenance as pv
 from jacrl.blas import fast_blas_env
 from jacrl.config import SFTConfig
-from jacrl.models import resolve
-from jacrl.tasks import read_tasks
+from jacrl.models.registry import resolve
+from jacrl.tasks.record import read_tasks
 from jacrl.train.artifacts import THREAD_INVARIANT, Artifact
 
 # 8 steps: enough that rounding differences show (reference BLAS and OpenBLAS give other bytes

@@ -12,9 +12,9 @@ from quick import QUICK as PARENT
 
 from jacrl import train as tr
 from jacrl.config import DPOConfig, configure
-from jacrl.reward import score_completions
+from jacrl.ruler.reward import score_completions
 from jacrl.samples import SamplesError, browse_pairs, read_pairs
-from jacrl.tasks import fenced, gold_body, task_id
+from jacrl.tasks.record import fenced, gold_body, task_id
 from jacrl.train.dpo import build_pairs, require_pairs
 
 # PARENT, the quick SFT config, is a barely trained parent: jac-tiny then fails most samples,
@@ -242,7 +242,7 @@ def test_with_the_terms_the_chosen_answer_does_not_fall(tiny, tasks, parent, tmp
     pushing both sides down, the chosen answer's per-token log-probability falls below the
     reference's (likelihood displacement); with RPO's NLL term or DPO-Positive's penalty,
     trained the same way from the same parent, it does not fall."""
-    from jacrl.models import resolve
+    from jacrl.models.registry import resolve
     from jacrl.train.dpo import train_dpo
 
     rows = []

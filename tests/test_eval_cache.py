@@ -56,7 +56,7 @@ def test_a_base_cells_gen_row_is_made_once_across_rungs(tiny, data_dir, tmp_path
 
 
 def test_every_input_of_an_evaluation_is_in_its_key(tiny, data_dir):
-    from jacrl.splits import load_split
+    from jacrl.tasks.splits import load_split
 
     tasks = load_split("holdout", data_dir)[:3]
     cfg = EvalConfig(n=2, k=(1, 2), max_tokens=12)

@@ -225,7 +225,7 @@ def test_without_retries_one_fault_is_an_error_and_what_arrived_is_kept(monkeypa
 def test_retries_exhausted_is_an_error_never_a_score(monkeypatch, harness):
     """Every server (the first and both fresh ones) is killed as soon as it has the request: 3
     attempts, 2 warnings, then ExecutorError naming each attempt; the reward raises too."""
-    from jacrl.reward import score_completions
+    from jacrl.ruler.reward import score_completions
 
     spy = Spy(monkeypatch)
     killed: list[int] = []
@@ -355,9 +355,9 @@ def _grpo(tiny, task, out_root, monkeypatch, sig: int | None = None):
     executor. With `sig`: right after the request of the second reward batch is sent, a
     background thread sends sig to the reward server's outermost python process. Returns
     (the train rows of metrics.jsonl, the executor, the spy)."""
-    from jacrl import reward
     from jacrl import train as tr
     from jacrl.config import GRPOConfig
+    from jacrl.ruler import reward
 
     ex = Executor()
     monkeypatch.setattr(reward, "_EXECUTOR", ex)  # what `default_executor()` returns

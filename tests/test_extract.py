@@ -1,7 +1,8 @@
 """Extraction and splicing, without running anything: every answer shape yields the gold body;
 dedent's bracket depths, thinking, fences (the first is the body),
-which of several same-named units is taken, splice's errors; and the Jac lexer (jacrl.jacsyntax)
-they rest on: strings, replacement fields, headers and the blocks enclosing a position."""
+which of several same-named units is taken, splice's errors; and the Jac lexer
+(jacrl.ruler.jacsyntax) they rest on: strings, replacement fields, headers and the blocks enclosing
+a position."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import pytest
 from conftest import HARNESS
 from variants import variants
 
-from jacrl import jacsyntax
-from jacrl.drivers import parse_driver
-from jacrl.extract import (
+from jacrl.ruler import jacsyntax
+from jacrl.ruler.drivers import parse_driver
+from jacrl.ruler.extract import (
     HOLE_TOKEN,
     Unit,
     answer_text,
@@ -21,8 +22,8 @@ from jacrl.extract import (
     extract_body,
     splice,
 )
-from jacrl.jacsyntax import code_mask, has_code, headers, match_brace
-from jacrl.variants import driver_shapes, formatted_shapes, formatting_variants
+from jacrl.ruler.jacsyntax import code_mask, has_code, headers, match_brace
+from jacrl.ruler.variants import driver_shapes, formatted_shapes, formatting_variants
 
 DRIVERS = [parse_driver(p) for p in HARNESS]
 
@@ -69,7 +70,7 @@ def test_every_formatting_variant_of_every_shape_extracts_the_gold_body(d):
 def test_formatting_variants_of_every_corpus_echo_extract_the_gold():
     from conftest import ROOT
 
-    from jacrl.task_build import load_all
+    from jacrl.tasks.validate import load_all
 
     checked = 0
     for d in load_all(ROOT / "drivers")[0]:  # every unit kind, string and match the corpus has
@@ -112,7 +113,7 @@ def test_clean_leaves_every_gold_body_and_driver_alone():
 
     from conftest import ROOT
 
-    from jacrl.task_build import load_all
+    from jacrl.tasks.validate import load_all
 
     rows = [json.loads(line) for line in (ROOT / "data" / "tasks.jsonl").open(encoding="utf-8")]
     assert len(rows) >= 200
@@ -222,7 +223,7 @@ def test_empty_and_marker_only_answers_extract_to_nothing():
 def test_every_shape_of_every_corpus_driver_extracts_the_gold():
     from conftest import ROOT
 
-    from jacrl.task_build import load_all
+    from jacrl.tasks.validate import load_all
 
     checked = 0
     for d in load_all(ROOT / "drivers")[0]:
@@ -261,7 +262,7 @@ CRAFTED = [
 def test_dedent_is_idempotent():
     from conftest import ROOT
 
-    from jacrl.tasks import read_tasks
+    from jacrl.tasks.record import read_tasks
 
     golds = [t["meta"]["gold"] for t in read_tasks(ROOT / "data" / "tasks.jsonl")]
     assert len(golds) >= 200
@@ -278,8 +279,8 @@ def test_dedent_is_idempotent():
 def test_gold_is_exactly_similar_to_itself_on_every_task():
     from conftest import ROOT
 
-    from jacrl.reward import Hole, body_similarity
-    from jacrl.tasks import read_tasks
+    from jacrl.ruler.reward import Hole, body_similarity
+    from jacrl.tasks.record import read_tasks
 
     for t in read_tasks(ROOT / "data" / "tasks.jsonl"):
         hole = Hole.from_answer(t["answer"])
@@ -348,7 +349,7 @@ def test_a_statement_is_code_even_with_comment_or_placeholder_text(body):
 
 
 def test_two_brackets_opened_on_one_line_are_two_levels_for_dedent():
-    """jacrl.extract._line_depths (`depth = 1` for `depth += 1`): `f(g(` leaves the next lines
+    """jacrl.ruler.extract._line_depths (`depth = 1` for `depth += 1`): `f(g(` leaves the next lines
     two levels deep, so `), 2)` is still inside a bracket, not a statement, and the first
     line's shallower margin is no reason to cut the later lines."""
     body = "x = f(g(\n        1\n    ), 2)"
@@ -358,8 +359,8 @@ def test_two_brackets_opened_on_one_line_are_two_levels_for_dedent():
 
 
 def test_a_stray_closer_closes_one_bracket_for_dedent():
-    """jacrl.extract._line_depths (`depth - 2` at a closer): `f((a),` leaves the next lines one
-    level deep, so they are arguments, not statements, and nothing is cut."""
+    """jacrl.ruler.extract._line_depths (`depth - 2` at a closer): `f((a),` leaves the next lines
+    one level deep, so they are arguments, not statements, and nothing is cut."""
     body = "x = f((a),\n        1,\n        2)"
     assert dedent(body) == body
 
@@ -393,7 +394,7 @@ def test_splice_says_how_many_hole_lines_a_bad_template_has():
         splice("a\n", "x = 1;")
 
 
-# -- the Jac lexer (jacrl.jacsyntax) -----------------------------------------------------------
+# -- the Jac lexer (jacrl.ruler.jacsyntax) ---------------------------------------------------------
 
 
 def _second_line(text: str) -> str:

@@ -21,14 +21,14 @@ import pytest
 from conftest import ROOT
 from tiny_ladder import tiny_ladder_args
 
-from jacrl import corpus
-from jacrl.build import build_tasks
 from jacrl.cli import main
-from jacrl.drivers import parse_driver, parse_family_map
-from jacrl.reward import score_completions
-from jacrl.splits import SplitConfig, check_splits, load_split, make_splits
-from jacrl.task_build import load_all
-from jacrl.tasks import read_tasks
+from jacrl.ruler.drivers import parse_driver, parse_family_map
+from jacrl.ruler.reward import score_completions
+from jacrl.tasks import corpus
+from jacrl.tasks.build import build_tasks
+from jacrl.tasks.record import read_tasks
+from jacrl.tasks.splits import SplitConfig, check_splits, load_split, make_splits
+from jacrl.tasks.validate import load_all
 
 FOREIGN = ROOT / "tests" / "fixtures" / "foreign"
 IDS = {

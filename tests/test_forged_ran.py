@@ -13,9 +13,9 @@ import json
 from jacrl.config import DPOConfig
 from jacrl.evaluate import grade
 from jacrl.generate import best_of
-from jacrl.reward import Hole, score, score_completions
-from jacrl.splits import load_split
-from jacrl.tasks import fenced, gold_body
+from jacrl.ruler.reward import Hole, score, score_completions
+from jacrl.tasks.record import fenced, gold_body
+from jacrl.tasks.splits import load_split
 from jacrl.train.dpo import build_pairs
 
 FORGER = r"""

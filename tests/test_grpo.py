@@ -21,13 +21,15 @@ import numpy as np
 import pytest
 from mlx.utils import tree_flatten, tree_map, tree_unflatten
 
-from jacrl import models, prompts, splits
+from jacrl import prompts
 from jacrl.config import GRPOConfig, configure
 from jacrl.ladder.cell import training_record
-from jacrl.models import resolve
+from jacrl.models import registry as models
+from jacrl.models.registry import resolve
 from jacrl.report.graded import NO_SIGNAL, signal_mark
-from jacrl.reward import Scored
-from jacrl.tasks import prompt_answer, task_id
+from jacrl.ruler.reward import Scored
+from jacrl.tasks import splits
+from jacrl.tasks.record import prompt_answer, task_id
 from jacrl.train import grpo, grpo_loop, grpo_loss
 from jacrl.train.grpo_rollouts import (
     Group,

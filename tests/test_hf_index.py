@@ -1,5 +1,5 @@
-"""jacrl.hf_index: transformers' scan of its model files, kept on disk, gives the table the scan
-gives, and a changed, added or removed file is scanned again."""
+"""jacrl.models.hf_index: transformers' scan of its model files, kept on disk, gives the table the
+scan gives, and a changed, added or removed file is scanned again."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import os
 import subprocess
 import sys
 
-from jacrl import hf_index
+from jacrl.models import hf_index
 
 CHECK = """
 import json, os, sys
 import jacrl
-from jacrl import hf_index
+from jacrl.models import hf_index
 from transformers import AutoTokenizer  # transformers/__init__ and transformers.models scan
 import transformers.utils.import_utils as iu
 models = os.path.join(os.path.dirname(iu.__file__), os.pardir, "models")

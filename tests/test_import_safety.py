@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from jacrl import chat_template
 from jacrl.cli import main
-from jacrl.model_import import clean_staging, import_gguf
-from jacrl.models import ModelError
+from jacrl.models import chat_template
+from jacrl.models.gguf_import import clean_staging, import_gguf
+from jacrl.models.registry import ModelError
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOW = "{% for a in range(99999) %}{% for b in range(99999) %}{{ b }}{% endfor %}{% endfor %}"
@@ -95,7 +95,7 @@ def test_the_unbroken_header_passes_the_check(tmp_path):
     each case below fails for its own field."""
     import mlx.core as mx
 
-    from jacrl.gguf_header import check_header
+    from jacrl.models.gguf_header import check_header
 
     good = tmp_path / "good.gguf"
     good.write_bytes(_gguf())
@@ -123,7 +123,7 @@ def test_a_crafted_header_is_one_line_and_leaves_nothing(field, tmp_path, capsys
 def test_a_native_reader_that_dies_is_one_line(smollm2_gguf, tmp_path, monkeypatch):
     """Defence in depth: MLX's reader runs in a child first; the child's death (here an abort in
     place of the read) is one line, and the import leaves nothing."""
-    from jacrl import gguf
+    from jacrl.models import gguf
 
     monkeypatch.setattr(gguf, "CHILD_READ", "import os; os.abort()")
     models = tmp_path / "models"
@@ -282,7 +282,7 @@ def test_sigterm_mid_import_leaves_no_staging(smollm2_gguf, tmp_path):
     models = tmp_path / "models"
     models.mkdir()
     code = (
-        "import sys; from pathlib import Path; from jacrl.model_import import import_gguf; "
+        "import sys; from pathlib import Path; from jacrl.models.gguf_import import import_gguf; "
         "m = Path(sys.argv[2]); import_gguf(sys.argv[1], 'm', models_dir=m, "
         "registry=m / 'registry.toml')"
     )
@@ -337,7 +337,7 @@ def slow_tiny(tmp_path) -> Path:
 
 
 def test_a_looping_template_is_stopped_when_a_prompt_is_rendered(slow_tiny, monkeypatch):
-    from jacrl.models import load
+    from jacrl.models.registry import load
     from jacrl.prompts import prompt_ids
 
     monkeypatch.setattr(chat_template, "RENDER_LIMIT_S", 1.0)

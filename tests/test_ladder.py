@@ -24,10 +24,10 @@ from tiny_ladder import tiny_ladder_args
 from jacrl import ladder, report, results
 from jacrl.cli import build_parser, main
 from jacrl.cli.ladder import config_from_args
-from jacrl.models import resolve
+from jacrl.models.registry import resolve
 from jacrl.project import project
 from jacrl.stats import mcnemar_exact, wilson
-from jacrl.tasks import fenced, gold_body
+from jacrl.tasks.record import fenced, gold_body
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -133,7 +133,7 @@ def test_stratified_sample_covers_every_family():
     the given order, is deterministic; 0 or >= len = everything."""
     from collections import Counter
 
-    from jacrl.tasks import family_of
+    from jacrl.tasks.record import family_of
 
     tasks = (
         [_fake_task(i, "arch", f"s{i % 2}") for i in range(10)]  # unbalanced families
@@ -153,8 +153,8 @@ def test_stratified_sample_covers_every_family():
 def test_gen_sample_of_the_real_holdout_covers_every_family(data_dir):
     from collections import Counter
 
-    from jacrl import splits
-    from jacrl.tasks import family_of
+    from jacrl.tasks import splits
+    from jacrl.tasks.record import family_of
 
     hold = splits.load_split("holdout", data_dir)
     fams = {family_of(t) for t in hold}
@@ -172,7 +172,7 @@ def test_demo_budgets_fit_the_memorized_answers(tiny, data_dir):
     token), so mem is never cut off by truncation; SFT runs 90 iterations per rung task."""
     import dataclasses
 
-    from jacrl.models import load
+    from jacrl.models.registry import load
     from jacrl.prompts import chat_messages
 
     cfg = ladder.demo_config(data_dir=data_dir)

@@ -13,14 +13,15 @@ from pathlib import Path
 import pytest
 from tiny_ladder import tiny_ladder_args
 
-from jacrl import ladder, report, results, splits
+from jacrl import ladder, report, results
 from jacrl.cli import build_parser, main
 from jacrl.cli.ladder import config_from_args
 from jacrl.notebooks import QUICK_SETS
 from jacrl.provenance import data_hash
 from jacrl.samples import read_samples
 from jacrl.stats import mcnemar_exact, wilson
-from jacrl.tasks import meta, read_conversion
+from jacrl.tasks import splits
+from jacrl.tasks.record import meta, read_conversion
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -124,9 +124,9 @@ def test_grpo_prompts_pick_from_the_train_pool_and_are_in_the_key(data_dir):
     train-pool task; beyond = the pool outside the rung; N = the pool's first N. Never a holdout
     or valid task; a choice that picks other tasks is another key; a cell with no GRPO stage
     ignores it."""
-    from jacrl import splits
     from jacrl.ladder.taskset import grpo_tasks
-    from jacrl.tasks import meta
+    from jacrl.tasks import splits
+    from jacrl.tasks.record import meta
 
     def ids(ts):
         return [meta(t)["id"] for t in ts]

@@ -1,7 +1,8 @@
 """The package's shape: data flows one way (each module imports only modules listed before it in
-docs/architecture.md's module table), no module grows past ~560 lines, and no function past 95
-lines unless its docstring says why; ruff's lint and format pass. Function-level imports count
-too: a lazy import is still a dependency."""
+docs/architecture.md's module tables, and a room's module only the room's modules its row names
+before it), no module grows past ~560 lines, and no function past 95 lines unless its docstring
+says why; ruff's lint and format pass. Function-level imports count too: a lazy import is still a
+dependency."""
 
 from __future__ import annotations
 
@@ -53,6 +54,21 @@ def _table_order() -> list[str]:
     return [m for row in rows for m in re.findall(r"`(jacrl\.\w+)`", row)]
 
 
+def _room_orders() -> dict[str, list[str]]:
+    """{room: its modules in the order its row names them} (jacrl.ruler -> [jacsyntax, drivers,
+    ...]): a row's backticked names that are modules or subpackages of the room, first mention
+    first."""
+    table = (ROOT / "docs" / "architecture.md").read_text()
+    orders = {}
+    for row in re.findall(r"^\| `(jacrl\.\w+)` \|([^\n]*)$", table, re.M):
+        room = PKG / row[0].split(".")[1]
+        if (room / "__init__.py").is_file():
+            stems = {p.stem for p in room.iterdir() if p.suffix == ".py" or p.is_dir()}
+            named = [n for n in re.findall(r"`(\w+)`", row[1]) if n in stems - {"__init__"}]
+            orders[row[0]] = list(dict.fromkeys(named))
+    return orders
+
+
 def _sources() -> list[Path]:
     return sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
 
@@ -95,6 +111,28 @@ def test_imports_flow_one_way():
             if rank[dep] > rank[me]:
                 upward.append(f"{path.relative_to(ROOT)} imports {dep} (listed after {me})")
     assert upward == []
+
+
+def test_imports_flow_one_way_within_a_room():
+    """Inside a room (a package's row), a module imports only the room's modules its row names
+    before it: jacrl.tasks.build may import jacrl.tasks.validate, never the other way round. A
+    room's __init__ (which re-exports its modules) is the room's face, not ranked."""
+    orders = _room_orders()
+    upward = set()
+    for path in _sources():
+        parts = _module(path).split(".")
+        room = ".".join(parts[:2])
+        if len(parts) < 3 or room not in orders:
+            continue
+        rank = {m: i for i, m in enumerate(orders[room])}
+        me = parts[2]
+        for dep in _file_imports(path):
+            other = dep.split(".")[2] if dep.startswith(room + ".") else None
+            if other in rank and me in rank and other != me and rank[other] > rank[me]:
+                upward.add(f"{path.relative_to(ROOT)} imports {room}.{other} (named after {me})")
+    assert sorted(upward) == []
+    # the check sees a room's order: the ruler's row names extract before reward
+    assert orders["jacrl.ruler"].index("extract") < orders["jacrl.ruler"].index("reward")
 
 
 def _file_imports(path: Path) -> set[str]:
@@ -211,15 +249,17 @@ def _closure(root: str) -> set[str]:
 
 
 def test_what_only_reads_tasks_never_runs_code_or_trains():
-    """The task record is a low room: reading tasks, splitting them, keeping samples, token
+    """The task data's read side stays low: reading tasks, splitting them, keeping samples, token
     budgets, the model check and the report import neither the executor nor a trainer; the
-    evaluation imports no trainer (training and evaluation both sit on the task record)."""
+    evaluation imports no trainer (training and evaluation both sit on the task record). Python
+    runs a room's __init__ first: the rooms' import nothing, so reading a task (or `import jacrl`,
+    which installs models.hf_index) loads no builder, reward or loader with it."""
     readers = (
-        "jacrl.tasks",
-        "jacrl.splits",
+        "jacrl.tasks.record",
+        "jacrl.tasks.splits",
         "jacrl.samples",
         "jacrl.token_budget",
-        "jacrl.model_check",
+        "jacrl.models.check",
         "jacrl.ladder.taskset",
         "jacrl.report",
     )
@@ -229,4 +269,7 @@ def test_what_only_reads_tasks_never_runs_code_or_trains():
     }
     assert {r: b for r, b in bad.items() if b} == {}
     assert not [m for m in _closure("jacrl.evaluate") if m.startswith("jacrl.train")]
-    assert "jacrl.executor" in _closure("jacrl.task_build")  # the check sees imports
+    assert "jacrl.executor" in _closure("jacrl.tasks.validate")  # the check sees imports
+    for room in ("ruler", "tasks", "models"):
+        tree = ast.parse((PKG / room / "__init__.py").read_text())
+        assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))], room

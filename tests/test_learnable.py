@@ -1,4 +1,4 @@
-"""The learnable sanity family (`jacrl.learnable`): deterministic, built whole by the ordinary
+"""The learnable sanity family (`jacrl.tasks.learnable`): deterministic, built whole by the ordinary
 build, a holdout on new names, numbers and combinations, and no holdout body near a train body."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from jacrl import learnable as L
-from jacrl import learnable_shapes as S
 from jacrl.cli import learnable as learnable_cli
-from jacrl.splits import SplitConfig, load_split
-from jacrl.tasks import meta, read_tasks
+from jacrl.tasks import learnable as L
+from jacrl.tasks import learnable_shapes as S
+from jacrl.tasks.record import meta, read_tasks
+from jacrl.tasks.splits import SplitConfig, load_split
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "learnable"
@@ -172,8 +172,8 @@ def test_every_name_is_one_jac_tiny_token_where_a_body_uses_it():
 
 
 def test_no_holdout_body_near_a_train_body(split):
-    """Below the split's decontamination threshold, measured as `jacrl.splits` measures it (the
-    ordinary split dropped none: the holdout above is whole)."""
+    """Below the split's decontamination threshold, measured as `jacrl.tasks.splits` measures it
+    (the ordinary split dropped none: the holdout above is whole)."""
     limit = SplitConfig().decontam
 
     def gold(t):

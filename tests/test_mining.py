@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from jacrl.drivers import parse_driver
-from jacrl.mining import candidates, default_tree, inventory, write_drafts
+from jacrl.ruler.drivers import parse_driver
+from jacrl.tasks.mining import candidates, default_tree, inventory, write_drafts
 
 PROGRAM = """node Stop { has name: str; }
 walker Ride {

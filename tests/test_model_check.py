@@ -1,4 +1,4 @@
-"""jacrl.model_check / `jacrl models check`: jac-tiny passes; hand-written tokenizer configs of
+"""jacrl.models.check / `jacrl models check`: jac-tiny passes; hand-written tokenizer configs of
 other shapes (no system role, a dropped system message, several end tokens, a turn closed by a
 token that is not an end token, a thinking template, a prompt SFT renders differently) are
 found from the tokenizer and config alone, as one-line errors (exit 2) or warnings."""
@@ -13,9 +13,9 @@ import pytest
 
 from jacrl.cli import main
 from jacrl.config import EvalConfig, GRPOConfig, SFTConfig
-from jacrl.model_check import check_model
-from jacrl.models import ModelError
-from jacrl.tasks import read_tasks
+from jacrl.models.check import check_model
+from jacrl.models.registry import ModelError
+from jacrl.tasks.record import read_tasks
 
 TINY_DIR = Path(__file__).resolve().parent.parent / "models" / "jac-tiny"
 

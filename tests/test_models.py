@@ -1,5 +1,5 @@
-"""Tests for jacrl.models (resolution, the cached loader), jacrl.blas (fast BLAS) and
-jacrl.tiny_model (the offline jac-tiny build).
+"""Tests for jacrl.models.registry (resolution, the cached loader), jacrl.blas (fast BLAS) and
+jacrl.models.tiny_model (the offline jac-tiny build).
 
 Real MLX, no mocks of the model stack; the build test uses tiny dimensions so it runs in seconds.
 """
@@ -13,11 +13,13 @@ from pathlib import Path
 import mlx.core as mx
 import pytest
 
-from jacrl import blas, models, tiny_model
+from jacrl import blas
 from jacrl.cli.models import run_tiny_model
-from jacrl.models import ModelError
+from jacrl.models import registry as models
+from jacrl.models import tiny_model
+from jacrl.models.registry import ModelError
+from jacrl.models.tiny_model import TinyModelConfig
 from jacrl.project import project
-from jacrl.tiny_model import TinyModelConfig
 
 JAC_TINY = project().models / models.TINY
 

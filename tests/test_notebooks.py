@@ -26,8 +26,10 @@ import papermill
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 
-from jacrl import blas, kernel, ladder, notebooks, recipe, report, splits, variants
+from jacrl import blas, kernel, ladder, notebooks, recipe, report
 from jacrl.results import append_cell_rows
+from jacrl.ruler import variants
+from jacrl.tasks import splits
 
 ROOT = Path(__file__).resolve().parent.parent
 NB = ROOT / "notebooks"

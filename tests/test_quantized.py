@@ -23,7 +23,7 @@ def _lora_only(adapter_dir):
 
 
 def test_the_fixture_is_quantized(tiny_q4):
-    from jacrl.models import load
+    from jacrl.models.registry import load
 
     cfg = json.loads(open(f"{tiny_q4}/config.json").read())
     assert cfg["quantization"]["bits"] == 4 and cfg["quantization"]["group_size"] == 64

@@ -20,9 +20,9 @@ from quick import QUICK
 from jacrl import train as tr
 from jacrl.config import DPOConfig, EvalConfig, GRPOConfig
 from jacrl.evaluate import evaluate
-from jacrl.extract import code_blocks
+from jacrl.ruler.extract import code_blocks
 from jacrl.samples import read_samples
-from jacrl.tasks import meta, prompt_answer
+from jacrl.tasks.record import meta, prompt_answer
 from jacrl.token_budget import MARGIN
 
 ROOT = Path(__file__).resolve().parents[1]

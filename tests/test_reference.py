@@ -6,7 +6,7 @@ import pytest
 from mlx.utils import tree_flatten, tree_map
 
 from jacrl.config import GRPOConfig
-from jacrl.models import load, resolve
+from jacrl.models.registry import load, resolve
 from jacrl.train.mlx_compat import lora_model
 from jacrl.train.reference import frozen_view, shared_weight_ids
 

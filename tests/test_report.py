@@ -9,9 +9,9 @@ import math
 from pathlib import Path
 
 from jacrl import ladder, report
-from jacrl.models import resolve
+from jacrl.models.registry import resolve
 from jacrl.provenance import data_hash, dir_hash
-from jacrl.tasks import read_tasks
+from jacrl.tasks.record import read_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,12 +15,12 @@ import sys
 import pytest
 from variants import variants
 
-from jacrl import reward
-from jacrl.drivers import Unit
 from jacrl.executor import Verdict, run_subprocess
-from jacrl.extract import extract_body, splice
-from jacrl.jacsyntax import idiom_score
-from jacrl.reward import (
+from jacrl.ruler import reward
+from jacrl.ruler.drivers import Unit
+from jacrl.ruler.extract import extract_body, splice
+from jacrl.ruler.jacsyntax import idiom_score
+from jacrl.ruler.reward import (
     ExtractionWarning,
     Hole,
     changed_lines,
@@ -30,7 +30,7 @@ from jacrl.reward import (
     score,
     score_completions,
 )
-from jacrl.variants import formatted_shapes
+from jacrl.ruler.variants import formatted_shapes
 
 # A body that compiles and runs but prints the wrong thing, per harness driver.
 WRONG = {
@@ -126,7 +126,7 @@ def test_failures_land_in_their_tiers(harness, executor, formula, runs, compiles
 
 
 def test_changed_lines_pay_only_for_what_the_hole_changes():
-    from jacrl.reward import changed_lines
+    from jacrl.ruler.reward import changed_lines
 
     expected, baseline = "head\n5\ntail\n9", "head\n0\ntail\n0"
     assert changed_lines("head\n0\ntail\n0", expected, baseline) == 0.0  # the empty body's output
@@ -214,11 +214,11 @@ def test_registered_in_mlx_lm_lora_and_loadable_by_path(harness):
     from mlx_lm_lora.train import load_reward_functions_from_file
     from mlx_lm_lora.trainer import grpo_reward_functions as registry
 
-    import jacrl.reward
+    import jacrl.ruler.reward
 
-    assert registry.REWARD_REGISTRY["jac_behavioral"] is jacrl.reward.jac_behavioral
-    # what `--reward-functions-file jacrl/reward.py --reward-functions jac_behavioral` does
-    load_reward_functions_from_file(jacrl.reward.__file__)
+    assert registry.REWARD_REGISTRY["jac_behavioral"] is jacrl.ruler.reward.jac_behavioral
+    # what `--reward-functions-file jacrl/ruler/reward.py --reward-functions jac_behavioral` does
+    load_reward_functions_from_file(jacrl.ruler.reward.__file__)
     fn = registry.get_reward_function("jac_behavioral")
     d, answer = harness["text_harness_json_braces"]
     assert fn(["p"], [f"```jac\n{d.gold}\n```"], [answer]) == [1.0]
@@ -398,14 +398,14 @@ def test_default_formula_value_for_a_hand_built_case():
 
 
 def test_line_match_counts_lines_by_position():
-    from jacrl.reward import line_match
+    from jacrl.ruler.reward import line_match
 
     assert line_match("a 1\nQ\nc\n", "a 1\nb\nc") == pytest.approx(2 / 3)
     assert line_match("a", "a\nb") == 0.5
 
 
 def test_nothing_run_scores_nothing_and_says_why():
-    from jacrl.reward import Scored
+    from jacrl.ruler.reward import Scored
 
     hole = _hole("1")
     assert score("# TODO", None, hole) == Scored(
@@ -415,7 +415,7 @@ def test_nothing_run_scores_nothing_and_says_why():
 
 
 def test_one_answer_per_completion_or_one_for_all():
-    from jacrl.reward import _pair
+    from jacrl.ruler.reward import _pair
 
     assert _pair(["x", "y"], ["a"]) == ["a", "a"]
     with pytest.raises(
@@ -427,7 +427,7 @@ def test_one_answer_per_completion_or_one_for_all():
 
 
 def test_a_body_of_exactly_max_body_characters_is_run(harness_tasks, executor):
-    from jacrl.reward import MAX_BODY, score_completions
+    from jacrl.ruler.reward import MAX_BODY, score_completions
 
     task = harness_tasks[0]
     unit = Hole.from_answer(task["answer"]).unit
@@ -440,7 +440,7 @@ def test_a_body_of_exactly_max_body_characters_is_run(harness_tasks, executor):
 
 
 def test_the_formula_asked_for_is_the_formula_used(harness_tasks):
-    from jacrl.reward import jac_behavioral, reward_function
+    from jacrl.ruler.reward import jac_behavioral, reward_function
 
     task = harness_tasks[0]
     wrong = ["```jac\nreturn 12345;\n```"]  # runs or not, never exact: formulas disagree

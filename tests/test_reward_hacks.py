@@ -18,7 +18,7 @@ import redteam
 
 from jacrl.executor import Executor
 from jacrl.executor.child import wall_limit
-from jacrl.reward import score_completions
+from jacrl.ruler.reward import score_completions
 
 USER = "jacrl-redteam"
 SECRET = f"jacrl-secret-{os.getpid()}"
@@ -166,8 +166,8 @@ def _doing_nothing_vs_trying(executor, formulas: tuple[str, ...]) -> dict[str, d
     """On every holdout task: the mean score of each constant body; of the honest one-edit
     mutants of the gold (variants.MUTATIONS) that crash and that run; the gold's; under each
     formula. Every program runs once: a formula grades the run's verdict (`reward.score`)."""
-    from jacrl.reward import Hole, score
-    from jacrl.variants import mutants
+    from jacrl.ruler.reward import Hole, score
+    from jacrl.ruler.variants import mutants
 
     tasks = redteam.holdout_tasks()
     answers = [t["answer"] for t in tasks]

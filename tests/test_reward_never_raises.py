@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jacrl.config import DEFAULT_FORMULA
-from jacrl.extract import extract_body, splice
-from jacrl.reward import (
+from jacrl.ruler.extract import extract_body, splice
+from jacrl.ruler.reward import (
     MAX_BODY,
     ExtractionWarning,
     Hole,
@@ -282,7 +282,7 @@ def test_nested_fstrings_do_not_crash_the_reward(harness, depth):
 def test_extraction_failure_costs_one_completion_and_says_why(harness, executor, monkeypatch):
     """The last resort: should extraction raise (a bug), that completion alone is tier "none",
     never run, its reason names the exception, an ExtractionWarning says so, the batch goes on."""
-    import jacrl.reward as reward
+    import jacrl.ruler.reward as reward
 
     real = reward.extract_body
 

@@ -13,11 +13,11 @@ from jacrl import samples as smp
 from jacrl.cli import main
 from jacrl.config import EvalConfig
 from jacrl.evaluate import evaluate, score_all
-from jacrl.extract import dedent
 from jacrl.generate import Sample
 from jacrl.results import read_rows
-from jacrl.reward import score_completions
-from jacrl.tasks import meta
+from jacrl.ruler.extract import dedent
+from jacrl.ruler.reward import score_completions
+from jacrl.tasks.record import meta
 
 FIELDS = {
     "task",

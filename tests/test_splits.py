@@ -9,9 +9,10 @@ import json
 
 from conftest import ROOT
 
-from jacrl import splits
-from jacrl.drivers import UNKNOWN_SOURCE
-from jacrl.splits import (
+from jacrl.ruler.drivers import UNKNOWN_SOURCE
+from jacrl.tasks import splits
+from jacrl.tasks.record import meta, prompt_answer, read_tasks
+from jacrl.tasks.splits import (
     RUNGS,
     SplitConfig,
     check_splits,
@@ -21,7 +22,6 @@ from jacrl.splits import (
     rung,
     rung_tasks,
 )
-from jacrl.tasks import meta, prompt_answer, read_tasks
 
 
 def _ids(ts):
@@ -73,7 +73,7 @@ def test_splits_are_deterministic_and_seedable():
     assert check_splits(c) == []
 
 
-# -- the splits (jacrl.splits) ---------------------------------------------------------------
+# -- the splits (jacrl.tasks.splits) ---------------------------------------------------------------
 
 
 def _task(tid: str, family: str, source: str, gold: str = "") -> dict:
@@ -191,7 +191,7 @@ def test_the_default_data_dir_is_the_projects(tmp_path):
 
 
 def _committed_splits():
-    from jacrl.splits import Splits
+    from jacrl.tasks.splits import Splits
 
     parts = {n: load_split(n, ROOT / "data") for n in ("holdout", "trainpool", "valid")}
     return Splits(**parts, dropped=[], holdout_sources=[])

@@ -100,7 +100,7 @@ def test_a_key_holds_only_the_code_its_stage_imports(tmp_path):
     assert after["grpo"] != before["grpo"] and after["sft"] == before["sft"]
     assert after["rft"] == before["rft"]
     # what every stage grades or loads with: all change
-    reward = pkg / "reward.py"
+    reward = pkg / "ruler" / "reward.py"
     reward.write_text(reward.read_text() + "\nEXTRA = 1\n")
     assert all(v != after[s] for s, v in _hashes(pkg).items() if STAGES[s].grades)
     # the configs' code is no key's (their values are): a new config class re-keys nothing
@@ -122,7 +122,7 @@ def test_a_cells_code_is_its_stages_and_its_runners():
         for p in provenance.imported_sources(cell_modules("base"))
     }
     # what evaluating runs, the budget formula included (a base cell trains nothing)
-    runs = {"evaluate.py", "token_budget.py", "reward.py", "stats.py", "generate.py"}
+    runs = {"evaluate.py", "token_budget.py", "ruler/reward.py", "stats.py", "generate.py"}
     assert runs | {"executor/client.py", "ladder/cell.py"} <= files
     # no trainer it does not run, nothing of the report's, no config's code (its values are
     # the key's)

@@ -1,6 +1,6 @@
 """Task build: the committed corpus and data/ are valid, rebuild byte-identically, and bad drivers
 are rejected with one line `path:line: reason` while nothing is written; the answer record, a
-task's meta, how a failed run is reported, validate's time-outs (jacrl.tasks)."""
+task's meta, how a failed run is reported, validate's time-outs (jacrl.tasks.record)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from conftest import HARNESS, ROOT
 
-from jacrl import corpus
-from jacrl.build import build_tasks
-from jacrl.drivers import parse_driver
 from jacrl.executor.client import Verdict
-from jacrl.task_build import (
+from jacrl.ruler.drivers import parse_driver
+from jacrl.tasks import corpus
+from jacrl.tasks.build import build_tasks
+from jacrl.tasks.record import meta, read_tasks
+from jacrl.tasks.validate import (
     PROMPT_SENTENCE,
     TIMEOUT,
     TIMEOUT_STEPS,
@@ -25,7 +26,6 @@ from jacrl.task_build import (
     load_all,
     validate,
 )
-from jacrl.tasks import meta, read_tasks
 
 
 def test_corpus_composition():
@@ -128,7 +128,7 @@ def test_bad_drivers_are_rejected_and_nothing_is_written(tmp_path):
 
 
 def test_answer_record_round_trips_through_the_reward(harness_tasks):
-    from jacrl.reward import score_completions
+    from jacrl.ruler.reward import score_completions
 
     for t in harness_tasks:
         meta = json.loads(t["answer"])

@@ -1,6 +1,6 @@
-"""Per-task time-outs (`jacrl.task_build.task_timeout`): stepped from the gold's CPU time and stored
-in every task, used by the reward and the conversion checks, and never failing a correct answer on
-a busy machine."""
+"""Per-task time-outs (`jacrl.tasks.validate.task_timeout`): stepped from the gold's CPU time and
+stored in every task, used by the reward and the conversion checks, and never failing a correct
+answer on a busy machine."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ import sys
 from conftest import HARNESS, ROOT
 from variants import variants
 
-from jacrl import conversion
-from jacrl.build import build_tasks
 from jacrl.executor import Executor
 from jacrl.executor.child import wall_limit
-from jacrl.extract import extract_body, splice
-from jacrl.reward import Hole, score_completions
-from jacrl.task_build import TIMEOUT, TIMEOUT_STEPS, load_all, task_timeout
-from jacrl.tasks import read_conversion, read_tasks
+from jacrl.ruler.extract import extract_body, splice
+from jacrl.ruler.reward import Hole, score_completions
+from jacrl.tasks import conversion
+from jacrl.tasks.build import build_tasks
+from jacrl.tasks.record import read_conversion, read_tasks
+from jacrl.tasks.validate import TIMEOUT, TIMEOUT_STEPS, load_all, task_timeout
 
 
 def test_the_rule_and_the_stored_values():
@@ -139,7 +139,7 @@ def test_every_answer_shape_of_every_task_scores_one_on_a_busy_machine():
 def test_splits_carry_the_tasks_answers():
     """The split files copy each task's record: a rebuild of the tasks must reach them too (it
     once did not, and the ladder graded with the old time-outs)."""
-    from jacrl.splits import SPLITS, load_split
+    from jacrl.tasks.splits import SPLITS, load_split
 
     answers = {t["meta"]["id"]: t["answer"] for t in read_tasks(ROOT / "data" / "tasks.jsonl")}
     for name in SPLITS:

@@ -17,7 +17,7 @@ import pytest
 from jacrl import train as tr
 from jacrl.cli import main
 from jacrl.config import GRPOConfig, SFTConfig, configure
-from jacrl.tasks import prompt_answer, read_tasks
+from jacrl.tasks.record import prompt_answer, read_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 SFT_SETS = {

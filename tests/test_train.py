@@ -30,8 +30,8 @@ from jacrl.config import (
 )
 from jacrl.generate import generate_best_of_k
 from jacrl.prompts import SYSTEM_PROMPT
-from jacrl.reward import jac_behavioral, reward_function, score_completions
-from jacrl.tasks import gold_records
+from jacrl.ruler.reward import jac_behavioral, reward_function, score_completions
+from jacrl.tasks.record import gold_records
 from jacrl.train import artifacts, mlx_compat
 
 # Enough to make jac-tiny memorize one body. Measured with `sft_loss` on the current jac-tiny
@@ -147,7 +147,7 @@ def test_sft_loss_scores_the_answer_only(tiny, one_task):
     from mlx_lm.tuner.datasets import ChatDataset
     from mlx_lm.tuner.trainer import default_loss
 
-    from jacrl.models import load
+    from jacrl.models.registry import load
 
     model, tok = load(tiny)
     other = {**one_task, "prompt": one_task["prompt"] + "\n# and a longer prompt\n" * 3}
@@ -374,7 +374,7 @@ def test_formula_default_is_a_value_and_the_env_is_read_at_the_edge(monkeypatch)
 
 
 def test_formula_is_part_of_the_artifact_key(tiny):
-    from jacrl.models import resolve
+    from jacrl.models.registry import resolve
 
     base = resolve(tiny)
     for cls in REWARD_CONFIGS:
@@ -469,8 +469,8 @@ def test_grpo_artifact_keyed_by_formula_not_env(tiny, harness_tasks, out_root, m
 
 def test_training_refuses_without_a_sandbox(tiny, harness_tasks, tmp_path, monkeypatch):
     """No sandbox and no opt-in: GRPO stops before any work with the one-line reason."""
-    from jacrl import reward
     from jacrl.executor import Executor, SandboxUnavailable
+    from jacrl.ruler import reward
 
     monkeypatch.delenv("JACRL_ALLOW_UNSANDBOXED", raising=False)
     monkeypatch.setattr(reward, "_EXECUTOR", Executor(isolation="rlimits-only"))
@@ -511,8 +511,8 @@ def test_grpo_from_a_memorized_adapter_keeps_greedy_mem(tiny, memorized, one_tas
     still reproduces it: GRPO at these defaults does no harm to what SFT taught."""
     from jacrl.generate import generate
     from jacrl.ladder.demo import DEMO_GRPO
-    from jacrl.models import load
-    from jacrl.reward import score_completions
+    from jacrl.models.registry import load
+    from jacrl.ruler.reward import score_completions
 
     cfg = configure(GRPOConfig(), {**DEMO_GRPO, "iters": 4, "max_completion_length": 64})
     art = tr.grpo(tiny, [one_task], None, cfg, out_root, parent=memorized, condition="keeps_mem")
@@ -532,7 +532,7 @@ def test_keep_best_keeps_the_adapter_of_the_lowest_validation_loss(tiny, harness
     from mlx_lm.tuner.datasets import CacheDataset, ChatDataset
     from mlx_lm.tuner.trainer import evaluate as mlx_evaluate
 
-    from jacrl.models import load
+    from jacrl.models.registry import load
 
     cfg = dataclasses.replace(
         QUICK, iters=6, learning_rate=3e-2, steps_per_eval=2, keep_best=True, val_batches=-1

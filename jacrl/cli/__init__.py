@@ -23,7 +23,7 @@ from jacrl.cli import samples as samples_cli
 from jacrl.cli import tasks as tasks_cli
 from jacrl.cli import train as train_cli
 from jacrl.executor import SandboxUnavailable
-from jacrl.models import ModelError
+from jacrl.models.registry import ModelError
 from jacrl.project import ROOT_ENV, ProjectNotFound, find_root
 from jacrl.stages import STAGES
 

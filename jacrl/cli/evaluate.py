@@ -12,12 +12,12 @@ from pathlib import Path
 from jacrl.config import EvalConfig
 from jacrl.evaluate import check_k, evaluate
 from jacrl.generate import BEST_OF, generate_best_of_k
-from jacrl.models import resolve
+from jacrl.models.registry import resolve
 from jacrl.project import ProjectNotFound, path_or, project
 from jacrl.results import append_row, format_row
 from jacrl.samples import SUFFIX, default_path
-from jacrl.splits import load_split
-from jacrl.tasks import meta, prompt_answer, read_tasks
+from jacrl.tasks.record import meta, prompt_answer, read_tasks
+from jacrl.tasks.splits import load_split
 
 _KNOBS = {f.name: f for f in dataclasses.fields(EvalConfig)}
 

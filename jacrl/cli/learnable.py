@@ -1,5 +1,5 @@
-"""`jacrl learnable`: generate and build the learnable sanity family (`jacrl.learnable`) into its
-own folder (default: the project's learnable/), never drivers/ or data/."""
+"""`jacrl learnable`: generate and build the learnable sanity family (`jacrl.tasks.learnable`) into
+its own folder (default: the project's learnable/), never drivers/ or data/."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from jacrl import learnable
+from jacrl.tasks import learnable
 
 
 def run_learnable(args: argparse.Namespace) -> int:

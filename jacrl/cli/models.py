@@ -1,5 +1,5 @@
-"""`jacrl tiny-model`: rebuild the embedded jac-tiny model (`jacrl.tiny_model`); `jacrl models
-check NAME|PATH`: will a model get through training and evaluation (`jacrl.model_check`)?"""
+"""`jacrl tiny-model`: rebuild the embedded jac-tiny model (`jacrl.models.tiny_model`); `jacrl
+models check NAME|PATH`: will a model get through training and evaluation (`jacrl.models.check`)?"""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import os
 from pathlib import Path
 
 from jacrl.config import configure
-from jacrl.models import TINY
+from jacrl.models.registry import TINY
+from jacrl.models.tiny_model import TinyModelConfig, build_tiny_model
 from jacrl.project import project
 from jacrl.stages import CONFIGS, ENV_PREFIX, STAGES
-from jacrl.tiny_model import TinyModelConfig, build_tiny_model
 
 
 def add(subparsers) -> None:
@@ -76,7 +76,7 @@ def add(subparsers) -> None:
 
 def _add_import(sub) -> None:
     """`models import`'s parser."""
-    from jacrl.gguf import DTYPES, ROPE_MODES
+    from jacrl.models.gguf import DTYPES, ROPE_MODES
 
     q = sub.add_parser(
         "import",
@@ -119,18 +119,18 @@ def _add_import(sub) -> None:
 
 
 def _check_doc() -> str:
-    """`models check --help`: what it does for a user, then model_check's table of checks (its
+    """`models check --help`: what it does for a user, then the check module's table of checks (its
     docstring from the second paragraph)."""
-    from jacrl import model_check
+    from jacrl.models import check
 
-    rest = model_check.__doc__.split("\n\n", 1)[1]
+    rest = check.__doc__.split("\n\n", 1)[1]
     return (
         "Will this model get through hours of training and evaluation? Checked from its "
         "tokenizer and\nconfig.json alone (no weights are loaded), before any work.\n\n" + rest
     )
 
 
-CHECKED = tuple(CONFIGS)  # every stage's config and eval's: model_check reads them all
+CHECKED = tuple(CONFIGS)  # every stage's config and eval's: `models check` reads them all
 
 
 def stage_configs(sets: list[str]) -> dict:
@@ -155,7 +155,7 @@ def stage_configs(sets: list[str]) -> dict:
 def run_check(args: argparse.Namespace) -> int:
     """Print the checks; exit 2 with a one-line message when one would fail a run."""
     from jacrl.cli.evaluate import load_tasks_arg
-    from jacrl.model_check import check_model
+    from jacrl.models.check import check_model
 
     cfgs = stage_configs(args.sets)
     tasks, label = (None, "")
@@ -182,8 +182,8 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from jacrl.model_import import import_gguf
-    from jacrl.models import display_path
+    from jacrl.models.gguf_import import import_gguf
+    from jacrl.models.registry import display_path
 
     r = import_gguf(
         args.file,

@@ -9,8 +9,8 @@ import sys
 
 from jacrl.executor import Executor, run_subprocess
 from jacrl.project import path_or
-from jacrl.reward import DEFAULT_FORMULA, FORMULAS, score_completions
-from jacrl.tasks import read_tasks
+from jacrl.ruler.reward import DEFAULT_FORMULA, FORMULAS, score_completions
+from jacrl.tasks.record import read_tasks
 
 
 def add(sub) -> None:

@@ -10,12 +10,12 @@ import argparse
 import dataclasses
 import sys
 
-from jacrl.build import build_tasks
-from jacrl.corpus import POLICIES
-from jacrl.drivers import parse_family_map
 from jacrl.project import path_or
-from jacrl.splits import SplitConfig, build_splits, report, rung
-from jacrl.tasks import meta
+from jacrl.ruler.drivers import parse_family_map
+from jacrl.tasks.build import build_tasks
+from jacrl.tasks.corpus import POLICIES
+from jacrl.tasks.record import meta
+from jacrl.tasks.splits import SplitConfig, build_splits, report, rung
 
 _SPLIT = {f.name: f.metadata["help"] for f in dataclasses.fields(SplitConfig)}
 
@@ -70,7 +70,7 @@ def run_rung(args: argparse.Namespace) -> int:
 
 
 def run_mine(args: argparse.Namespace) -> int:
-    from jacrl.mining import candidates, inventory, write_drafts  # lazy: pandas
+    from jacrl.tasks.mining import candidates, inventory, write_drafts  # lazy: pandas
 
     df = inventory(args.tree, progress=True)
     print(df.groupby("kind").agg(units=("name", "size"), lines=("lines", "sum")).to_string())

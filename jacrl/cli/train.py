@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 from jacrl import stages, train
 from jacrl.config import config_help, env_formula
-from jacrl.splits import load_split, rung
 from jacrl.stages import STAGES, trainer_of
-from jacrl.tasks import prompt_answer, read_tasks
+from jacrl.tasks.record import prompt_answer, read_tasks
+from jacrl.tasks.splits import load_split, rung
 
 
 def parse_sets(items: Sequence[str]) -> dict[str, str]:

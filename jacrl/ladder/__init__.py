@@ -26,11 +26,11 @@ iterations x2, the recipe's tuned arm), `sft_rft` (RFT sampling from the sft ada
 
 Formats (`--formats hole,conversion`, the innermost axis): `hole` (hole-fill: the instruction and
 the template, the default) and `conversion` (Python -> Jac: the function's Python sidecar and the
-template, `jacrl.conversion`; same answer and grading). A plan with conversion cells is *paired*:
-all its cells, hole-fill ones included, train and evaluate only the ids that have a conversion
-task (rung N = the first N such ids of the train pool; gen = the hole-fill holdout's such ids,
-file-disjoint as ever), so `jacrl.report.format_comparison` pairs hole and conversion on the same
-ids (exact McNemar). A hole-only plan is unchanged: its cells, names and keys are as before.
+template, `jacrl.tasks.conversion`; same answer and grading). A plan with conversion cells is
+*paired*: all its cells, hole-fill ones included, train and evaluate only the ids that have a
+conversion task (rung N = the first N such ids of the train pool; gen = the hole-fill holdout's such
+ids, file-disjoint as ever), so `jacrl.report.format_comparison` pairs hole and conversion on the
+same ids (exact McNemar). A hole-only plan is unchanged: its cells, names and keys are as before.
 
 Each cell evaluates `gen` (the holdout, greedy + n samples) and `mem` (the rung's own tasks,
 greedy) and appends one row per evaluation to results/rl_ladder.jsonl, only at the end of the

@@ -149,7 +149,7 @@ def rollout_temperature(cell: Cell, arts: Mapping, tasks: list[dict]) -> float |
     calibrating = [s for s in cell.reads if STAGES[s].calibrates]
     if adapter is None or not tasks or not calibrating:
         return None
-    from jacrl.models import load
+    from jacrl.models.registry import load
 
     cfg = cell.reads[calibrating[0]]
     if cfg.temperature > 0:

@@ -11,14 +11,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from jacrl import build, splits
 from jacrl.conditions import CONDITIONS, DEFAULT_CONDITIONS
 from jacrl.ladder.plan import plan
 from jacrl.ladder.run import run, show
 from jacrl.ladder.settings import LadderConfig, from_env, validate
-from jacrl.models import resolve
+from jacrl.models.registry import resolve
 from jacrl.project import ROWS_FILE, figures_for, path_or
 from jacrl.results import read_rows
+from jacrl.tasks import build, splits
 
 # jac-tiny is a 4M-parameter test fixture, not a recipe for real models. The demo's SFT is sized
 # so its plumbing gate is visible: greedy decoding must reproduce the trained gold bodies (mem).

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from jacrl.config import EvalConfig
-from jacrl.models import resolve
+from jacrl.models.registry import resolve
 from jacrl.provenance import adapter_weights_hash, code_of, data_hash, dir_hash, versions
 
 ROW = "row.json"

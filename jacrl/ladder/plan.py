@@ -24,7 +24,7 @@ from jacrl.ladder.settings import (
     validate,
 )
 from jacrl.ladder.taskset import cell_tasks, grpo_tasks, pool_size, task_format
-from jacrl.models import ModelError, resolve
+from jacrl.models.registry import ModelError, resolve
 from jacrl.provenance import code_of, data_hash, dir_hash
 from jacrl.results import model_label
 from jacrl.stages import STAGES

@@ -33,7 +33,7 @@ from jacrl.ladder.plan import Cell, cell_modules, model_fingerprint
 from jacrl.ladder.run import run_cell
 from jacrl.ladder.settings import LadderConfig
 from jacrl.ladder.status import cell_dir
-from jacrl.models import ModelError, read_registry, resolve
+from jacrl.models.registry import ModelError, read_registry, resolve
 from jacrl.project import MARKER, ROOT_ENV, Project, ProjectNotFound, find_root, project
 from jacrl.provenance import code_of
 from jacrl.results import read_rows

@@ -62,7 +62,7 @@ from jacrl.ladder.ray_connect import RESOURCE, connect
 from jacrl.ladder.run import Engine
 from jacrl.ladder.settings import LadderConfig
 from jacrl.ladder.status import cell_dir, claim_cell, write_status
-from jacrl.models import portable
+from jacrl.models.registry import portable
 from jacrl.provenance import now
 from jacrl.results import append_cell_rows, is_done, read_rows, rows_by_key
 

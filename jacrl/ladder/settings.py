@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jacrl import splits
 from jacrl.conditions import CONDITIONS, DEFAULT_CONDITIONS
 from jacrl.config import (
     DEFAULT_FORMULA,
@@ -29,8 +28,9 @@ from jacrl.evaluate import check_k
 from jacrl.ladder.taskset import FORMATS, check_prompts
 from jacrl.project import ROWS_FILE, path_or, project
 from jacrl.recipe import RECIPE
-from jacrl.reward import check_formula
+from jacrl.ruler.reward import check_formula
 from jacrl.stages import STAGES
+from jacrl.tasks import splits
 
 NOTEBOOK = "30_training.ipynb"  # in the project's notebooks/
 RESULTS_FILE = ROWS_FILE

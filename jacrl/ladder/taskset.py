@@ -1,6 +1,6 @@
 """Which tasks a ladder cell trains and evaluates on: the rung's tasks, the valid split, a gen
 sample of the holdout stratified by family, the mem prefix, in the cell's task format (hole-fill,
-or Python -> Jac conversion, `jacrl.conversion`), over every id or only the ids that have a
+or Python -> Jac conversion, `jacrl.tasks.conversion`), over every id or only the ids that have a
 conversion task (paired). Reads the splits only.
 """
 
@@ -10,10 +10,10 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 
-from jacrl import splits
-from jacrl.tasks import family_of, meta, read_conversion
+from jacrl.tasks import splits
+from jacrl.tasks.record import family_of, meta, read_conversion
 
-FORMATS = ("hole", "conversion")  # hole-fill (an instruction) | Python -> Jac (jacrl.conversion)
+FORMATS = ("hole", "conversion")  # hole-fill (an instruction) | Python -> Jac (tasks.conversion)
 
 
 def stratified(tasks: Sequence[dict], n: int) -> list[dict]:
@@ -52,8 +52,8 @@ def cell_tasks(
     by family (`stratified`; 0 = the whole holdout), "mem": train[:mem_limit]}.
 
     Paired (and always for format "conversion"): every split keeps only the ids that have a
-    conversion task (`jacrl.conversion`), so rung N is the first N of those in the train pool and
-    the holdout is the hole-fill holdout's (file-disjoint) ids that have one; the ids are chosen
+    conversion task (`jacrl.tasks.conversion`), so rung N is the first N of those in the train pool
+    and the holdout is the hole-fill holdout's (file-disjoint) ids that have one; the ids are chosen
     on the hole-fill tasks, so a hole and a conversion cell of the same rung and limits train and
     evaluate the very same ids. Format "conversion" then swaps each task for its conversion
     record (same id and answer, the Python -> Jac prompt)."""

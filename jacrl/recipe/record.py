@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from jacrl.conditions import CONDITIONS, ORDER
-from jacrl.models import display_path
+from jacrl.models.registry import display_path
 from jacrl.provenance import now
 from jacrl.recipe.decide import RecipeConfig, elbows, gate, index_rows
 from jacrl.recipe.steps import STEPS, CellSpec, planned_cells

@@ -4,7 +4,7 @@ heat map per model and kind (`plot_families`, written by `write_figures` as
 figures/ladder_families.png).
 
 A task's family is what the row's evaluation recorded: its per-task `family` (the task's
-`meta.family`, else the task id's prefix before the first `_`: `jacrl.tasks.family_of`), or,
+`meta.family`, else the task id's prefix before the first `_`: `jacrl.tasks.record.family_of`), or,
 for rows without per-task outcomes, their `by_family` counts. Rows that recorded neither are left
 out (no figure when no row has them).
 """
@@ -23,7 +23,7 @@ from jacrl.report.rows import (
     latest_rows,
 )
 from jacrl.results import KINDS
-from jacrl.splits import RUNGS
+from jacrl.tasks.splits import RUNGS
 
 FAMILY_COLUMNS = ["model", "rung", "condition", "kind", "family", "passed", "tasks"]
 ALL = "all"  # the column of a line's whole task set

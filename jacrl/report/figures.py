@@ -20,7 +20,7 @@ from jacrl.report.rows import _order, cell_of
 from jacrl.report.stamp import rows_stamp, save_formats, source_stamp
 from jacrl.report.tables import format_comparison, frame, labels
 from jacrl.results import KINDS
-from jacrl.splits import RUNGS
+from jacrl.tasks.splits import RUNGS
 
 
 def _pyplot():

@@ -21,7 +21,7 @@ import pandas as pd
 
 from jacrl import jsonl
 
-TIERS = ("exact", "runs", "compiles", "none", "empty")  # best first, as `jacrl.reward` grades
+TIERS = ("exact", "runs", "compiles", "none", "empty")  # best first, as `jacrl.ruler.reward` grades
 TIER_COLORS = {
     "exact": "tab:green",
     "runs": "tab:blue",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from jacrl.conditions import ORDER
 from jacrl.results import read_rows
-from jacrl.splits import RUNGS
+from jacrl.tasks.splits import RUNGS
 
 COND_ORDER = ORDER  # jacrl.conditions' order is the display order
 FORMAT_ORDER = ("hole", "conversion")

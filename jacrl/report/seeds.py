@@ -46,8 +46,8 @@ from jacrl.report.rows import (
     line_fields,
     variant_of,
 )
-from jacrl.splits import RUNGS
 from jacrl.stats import wilson
+from jacrl.tasks.splits import RUNGS
 
 RESAMPLES = 2000  # bootstrap resamples
 RNG_SEED = 0  # the bootstrap's fixed seed: the report is deterministic

@@ -11,7 +11,7 @@ from pathlib import Path
 from jacrl.provenance import CHANGED, NOISE, UNKNOWN, data_hash, dir_hash, rebuild_verdict
 from jacrl.report.rows import format_of
 from jacrl.report.stamp import FIGURE_SUFFIXES, located, read_stamp, source_stamp
-from jacrl.tasks import read_conversion
+from jacrl.tasks.record import read_conversion
 
 
 class _Disk:
@@ -29,7 +29,7 @@ class _Disk:
         return self._dirs[key]
 
     def model_dir(self, row: dict) -> Path | None:
-        from jacrl.models import ModelError, resolve
+        from jacrl.models.registry import ModelError, resolve
         from jacrl.project import ProjectNotFound, project
 
         name = str(row.get("model") or row.get("model_name") or "")
@@ -50,7 +50,7 @@ class _Disk:
         data/ and learnable/data/; conversion: their conversion.jsonl)."""
         if fmt not in self._tasks:
             from jacrl.project import ProjectNotFound, project
-            from jacrl.tasks import read_tasks
+            from jacrl.tasks.record import read_tasks
 
             self._tasks[fmt] = {}
             try:

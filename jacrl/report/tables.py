@@ -33,8 +33,8 @@ from jacrl.report.seeds import (
 from jacrl.report.settings import settings_parts, where_rows
 from jacrl.report.stale import mark_stale
 from jacrl.results import KINDS
-from jacrl.splits import RUNGS
 from jacrl.stats import mcnemar_exact, wilson
+from jacrl.tasks.splits import RUNGS
 
 COLUMNS = [
     "model",

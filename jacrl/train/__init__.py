@@ -1,6 +1,6 @@
 """Training stages, each producing a content-addressed LoRA artifact (`Artifact`, see
 `jacrl.train.artifacts`). Adapters are never fused or quantized; load one with
-`jacrl.models.load(artifact.base_model, adapter_path=artifact.adapter_path)`.
+`jacrl.models.registry.load(artifact.base_model, adapter_path=artifact.adapter_path)`.
 
 * `sft` — gold SFT: LoRA on (system, user = task prompt, assistant = ```jac fenced gold body),
   prompt masked, with mlx-lm's trainer (`jacrl.train.sft`).

@@ -5,8 +5,9 @@ hyperparameters, the code its stage's trainer imports (`jacrl.provenance.code_of
 artifact's key} (plus a stage's
 extras, e.g. the system prompt sampling used). An artifact lives in
 `<out_root>/<condition>-<key[:16]>/`: `manifest.json` (the key, its parts and the run's results),
-`adapter_config.json` + `adapters.safetensors` (load with `jacrl.models.load(base, adapter_path=
-dir)`), `data/` (the exact training records) and `metrics.jsonl`.
+`adapter_config.json` + `adapters.safetensors` (load with
+`jacrl.models.registry.load(base, adapter_path=dir)`), `data/` (the exact training records) and
+`metrics.jsonl`.
 
 A build runs in a temp dir under a file lock and writes `COMPLETE` last, then moves into place.
 An artifact is reused only when its directory has COMPLETE and its manifest's key equals the
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jacrl.blas import blas_record
-from jacrl.models import resolve
+from jacrl.models.registry import resolve
 from jacrl.project import path_or
 from jacrl.provenance import (
     adapter_weights_hash,
@@ -49,7 +50,7 @@ COMPLETE = "COMPLETE"
 
 @dataclass
 class Artifact:
-    """A trained adapter on disk: load with `jacrl.models.load(base_model, adapter_path)`."""
+    """A trained adapter on disk: `jacrl.models.registry.load(base_model, adapter_path)`."""
 
     path: Path
     key: str

@@ -33,11 +33,11 @@ from pathlib import Path
 from jacrl import jsonl
 from jacrl.config import DPOConfig
 from jacrl.generate import sample_tasks
-from jacrl.models import load
+from jacrl.models.registry import load
 from jacrl.prompts import SYSTEM_PROMPT
 from jacrl.provenance import data_hash
-from jacrl.reward import reward_isolation, score_completions
-from jacrl.tasks import fenced, gold_body, task_id
+from jacrl.ruler.reward import reward_isolation, score_completions
+from jacrl.tasks.record import fenced, gold_body, task_id
 from jacrl.train.artifacts import (
     Artifact,
     build_artifact,

@@ -29,10 +29,10 @@ from pathlib import Path
 
 from jacrl import jsonl
 from jacrl.config import GRPOConfig
-from jacrl.models import load
+from jacrl.models.registry import load
 from jacrl.prompts import SYSTEM_PROMPT, prompt_ids
-from jacrl.reward import reward_isolation
-from jacrl.tasks import prompt_answer
+from jacrl.ruler.reward import reward_isolation
+from jacrl.tasks.record import prompt_answer
 from jacrl.train import grpo_loop
 from jacrl.train.artifacts import (
     Artifact,
@@ -109,7 +109,7 @@ def calibrate_temperature(
     when none does. A policy that gets nothing greedily gets the highest (nothing to lose).
     Returns (temperature, one row per temperature tried)."""
     from jacrl.generate import Request, decode
-    from jacrl.reward import score_completions
+    from jacrl.ruler.reward import score_completions
 
     prompts, answers = [r["prompt"] for r in records[:8]], [r["answer"] for r in records[:8]]
 

@@ -115,7 +115,7 @@ def draw(
     """Every task's rollouts, decoded together and scored in one reward call: (groups in the
     order of `tasks`, generation seconds, reward seconds)."""
     from jacrl.generate import Request, decode
-    from jacrl.reward import score_completions
+    from jacrl.ruler.reward import score_completions
 
     t0 = time.perf_counter()
     reqs = [

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from jacrl import jsonl
 from jacrl.blas import find_openblas
-from jacrl.models import load
+from jacrl.models.registry import load
 
 
 def warn_slow_blas() -> None:

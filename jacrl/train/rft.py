@@ -1,9 +1,9 @@
 """Rejection-sampling fine-tuning (RFT) and STaR, its iterated form.
 
 * `rft`: sample `samples` completions per task from the model (+ an optional parent adapter),
-  grade them with `jacrl.reward`, keep those scoring >= threshold (1.0 = exact output), storing
-  the body the grader extracted with the task's template (`Scored.body`), not the raw completion;
-  then SFT a fresh adapter from the base model on them.
+  grade them with `jacrl.ruler.reward`, keep those scoring >= threshold (1.0 = exact output),
+  storing the body the grader extracted with the task's template (`Scored.body`), not the raw
+  completion; then SFT a fresh adapter from the base model on them.
 * `star` (expert iteration): round 0 = gold SFT; each later round is an RFT round that samples
   from the previous round's model, adds the verified bodies to everything kept before (exact
   duplicates dropped) and trains again from the ORIGINAL base (no compounding drift).
@@ -29,8 +29,8 @@ from jacrl.config import RFTConfig, STaRConfig
 from jacrl.generate import sample_tasks
 from jacrl.prompts import SYSTEM_PROMPT
 from jacrl.provenance import data_hash
-from jacrl.reward import check_formula, reward_isolation, score_completions
-from jacrl.tasks import gold_records, sft_record, task_id
+from jacrl.ruler.reward import check_formula, reward_isolation, score_completions
+from jacrl.tasks.record import gold_records, sft_record, task_id
 from jacrl.train.artifacts import (
     Artifact,
     build_artifact,

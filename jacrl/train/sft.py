@@ -18,7 +18,7 @@ from pathlib import Path
 
 from jacrl import jsonl
 from jacrl.config import SFTConfig
-from jacrl.tasks import gold_records, task_id
+from jacrl.tasks.record import gold_records, task_id
 from jacrl.train.artifacts import (
     Artifact,
     build_artifact,

@@ -1,12 +1,12 @@
 """Validate drivers into task records: drivers -> data/tasks.jsonl + data/templates/<id>.jac
-(the record itself, and reading it, is `jacrl.tasks`).
+(the record itself, and reading it, is `jacrl.tasks.record`).
 
 A driver enters the set only if it runs twice (under two different string-hash seeds) with identical
 non-empty stdout and exit 0; its gold body, fenced, scores 1.0 through extraction + splice + run;
 the whole driver echoed back as an answer scores 1.0; and an empty body does not pass (the hole
 matters). Each failure is one line `drivers/x.jac:LINE: reason`. By default any failure means
 nothing is written; `keep_going` writes the drivers that passed (still all at once) and reports the
-rest. Building a whole folder (policy, sidecars, the atomic write) is `jacrl.build`.
+rest. Building a whole folder (policy, sidecars, the atomic write) is `jacrl.tasks.build`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import re
 import time
 from pathlib import Path
 
-from jacrl.drivers import Driver, DriverError, parse_driver
 from jacrl.executor import Executor, Verdict
-from jacrl.extract import splice
-from jacrl.reward import score_completions
-from jacrl.tasks import fenced
+from jacrl.ruler.drivers import Driver, DriverError, parse_driver
+from jacrl.ruler.extract import splice
+from jacrl.ruler.reward import score_completions
+from jacrl.tasks.record import fenced
 
 TIMEOUT = 20  # seconds; the earlier harness's task timeout: the cap, and `--fixed-timeout`'s value
 TIMEOUT_STEPS = (0.5, 1.0, 5.0, TIMEOUT)  # a task's time-out: the first step >= 3x its gold's CPU

@@ -1,5 +1,5 @@
 """`import_gguf`: `jacrl models import` — a GGUF file (or a wheel holding one) converted by
-`jacrl.gguf` into models/NAME and registered in models/registry.toml, never at the cost of a
+`jacrl.models.gguf` into models/NAME and registered in models/registry.toml, never at the cost of a
 model already there.
 
 - A name that is taken (a registry entry or a models/NAME folder) is refused unless `force`; a
@@ -28,8 +28,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from jacrl.gguf import convert, source_sha256
-from jacrl.models import TINY, ModelError, display_path, read_registry
+from jacrl.models.gguf import convert, source_sha256
+from jacrl.models.registry import TINY, ModelError, display_path, read_registry
 
 STAGING = ".import-"  # models/.import-PID-XXXX: an import in progress (or killed)
 _TARGET = "target"  # a file in the staging folder: the name of the model it is for

@@ -3,7 +3,7 @@ string holding id, source, family, expected output, time-out, unit, template and
 (`meta`); the projection a model and the reward see (`prompt_answer`); a tasks file read back
 (`read_tasks`); and the gold answer as training and budgets use it (`gold_body`, `fenced`, the
 chat example `gold_records`). Reading a task never runs code: building tasks from drivers (which
-runs them) is `jacrl.task_build`."""
+runs them) is `jacrl.tasks.validate`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from jacrl.extract import dedent
 from jacrl.project import path_or
 from jacrl.prompts import chat_messages
+from jacrl.ruler.extract import dedent
 
 
 def meta(task: dict) -> dict:
@@ -77,7 +77,7 @@ def gold_records(tasks: Sequence[dict]) -> list[dict]:
     return [sft_record(t["prompt"], gold_body(t)) for t in tasks]
 
 
-CONVERSION_FILE = "conversion.jsonl"  # beside tasks.jsonl (`jacrl.conversion` builds it)
+CONVERSION_FILE = "conversion.jsonl"  # beside tasks.jsonl (`jacrl.tasks.conversion` builds it)
 
 
 def read_conversion(data_dir: str | Path | None = None) -> list[dict]:

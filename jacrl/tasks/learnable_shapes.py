@@ -1,6 +1,6 @@
-"""The learnable family's shapes (`jacrl.learnable`): the pools its slots are drawn from (train
-and holdout disjoint), the combinations each shape uses (some only in the holdout) and one maker
-per shape that returns a driver's parts (head, unit with its {HOLE}, entry calls, instruction,
+"""The learnable family's shapes (`jacrl.tasks.learnable`): the pools its slots are drawn from
+(train and holdout disjoint), the combinations each shape uses (some only in the holdout) and one
+maker per shape that returns a driver's parts (head, unit with its {HOLE}, entry calls, instruction,
 gold body).
 
 Copy design (issue 24, second version): every shape's instruction states its body's varying part

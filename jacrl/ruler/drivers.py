@@ -12,7 +12,7 @@ This is the driver *format*, the one the earlier harness used, accepted whole:
   the file name.
 
 What *our* corpus additionally requires (a Source line, our family list, id = file name, the mix
-of families and sources) is a separate check, `jacrl.corpus`.
+of families and sources) is a separate check, `jacrl.tasks.corpus`.
 
 The hole's unit is found here, once, from the marker's position in the real driver (string- and
 comment-aware brace nesting), and stored with the task, so extraction never guesses it from a
@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from jacrl import jacsyntax
+from jacrl.ruler import jacsyntax
 
 OPEN = re.compile(
     r'^(?P<indent>[ \t]*)#\s*>>>HOLE\s+id="(?P<id>[^"]+)"'

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jacrl.blas import cpus
-from jacrl.models import ModelError, display_path, set_offline
+from jacrl.models.registry import ModelError, display_path, set_offline
+from jacrl.models.tiny_model.config import BuildResult, TinyModelConfig
+from jacrl.models.tiny_model.data import Corpus, corpus
+from jacrl.models.tiny_model.pretrain import init_model, pretrain
 from jacrl.provenance import file_sha256, versions
-from jacrl.tiny_model.config import BuildResult, TinyModelConfig
-from jacrl.tiny_model.data import Corpus, corpus
-from jacrl.tiny_model.pretrain import init_model, pretrain
 
 
 def _stderr(msg: str) -> None:

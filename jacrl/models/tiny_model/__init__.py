@@ -12,9 +12,9 @@ whole pipeline (SFT, GRPO, eval) runs without any download. A build, `build_tiny
 - `config.py`: `TinyModelConfig`, the build's knobs, and `BuildResult`.
 """
 
-from jacrl.tiny_model.build import build_tiny_model
-from jacrl.tiny_model.config import BuildResult, TinyModelConfig
-from jacrl.tiny_model.data import (
+from jacrl.models.tiny_model.build import build_tiny_model
+from jacrl.models.tiny_model.config import BuildResult, TinyModelConfig
+from jacrl.models.tiny_model.data import (
     CHAT_TEMPLATE,
     SPECIAL_TOKENS,
     jaclang_jac_files,

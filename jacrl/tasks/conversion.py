@@ -33,12 +33,12 @@ import dataclasses
 import re
 from pathlib import Path
 
-from jacrl import tasks
-from jacrl.drivers import HOLE_TOKEN
 from jacrl.executor import Executor, Verdict
+from jacrl.ruler.drivers import HOLE_TOKEN
+from jacrl.tasks.record import CONVERSION_FILE, meta, read_conversion
 
 SIDECARS = "python"  # the sidecars' folder inside a drivers folder
-FILE = tasks.CONVERSION_FILE
+FILE = CONVERSION_FILE
 SENTENCE = (
     "Convert the following Python function to idiomatic Jac. Replace the `# TODO` line in "
     "the Jac file below with the Jac code equivalent to the Python. Return only the "
@@ -167,7 +167,7 @@ def prompt_text(python: str, template: str) -> str:
 def record(task: dict, sidecar: Sidecar) -> dict:
     """The conversion task of a hole-fill task: a new prompt, the identical answer string."""
     return {
-        "prompt": prompt_text(sidecar.python, tasks.meta(task)["template"]),
+        "prompt": prompt_text(sidecar.python, meta(task)["template"]),
         "answer": task["answer"],
     }
 
@@ -183,11 +183,11 @@ def build(drivers_dir: str | Path, built: list[dict], executor: Executor) -> Con
     records) and make the conversion records, in task order. A sidecar whose driver exists but did
     not build is skipped (the driver's own failure is reported); one without a driver fails."""
     sidecars, failures = load_sidecars(drivers_dir)
-    by_id = {tasks.meta(t)["id"]: t for t in built}
+    by_id = {meta(t)["id"]: t for t in built}
     runnable = []
     for s in sidecars:
         if s.id in by_id:
-            unit = tasks.meta(by_id[s.id])["unit"]
+            unit = meta(by_id[s.id])["unit"]
             if unit["before"].strip() or unit["after"].strip():
                 failures.append(
                     f"{s.path}:1: the hole of {s.id} is part of a body; a sidecar "
@@ -199,22 +199,22 @@ def build(drivers_dir: str | Path, built: list[dict], executor: Executor) -> Con
             failures.append(f"{s.path}:1: no driver {s.id}.jac beside the {SIDECARS}/ folder")
     verdicts = executor.run_many(
         [s.program() for s in runnable],  # each task's own time-out
-        timeout=[tasks.meta(by_id[s.id])["timeout"] for s in runnable],
+        timeout=[meta(by_id[s.id])["timeout"] for s in runnable],
     )
     ok = set()
     for s, v in zip(runnable, verdicts, strict=True):
-        why = mismatch(s, v, tasks.meta(by_id[s.id])["expected_output"])
+        why = mismatch(s, v, meta(by_id[s.id])["expected_output"])
         if why:
             failures.append(why)
         else:
             ok.add(s.id)
     sidecar_of = {s.id: s for s in runnable}
-    records = [record(t, sidecar_of[i]) for t in built if (i := tasks.meta(t)["id"]) in ok]
+    records = [record(t, sidecar_of[i]) for t in built if (i := meta(t)["id"]) in ok]
     return ConversionReport(records, failures)
 
 
 def tasks_for(ids: list[str], data_dir: str | Path | None = None) -> list[dict]:
     """The conversion tasks for `ids` (e.g. a hole-fill split's ids), in that order; ids without a
     sidecar are left out, so compare formats on the ids this returns."""
-    by_id = {t["meta"]["id"]: t for t in tasks.read_conversion(data_dir)}
+    by_id = {t["meta"]["id"]: t for t in read_conversion(data_dir)}
     return [by_id[i] for i in ids if i in by_id]

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from jacrl.tiny_model.config import TinyModelConfig
-from jacrl.tiny_model.data import IM_END, PAD, Corpus
+from jacrl.models.tiny_model.config import TinyModelConfig
+from jacrl.models.tiny_model.data import IM_END, PAD, Corpus
 
 
 @dataclass

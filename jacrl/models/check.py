@@ -3,9 +3,9 @@ tokenizer and config.json alone (no weights are loaded), before any work.
 
 One task's prompt is rendered by the three paths that use it: evaluation (`jacrl.prompts.
 prompt_ids`, what `jacrl.generate` decodes from), SFT (mlx-lm's `ChatDataset` on
-`jacrl.tasks.gold_records`, prompt masked) and GRPO (mlx-lm-lora's `GRPODataset` on the records
-`jacrl.train.grpo` builds), and they must agree token for token. Then, over the task set (the
-project's hole-fill and conversion tasks unless given):
+`jacrl.tasks.record.gold_records`, prompt masked) and GRPO (mlx-lm-lora's `GRPODataset` on the
+records `jacrl.train.grpo` builds), and they must agree token for token. Then, over the task set
+(the project's hole-fill and conversion tasks unless given):
 
 | check | error when |
 |---|---|
@@ -32,10 +32,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jacrl.config import EvalConfig
-from jacrl.models import ModelError, bound_chat_template, display_path, resolve, set_offline
+from jacrl.models.registry import (
+    ModelError,
+    bound_chat_template,
+    display_path,
+    resolve,
+    set_offline,
+)
 from jacrl.prompts import SYSTEM_PROMPT, chat_messages, prompt_ids
 from jacrl.stages import LIMIT_KINDS, STAGES
-from jacrl.tasks import meta, prompt_answer, read_tasks
+from jacrl.tasks.record import meta, prompt_answer, read_tasks
 
 LEVELS = ("ok", "warn", "error")
 
@@ -193,7 +199,7 @@ class _Checker:
         from mlx_lm.tuner.datasets import ChatDataset
         from mlx_lm_lora.trainer.datasets import GRPODataset
 
-        from jacrl.tasks import gold_records
+        from jacrl.tasks.record import gold_records
 
         tok, tid = self.tok, meta(task)["id"]
         ids = prompt_ids(tok, task["prompt"])
@@ -275,7 +281,7 @@ class _Checker:
         longest gold answer vs the token budgets."""
         from mlx_lm.tuner.datasets import ChatDataset
 
-        from jacrl.tasks import gold_records
+        from jacrl.tasks.record import gold_records
 
         tok, eos = self.tok, set(self.tok.eos_token_ids or ())
         recs = gold_records(tasks)
@@ -395,7 +401,7 @@ def _listed(limits: dict[str, int]) -> str:
 
 def gold_answer(task: dict) -> str:
     """The assistant turn SFT trains on for a task (the fenced gold body)."""
-    from jacrl.tasks import fenced, gold_body
+    from jacrl.tasks.record import fenced, gold_body
 
     return fenced(gold_body(task))
 

@@ -1,7 +1,7 @@
-"""Build a drivers folder into a data folder: every driver validated (`jacrl.tasks`), our corpus
-policy checked (`jacrl.corpus`: errors on the project's own drivers/, warnings elsewhere), the
-Python sidecars checked (`jacrl.conversion`), then tasks.jsonl + templates/ + conversion.jsonl
-written together. Any failure means nothing is written unless `keep_going`.
+"""Build a drivers folder into a data folder: every driver validated (`jacrl.tasks.record`), our
+corpus policy checked (`jacrl.tasks.corpus`: errors on the project's own drivers/, warnings
+elsewhere), the Python sidecars checked (`jacrl.tasks.conversion`), then tasks.jsonl + templates/ +
+conversion.jsonl written together. Any failure means nothing is written unless `keep_going`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from jacrl import conversion, corpus
 from jacrl.executor import Executor
 from jacrl.project import path_or
-from jacrl.task_build import BuildReport, load_all, validate
+from jacrl.tasks import conversion, corpus
+from jacrl.tasks.validate import BuildReport, load_all, validate
 
 CHUNK = 16  # drivers validated per batch: a progress step, while the fork server stays busy
 
@@ -38,9 +38,10 @@ def build_tasks(
     Defaults: the project's drivers/ and data/. A missing or empty drivers folder is an error.
     keep_going: write the drivers that pass even when others fail (without it, any failure means
     nothing is written). family_map: id prefix -> family (e.g. {"sg": "osp"}). policy: our corpus
-    policy, `jacrl.corpus.policy_mode` (auto: errors on the project's drivers/, else warnings);
-    a corpus-wide policy error blocks the write even with keep_going. progress: a bar on stderr.
-    fixed_timeout: every task gets the earlier harness's 20 s instead of `tasks.task_timeout`."""
+    policy, `jacrl.tasks.corpus.policy_mode` (auto: errors on the project's drivers/, else
+    warnings); a corpus-wide policy error blocks the write even with keep_going. progress: a bar on
+    stderr. fixed_timeout: every task gets the earlier harness's 20 s instead of
+    `validate.task_timeout`."""
     drivers_dir, out_dir = path_or(drivers_dir, "drivers"), path_or(out_dir, "data")
     if not drivers_dir.is_dir():
         raise FileNotFoundError(f"{drivers_dir}: no such drivers folder")

@@ -30,7 +30,7 @@ batch goes on. Only an executor fault (`ExecutorError`: the machinery, not a sco
 Body similarity appears in every tier so a GRPO group whose rollouts all fail still has variance.
 
 `jac_behavioral` has mlx-lm-lora's reward signature and is registered in its registry on import:
-    --reward-functions-file <path to jacrl/reward.py> --reward-functions jac_behavioral
+    --reward-functions-file <path to jacrl/ruler/reward.py> --reward-functions jac_behavioral
 (this file is then imported by path as `custom_rewards`, so it uses absolute imports only).
 """
 
@@ -46,10 +46,10 @@ from functools import lru_cache
 
 from jacrl.callers import outside
 from jacrl.config import DEFAULT_FORMULA, REWARD_FORMULAS, check_formula
-from jacrl.drivers import Unit
 from jacrl.executor import Executor, Verdict
-from jacrl.extract import dedent, extract_body, splice
-from jacrl.jacsyntax import has_code, idiom_score
+from jacrl.ruler.drivers import Unit
+from jacrl.ruler.extract import dedent, extract_body, splice
+from jacrl.ruler.jacsyntax import has_code, idiom_score
 
 MAX_BODY = 16_384  # characters; the longest gold body is under 1,000, a 512-token answer ~3,000
 
@@ -221,7 +221,7 @@ if tuple(FORMULAS) != REWARD_FORMULAS:  # the knob's choices (jacrl.config) are 
 
 
 class ExtractionWarning(RuntimeWarning):
-    """Extracting a completion's body raised: a bug in jacrl.extract, graded tier "none"."""
+    """Extracting a completion's body raised: a bug in jacrl.ruler.extract, graded tier "none"."""
 
 
 def not_run(body: str) -> str:

@@ -1,7 +1,7 @@
 """Our corpus policy: what the project's own `drivers/` keeps to, beyond the driver format.
 
-The format (`jacrl.drivers`) accepts any driver the earlier harness accepted. On top of it, our own
-corpus keeps:
+The format (`jacrl.ruler.drivers`) accepts any driver the earlier harness accepted. On top of it,
+our own corpus keeps:
 
 * per driver: a first line `# Source: apps/<app>` (the app the unit comes from), an id prefix from
   our family list, the id equal to the file name, and an instruction without double quotes;
@@ -19,8 +19,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from jacrl.drivers import Driver
 from jacrl.project import ProjectNotFound, project
+from jacrl.ruler.drivers import Driver
 
 FAMILIES = ("osp", "lib", "syn", "arch", "text", "err")
 MIN_FAMILIES = 6

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jacrl.models import ModelError, set_offline
+from jacrl.models.registry import ModelError, set_offline
+from jacrl.models.tiny_model.config import TinyModelConfig
 from jacrl.project import ProjectNotFound, project
-from jacrl.tiny_model.config import TinyModelConfig
 
 PAD, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 SPECIAL_TOKENS = [PAD, IM_START, IM_END]

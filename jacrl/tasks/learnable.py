@@ -6,20 +6,20 @@
 an obj's field and a method parameter (`arch`), an f-string (`text`), a list filter and a filtered
 fold (`syn`), a walker that adds a node's field along edges when a guard holds and a node ability
 that feeds its visitor (`osp`), and a conversion or lookup with a fallback (`err`). The copy design
-(`jacrl.learnable_shapes`): each instruction states its body's varying part literally, so a body
-is a fixed skeleton plus spans copied from the prompt, names being single jac-tiny tokens. Train
-and holdout programs draw their names and body constants from disjoint pools, and a few (shape,
-combination) pairs — an operator pair, a fold with a comparator, a walker's update with a guard —
-appear only in the holdout, so the holdout needs the same skeletons on new names, numbers and
-combinations. A holdout program whose body is within `MARGIN` of any train body (difflib, as
-`jacrl.splits` decontaminates) is drawn again, so the ordinary split drops none.
+(`jacrl.tasks.learnable_shapes`): each instruction states its body's varying part literally, so a
+body is a fixed skeleton plus spans copied from the prompt, names being single jac-tiny tokens.
+Train and holdout programs draw their names and body constants from disjoint pools, and a few
+(shape, combination) pairs — an operator pair, a fold with a comparator, a walker's update with a
+guard — appear only in the holdout, so the holdout needs the same skeletons on new names, numbers
+and combinations. A holdout program whose body is within `MARGIN` of any train body (difflib, as
+`jacrl.tasks.splits` decontaminates) is drawn again, so the ordinary split drops none.
 
 Sources make the ordinary split hold out exactly the generated holdout: each holdout source holds
 one program of every shape (so it covers every family) and is smaller than any train source (one
-shape each), which is what `jacrl.splits`' greedy picks first. `build` writes the drivers and
+shape each), which is what `jacrl.tasks.splits`' greedy picks first. `build` writes the drivers and
 `manifest.jsonl` (id, shape, combination, split, new_combination), runs the ordinary build
-(`jacrl.build.build_tasks`: round trip, gold 1.0, empty body fails) and split into its own data
-folder, and checks that the holdout is the generated one. Same seed, same bytes.
+(`jacrl.tasks.build.build_tasks`: round trip, gold 1.0, empty body fails) and split into its own
+data folder, and checks that the holdout is the generated one. Same seed, same bytes.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import json
 import random
 from pathlib import Path
 
-from jacrl.learnable_shapes import COMBOS, DOC, FAMILY, HOLD_ONLY, MAKERS, SHAPES, Draw
-from jacrl.splits import SplitConfig
+from jacrl.tasks.learnable_shapes import COMBOS, DOC, FAMILY, HOLD_ONLY, MAKERS, SHAPES, Draw
+from jacrl.tasks.splits import SplitConfig
 
 SEED = 0
 TRAIN_PER_SHAPE = {
@@ -94,7 +94,7 @@ def driver_text(pid: str, shape: str, source: str, parts) -> tuple[str, str]:
 
 
 def _norm(body: str) -> str:
-    """A body as `jacrl.splits` compares them: each line stripped."""
+    """A body as `jacrl.tasks.splits` compares them: each line stripped."""
     return "\n".join(ln.strip() for ln in body.strip().split("\n"))
 
 
@@ -213,10 +213,10 @@ def build(
     tasks.jsonl, templates/ and splits/. Raises ValueError, naming the driver and line, when any
     driver fails the build; ValueError when the split's holdout is not the generated one.
     Returns {"tasks", "holdout", "trainpool", "valid", "seconds", "warnings"}."""
-    from jacrl.build import build_tasks
     from jacrl.project import project
-    from jacrl.splits import build_splits
-    from jacrl.tasks import meta
+    from jacrl.tasks.build import build_tasks
+    from jacrl.tasks.record import meta
+    from jacrl.tasks.splits import build_splits
 
     folder = Path(folder) if folder is not None else project().learnable
     programs = programs if programs is not None else generate(seed)

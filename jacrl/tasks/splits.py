@@ -22,9 +22,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from jacrl.drivers import UNKNOWN_SOURCE
 from jacrl.project import path_or
-from jacrl.tasks import meta, prompt_answer, read_tasks
+from jacrl.ruler.drivers import UNKNOWN_SOURCE
+from jacrl.tasks.record import meta, prompt_answer, read_tasks
 
 SPLITS = ("holdout", "trainpool", "valid")
 RUNGS = ("1", "3", "5", "10", "20", "all")  # the ladder's rungs: train-pool prefix sizes

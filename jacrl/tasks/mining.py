@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from jacrl import jacsyntax
 from jacrl.executor import Executor
+from jacrl.ruler import jacsyntax
 
 # per unit: one column per idiom marker (jacsyntax.IDIOMS, counted on code only), and the
 # non-OSP language features worth knowing about when choosing holes

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 
-from jacrl import jacsyntax
-from jacrl.drivers import HOLE_TOKEN, TODO_LINE, Unit
+from jacrl.ruler import jacsyntax
+from jacrl.ruler.drivers import HOLE_TOKEN, TODO_LINE, Unit
 
 FENCE = re.compile(r"([ \t]*)(`{3,}|~{3,})[ \t]*(.*)")  # one whole line: indent, fence, info
 MARKER_LINE = re.compile(r"^[ \t]*#\s*(>>>HOLE|<<<HOLE)\b.*$\n?", re.M)

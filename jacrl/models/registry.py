@@ -1,7 +1,7 @@
 """Models: a local MLX model directory, or a name in the project's `models/registry.toml`; and the
 one loader, strictly offline and cached.
 
-`jac-tiny` is the embedded default model (built by `jacrl.tiny_model`, `jacrl tiny-model`).
+`jac-tiny` is the embedded default model (built by `jacrl.models.tiny_model`, `jacrl tiny-model`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import tomllib
 from pathlib import Path
 
-from jacrl.chat_template import bound_rendering, template_source
+from jacrl.models.chat_template import bound_rendering, template_source
 from jacrl.project import ProjectNotFound, find_root, project
 
 TINY = "jac-tiny"  # the embedded default, models/jac-tiny in the project
@@ -142,6 +142,6 @@ def _mlx_load(path: Path, adapter: str | None):
 
 def bound_chat_template(tokenizer, path: Path):
     """The tokenizer of the model at `path` with every chat-template render bounded in time
-    (`jacrl.chat_template`): a template that loops for ever is one line naming it."""
+    (`jacrl.models.chat_template`): a template that loops for ever is one line naming it."""
     what = f"model {display_path(path)} ({display_path(template_source(path))})"
     return bound_rendering(tokenizer, what)
