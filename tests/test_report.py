@@ -470,6 +470,23 @@ def test_graded_measures_and_their_intervals():
     assert math.isnan(graded(old)["reward_mean"])
 
 
+def test_graded_table_pools_a_lines_training_seeds():
+    """Two seeds of one cell: the graded line counts tasks x seeds (compile 3 of 8, by hand),
+    says 2 seeds, and a later row of the same seed replaces that seed's (never a third seed)."""
+    from jacrl.report.tables import graded_table
+
+    s0 = _graded_row("sft", ["exact", "none", "none", "none"], [1.0, 0.0, 0.0, 0.0])
+    s1 = _graded_row("sft", ["compiles", "compiles", "none", "none"], [0.3, 0.3, 0.1, 0.1])
+    stale = _graded_row("sft", ["none"] * 4, [0.0] * 4)
+    for r, seed in ((stale, 1), (s0, 0), (s1, 1)):
+        r["train_seed"] = seed
+    (line,) = graded_table([stale, s0, s1]).iloc[:, 0].tolist()
+    assert line.startswith("c38 [") and "r12 [" in line and line.endswith("(2 seeds)")
+    assert "R0.23 [" in line  # (1 + 0.6 + 0.2) / 8, by hand
+    (alone,) = graded_table([s0]).iloc[:, 0].tolist()
+    assert alone.startswith("c25 [") and "seeds" not in alone
+
+
 def test_show_marks_a_grpo_cell_without_signal_or_update(tmp_path):
     """A GRPO stage none of whose groups had a reward spread (signal_steps 0) is shown as
     [no signal], an lr-0 control as [no update], one that learned without a mark; the graded

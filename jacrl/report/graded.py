@@ -54,17 +54,19 @@ def signal_mark(row: dict) -> str:
 
 
 def fmt_graded(line: dict | None) -> str:
-    """`c<compile %> [lo-hi] r<run %> [lo-hi] R<mean reward> [lo-hi]` of a frame line (`graded`);
-    `·` when missing, `R·` for rows made before the reward was recorded."""
+    """`c<compile %> [lo-hi] r<run %> [lo-hi] R<mean reward> [lo-hi][ (N seeds)]` of a frame line
+    (`graded`); `·` when missing, `R·` for rows made before the reward was recorded."""
     if line is None or not line["tasks"]:
         return "·"
     out = (
         f"c{line['compile_pct']:.0f} [{line['compile_lo']:.0f}-{line['compile_hi']:.0f}] "
         f"r{line['run_pct']:.0f} [{line['run_lo']:.0f}-{line['run_hi']:.0f}]"
     )
+    seeds = f" ({line['seeds']} seeds)" if line.get("seeds", 1) > 1 else ""
     if pd.isna(line.get("reward_mean", math.nan)):
-        return out + " R·"
-    return out + f" R{line['reward_mean']:.2f} [{line['reward_lo']:.2f}-{line['reward_hi']:.2f}]"
+        return out + " R·" + seeds
+    reward = f" R{line['reward_mean']:.2f} [{line['reward_lo']:.2f}-{line['reward_hi']:.2f}]"
+    return out + reward + seeds
 
 
 def signal_marks(rows: list[dict]) -> dict[int, str]:

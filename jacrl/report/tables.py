@@ -156,15 +156,41 @@ def fmt_cell(gen: dict | None, mem: dict | None) -> str:
     )
 
 
+def _seed_pooled(rows: list[dict]) -> dict[tuple, dict]:
+    """{line key: a row whose per_task pools the last row of every train seed of that line (and
+    whose `runs` sums theirs), `seeds` their number}: graded measures over tasks x seeds."""
+    by_seed: dict[tuple, dict[int, dict]] = {}
+    for row in rows:
+        c = cell_of(row)
+        if c is not None:
+            by_seed.setdefault((*c, *variant_of(row)), {})[row.get("train_seed") or 0] = row
+    return {
+        key: {
+            "per_task": [t for r in seeds.values() for t in (r.get("per_task") or [])],
+            "runs": sum(int(r.get("runs", 0)) for r in seeds.values()),
+            "seeds": len(seeds),
+        }
+        for key, seeds in by_seed.items()
+    }
+
+
 def graded_table(rows: list[dict], kind: str = "gen") -> pd.DataFrame:
     """The graded measures of every (model, condition label) x rung for `kind` (`fmt_graded`):
-    how a condition ranks where pass@1 is 0 everywhere."""
+    how a condition ranks where pass@1 is 0 everywhere. A line trained under several seeds pools
+    them (its intervals over tasks x seeds) and says how many."""
     df = frame(rows)
     df = df[df.kind == kind] if not df.empty else df
     if df.empty:
         return pd.DataFrame()
     names, conds = labels(df)
-    lines = {(r.model, r.rung, n): r._asdict() for r, n in zip(df.itertuples(), names, strict=True)}
+    pooled = _seed_pooled(rows)
+    lines = {}
+    for r, n in zip(df.itertuples(), names, strict=True):
+        line = r._asdict()
+        seeded = pooled[(r.model, r.rung, r.condition, r.kind, r.format, r.paired)]
+        if seeded["seeds"] > 1:
+            line.update(graded(seeded), seeds=seeded["seeds"], tasks=len(seeded["per_task"]))
+        lines[(r.model, r.rung, n)] = line
     rungs = _order(set(df.rung), RUNGS)
     out = {
         (m, c): {r: fmt_graded(lines.get((m, r, c))) for r in rungs}
