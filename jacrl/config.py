@@ -57,58 +57,78 @@ def _formula(what: str):
 
 
 @dataclass(frozen=True)
-class SFTConfig:
-    """Gold / RFT / STaR supervised fine-tuning (mlx-lm LoRA trainer)."""
+class LoRATraining:
+    """The knobs of every stage that trains a LoRA adapter (SFT, GRPO, DPO), declared once: a
+    stage sets its own default with `_own` (keeping the help said here, plus a note where the
+    knob means more in that stage) and adds the knobs only it has."""
 
     iters: int = _f(200, "training iterations")
-    learning_rate: float = _f(2e-5, "peak learning rate")
-    warmup: int = _f(60, "linear warm-up steps from 0 to the peak (0 = none)")
-    decay_steps: int = _f(
-        600, "cosine decay horizon after warm-up (long: LR ~1.75e-5 at iteration 200)"
-    )
-    batch_size: int = _f(
-        2, "batch size; clamped to min(#train, #valid) (a larger batch would repeat examples)"
-    )
+    learning_rate: float = _f(1e-5, "Adam's learning rate")
+    batch_size: int = _f(1, "examples per step")
     max_seq_length: int = _f(2048, "longest tokenized example")
     lora_layers: int = _f(
-        16,
+        8,
         "transformer blocks (from the top) that get LoRA; -1 = all; clamped to the model's depth",
     )
-    lora_rank: int = _f(16, "LoRA rank")
-    lora_scale: float = _f(20.0, "LoRA scale (mlx-lm's default)")
+    lora_rank: int = _f(8, "LoRA rank")
+    lora_scale: float = _f(10.0, "LoRA scale")
     lora_dropout: float = _f(0.0, "LoRA dropout")
     lora_keys: str = _f(
         "",
         "comma-separated module paths inside a block that get LoRA, e.g. "
         "'self_attn.v_proj,mlp.down_proj'; '' = every linear layer (mlx-lm)",
     )
-    grad_checkpoint: bool = _f(True, "gradient checkpointing (memory for compute)")
+    grad_checkpoint: bool = _f(False, "gradient checkpointing (memory for compute)")
+    steps_per_report: int = _f(5, "iterations between metric reports (metrics.jsonl)")
+    steps_per_eval: int = _f(0, "iterations between validation runs; 0 = never")
+    val_batches: int = _f(-1, "validation batches per validation run (-1 = all)")
+    seed: int = _f(0, "seed for LoRA init and batch order")
+
+
+def _own(name: str, default, note: str = ""):
+    """A `LoRATraining` knob with a stage's own default: the base's help, then the stage's note."""
+    said = LoRATraining.__dataclass_fields__[name].metadata["help"]
+    return _f(default, f"{said}; {note}" if note else said)
+
+
+@dataclass(frozen=True)
+class SFTConfig(LoRATraining):
+    """Gold / RFT / STaR supervised fine-tuning (mlx-lm LoRA trainer)."""
+
+    learning_rate: float = _own("learning_rate", 2e-5, "the peak (warm-up, then cosine decay)")
+    warmup: int = _f(60, "linear warm-up steps from 0 to the peak (0 = none)")
+    decay_steps: int = _f(
+        600, "cosine decay horizon after warm-up (long: LR ~1.75e-5 at iteration 200)"
+    )
+    batch_size: int = _own(
+        "batch_size", 2, "clamped to min(#train, #valid) (a larger batch would repeat examples)"
+    )
+    lora_layers: int = _own("lora_layers", 16)
+    lora_rank: int = _own("lora_rank", 16)
+    lora_scale: float = _own("lora_scale", 20.0, "mlx-lm's default")
+    grad_checkpoint: bool = _own("grad_checkpoint", True)
     mask_prompt: bool = _f(True, "loss on the assistant turn only")
-    val_batches: int = _f(-1, "validation batches per eval (-1 = the whole valid set)")
-    steps_per_report: int = _f(10, "iterations between train-loss reports")
-    steps_per_eval: int = _f(50, "iterations between validation runs")
+    steps_per_report: int = _own("steps_per_report", 10)
+    steps_per_eval: int = _own("steps_per_eval", 50)
     keep_best: bool = _f(
         False,
         "keep the adapter of the lowest validation loss seen (validated at iteration 0, every "
         "steps_per_eval and before the last), not the last: early stopping by the valid split; "
         "the manifest records best_iter and best_val_loss",
     )
-    seed: int = _f(0, "seed for LoRA init and batch order")
 
 
 @dataclass(frozen=True)
-class GRPOConfig:
+class GRPOConfig(LoRATraining):
     """GRPO (jacrl.train.grpo: our own loop) with the sandboxed reward."""
 
-    iters: int = _f(200, "training iterations")
-    learning_rate: float = _f(1e-6, "constant Adam learning rate")
+    learning_rate: float = _own("learning_rate", 1e-6, "constant")
     beta: float = _f(0.04, "KL coefficient; > 0 loads a frozen reference model")
     group_size: int = _f(4, "rollouts per prompt")
-    batch_size: int = _f(1, "prompts per step; clamped to the number of tasks")
+    batch_size: int = _own("batch_size", 1, "prompts per step; clamped to the number of tasks")
     max_completion_length: int = _f(MAX_TOKENS, "rollout token budget; = the eval budget")
-    max_seq_length: int = _f(
-        1280,
-        "longest prompt in tokens; a longer one is an error (the trainer would cut off its end)",
+    max_seq_length: int = _own(
+        "max_seq_length", 1280, "of a prompt; a longer one is an error (not cut: its end matters)"
     )
     temperature: float = _f(
         0.0,
@@ -149,17 +169,9 @@ class GRPOConfig:
     top_p: float = _f(0.95, "rollout top-p (trainer default)")
     top_k: int = _f(20, "rollout top-k (trainer default)")
     min_p: float = _f(0.0, "rollout min-p")
-    lora_layers: int = _f(
-        8, "LoRA blocks; -1 = all; inherited from the parent adapter when chained"
-    )
-    lora_rank: int = _f(8, "LoRA rank (trainer default)")
-    lora_scale: float = _f(10.0, "LoRA scale (mlx-lm-lora's default)")
-    lora_dropout: float = _f(0.0, "LoRA dropout")
-    lora_keys: str = _f("", "module paths that get LoRA (see SFTConfig); '' = every linear layer")
-    grad_checkpoint: bool = _f(
-        False,
-        "gradient checkpointing (memory for compute); on, the "
-        "update runs each rollout's prompt again (one sequence per rollout)",
+    lora_layers: int = _own("lora_layers", 8, "inherited from the parent adapter when chained")
+    grad_checkpoint: bool = _own(
+        "grad_checkpoint", False, "on, the update runs each rollout's prompt again"
     )
     loss_type: str = _f("grpo", "grpo | bnpo | dr_grpo")
     epsilon: float = _f(1e-4, "importance-ratio clip width (ratio is 1: one update per rollout)")
@@ -168,10 +180,9 @@ class GRPOConfig:
         "sequences decoded together in rollouts; 0 = all of a step's (batch x group, x "
         "max_draws under dynamic sampling)",
     )
-    steps_per_report: int = _f(5, "iterations between metric reports (metrics.jsonl)")
-    steps_per_eval: int = _f(0, "iterations between validation rollouts; 0 = never")
-    val_batches: int = _f(1, "validation batches when steps_per_eval > 0")
-    seed: int = _f(0, "seed for LoRA init, batch order and rollouts")
+    steps_per_eval: int = _own("steps_per_eval", 0, "validation: the rollout reward on valid tasks")
+    val_batches: int = _own("val_batches", 1)
+    seed: int = _own("seed", 0, "and rollouts")
     reward_formula: str = _formula("the rollouts")
 
     def __post_init__(self):
@@ -221,7 +232,7 @@ DPO_LOSSES = ("sigmoid", "hinge", "ipo", "dpop")  # mlx-lm-lora's dpo_loss imple
 
 
 @dataclass(frozen=True)
-class DPOConfig:
+class DPOConfig(LoRATraining):
     """DPO (mlx-lm-lora's trainer) on preference pairs our verifier builds from the parent's own
     samples: chosen passes (a passing sample, else the gold), rejected fails (docs/dpo.md)."""
 
@@ -230,8 +241,8 @@ class DPOConfig:
     max_tokens: int = _f(MAX_TOKENS, "sampling token budget; = the eval budget")
     pairs_per_task: int = _f(2, "most pairs per task: its highest-reward distinct failures")
     reward_formula: str = _formula("the samples (ranks the failures)")
-    iters: int = _f(100, "training iterations (mlx-lm-lora's default)")
-    learning_rate: float = _f(1e-5, "constant Adam learning rate (mlx-lm-lora's default)")
+    iters: int = _own("iters", 100, "mlx-lm-lora's default")
+    learning_rate: float = _own("learning_rate", 1e-5, "constant (mlx-lm-lora's default)")
     beta: float = _f(
         0.1,
         "DPO's beta: strength of the pull toward the reference (DPO paper, mlx-lm-lora's default)",
@@ -253,28 +264,20 @@ class DPOConfig:
         "subtracted inside the sigmoid; 0 = off (plain DPO); sigmoid loss only; 50: the paper's, "
         "chosen by bench/dpo_learning.py (docs/dpo.md)",
     )
-    batch_size: int = _f(
+    batch_size: int = _own(
+        "batch_size",
         1,
-        "pairs per step; clamped to the number of pairs (mlx-lm-lora drops "
-        "the len % batch_size remainder of each shuffle)",
+        "pairs per step; clamped to the number of pairs (mlx-lm-lora drops the len % batch_size "
+        "remainder of each shuffle)",
     )
-    max_seq_length: int = _f(2048, "longest tokenized prompt + response; longer ones are cut")
-    # DPO always continues its parent's adapter, whose shape wins (`lora_model`): these are
-    # GRPO's knobs, kept so that every stage that trains LoRA has the same ones.
-    lora_layers: int = _f(8, "LoRA blocks; -1 = all; the parent adapter's shape wins")
-    lora_rank: int = _f(8, "LoRA rank; the parent adapter's wins")
-    lora_scale: float = _f(10.0, "LoRA scale; the parent adapter's wins")
-    lora_dropout: float = _f(0.0, "LoRA dropout; the parent adapter's wins")
-    lora_keys: str = _f("", "module paths that get LoRA (see SFTConfig); the parent adapter's win")
-    grad_checkpoint: bool = _f(False, "gradient checkpointing (memory for compute)")
-    steps_per_report: int = _f(5, "iterations between metric reports (metrics.jsonl)")
-    steps_per_eval: int = _f(
-        0,
-        "iterations between validation on pairs built from the valid "
-        "tasks; 0 = never (no valid pairs are sampled)",
+    max_seq_length: int = _own("max_seq_length", 2048, "prompt + response; longer ones are cut")
+    # DPO always continues its parent's adapter, whose shape wins (`lora_model`): the LoRA knobs
+    # are kept so that every stage that trains LoRA has the same ones.
+    lora_layers: int = _own("lora_layers", 8, "the parent adapter's shape wins")
+    steps_per_eval: int = _own(
+        "steps_per_eval", 0, "on pairs built from the valid tasks (0: none are sampled)"
     )
-    val_batches: int = _f(-1, "validation batches when steps_per_eval > 0 (-1 = all)")
-    seed: int = _f(0, "seed for sampling, batch order and training")
+    seed: int = _own("seed", 0, "and sampling")
 
     def __post_init__(self):
         check_formula(self.reward_formula)

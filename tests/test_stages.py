@@ -128,3 +128,23 @@ def test_a_cells_code_is_its_stages_and_its_runners():
     # the key's)
     assert not {"train/grpo.py", "train/dpo.py", "config.py", "project.py"} & files
     assert not [f for f in files if f.startswith(("report/", "cli/"))]
+
+
+def test_the_trainers_common_knobs_are_declared_once():
+    """SFT, GRPO and DPO share `LoRATraining`'s knobs (declared there, each stage giving only
+    its own default and a note); any other knob all three had would belong there too."""
+    import dataclasses
+
+    from jacrl.config import DPOConfig, GRPOConfig, LoRATraining, SFTConfig
+
+    shared = {f.name for f in dataclasses.fields(LoRATraining)}
+    assert len(shared) == 14
+    names = []
+    for cls in (SFTConfig, GRPOConfig, DPOConfig):
+        assert issubclass(cls, LoRATraining)
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        names.append(set(fields))
+        for name in shared:  # the base's help opens every stage's
+            base = LoRATraining.__dataclass_fields__[name].metadata["help"]
+            assert fields[name].metadata["help"].startswith(base), (cls.__name__, name)
+    assert set.intersection(*names) - shared == set()
