@@ -34,7 +34,7 @@ def paired(b: int, c: int, n: int) -> tuple[float, float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     ap.add_argument("--dir", default=str(ROOT / "bench" / "results" / "grpo_learning_seam"))
     args = ap.parse_args()
     lines = [

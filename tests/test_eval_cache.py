@@ -71,3 +71,24 @@ def test_every_input_of_an_evaluation_is_in_its_key(tiny, data_dir):
         eval_key(tiny, None, tasks, cfg, "mem", "rung"),
     ]
     assert len({base, *others}) == 5
+
+
+def test_two_artifacts_with_equal_weights_keep_their_own_rows(tiny, data_dir, tmp_path):
+    """A GRPO run without signal leaves its parent's weights: the same weights, another
+    artifact. Its evaluation is its own (a row names its artifact), so the keys differ."""
+    from jacrl.provenance import adapter_weights_hash
+    from jacrl.tasks.splits import load_split
+
+    tasks = load_split("holdout", data_dir)[:2]
+    cfg = EvalConfig(n=0, k=(1,), max_tokens=12)
+    dirs = []
+    for name in ("sft", "sft_grpo"):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "adapter_config.json").write_text('{"num_layers": 1}')
+        (d / "adapters.safetensors").write_bytes(b"same weights")
+        (d / "manifest.json").write_text(f'{{"key": "{name}-key"}}')
+        dirs.append(d)
+    assert adapter_weights_hash(dirs[0]) == adapter_weights_hash(dirs[1])  # the premise
+    keys = {eval_key(tiny, d, tasks, cfg, "gen", "holdout") for d in dirs}
+    assert len(keys) == 2

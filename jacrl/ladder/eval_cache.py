@@ -21,7 +21,14 @@ from pathlib import Path
 
 from jacrl.config import EvalConfig
 from jacrl.models.registry import resolve
-from jacrl.provenance import adapter_weights_hash, code_of, data_hash, dir_hash, versions
+from jacrl.provenance import (
+    adapter_key,
+    adapter_weights_hash,
+    code_of,
+    data_hash,
+    dir_hash,
+    versions,
+)
 
 ROW = "row.json"
 EVALS = "evals"  # under the project's artifacts/
@@ -31,12 +38,15 @@ def eval_key(
     model: str, adapter, tasks: Sequence[dict], cfg: EvalConfig, kind: str, split: str
 ) -> str:
     """sha256 of everything an evaluation's row and samples depend on: the model's files, the
-    adapter's weights, the tasks (prompt and answer, in order), every EvalConfig value, the row's
-    kind and split, the code `jacrl.evaluate` runs, the versions of Python, jaclang and the MLX
-    stack, and the BLAS library preloaded."""
+    adapter's weights and the artifact it is (a row names its artifact: two artifacts whose
+    weights came out equal, as a GRPO run without signal and its parent, keep their own rows), the
+    tasks (prompt and answer, in order), every EvalConfig value, the row's kind and split, the
+    code `jacrl.evaluate` runs, the versions of Python, jaclang and the MLX stack, and the BLAS
+    library preloaded."""
     parts = {
         "model": dir_hash(resolve(model)),
         "adapter": adapter_weights_hash(adapter),
+        "artifact": adapter_key(adapter),
         "tasks": data_hash(tasks),
         "eval": dataclasses.asdict(cfg),
         "row": [kind, split],
