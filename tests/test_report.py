@@ -529,3 +529,20 @@ def test_rows_made_before_the_signal_record_are_marked_by_their_adapter():
         if r["condition"] == "sft_grpo":
             mine = r["provenance"]["adapter_weights_hash"]
             assert mine == sft[(r["rung"], r["kind"])]["provenance"]["adapter_weights_hash"]
+
+
+def test_the_training_table_has_a_line_per_seed():
+    """Each training seed of a GRPO cell is its own line (its own signal and adapter move); a
+    later row of the same seed replaces that seed's line."""
+    from jacrl.report.markdown import training_markdown
+
+    def grpo_row(seed, steps):
+        row = _graded_row("sft_grpo", ["exact", "none"], [1.0, 0.0])
+        rec = {"signal_rate": steps / 10, "signal_steps": steps, "steps": 10}
+        row.update(train_seed=seed, training={"grpo": {**rec, "adapter_delta": 0.5}})
+        return row
+
+    text = training_markdown([grpo_row(0, 2), grpo_row(1, 3), grpo_row(1, 4)])
+    lines = [ln for ln in text.splitlines() if ln.startswith("| 1 | sft_grpo")]
+    assert [ln.split(" | ")[2] for ln in lines] == ["0", "1"]
+    assert ["2/10" in lines[0], "4/10" in lines[1]] == [True, True]
