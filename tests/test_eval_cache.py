@@ -92,3 +92,39 @@ def test_two_artifacts_with_equal_weights_keep_their_own_rows(tiny, data_dir, tm
     assert adapter_weights_hash(dirs[0]) == adapter_weights_hash(dirs[1])  # the premise
     keys = {eval_key(tiny, d, tasks, cfg, "gen", "holdout") for d in dirs}
     assert len(keys) == 2
+
+
+def test_an_entry_missing_its_samples_is_made_again(tmp_path):
+    """A kept row that names samples no longer beside it (a disk cleaned by hand, an entry
+    copied without them) is a miss: the evaluation runs again and the entry is remade, so a
+    reused row never points at another cell's samples or at nothing."""
+    import json
+
+    from jacrl.ladder.eval_cache import cached
+
+    root, runs = tmp_path / "evals", []
+
+    def run(cell):
+        def make():
+            runs.append(cell)
+            out = tmp_path / cell / "samples-gen.jsonl.gz"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(gzip.compress(cell.encode()))
+            return {"pass1": 1, "samples": str(out)}
+
+        return make
+
+    target = lambda cell: tmp_path / cell / "samples-gen.jsonl.gz"  # noqa: E731
+    row, reused = cached(root, "k", target("a"), run("a"), "a/gen")
+    assert not reused and runs == ["a"]
+    row, reused = cached(root, "k", target("b"), run("b"), "b/gen")
+    assert reused and runs == ["a"] and row["samples"] == str(target("b"))
+    assert gzip.decompress(target("b").read_bytes()) == b"a"  # a's samples, copied beside b
+    (root / "k" / "samples-gen.jsonl.gz").unlink()
+    row, reused = cached(root, "k", target("c"), run("c"), "c/gen")
+    assert not reused and runs == ["a", "c"] and row["samples"] == str(target("c"))
+    assert (root / "k" / "samples-gen.jsonl.gz").is_file()  # the entry is whole again
+    (root / "k" / "row.json").write_text("{not json")
+    row, reused = cached(root, "k", target("d"), run("d"), "d/gen")
+    assert not reused and runs == ["a", "c", "d"]
+    assert json.loads((root / "k" / "row.json").read_text())["samples"] == str(target("d"))

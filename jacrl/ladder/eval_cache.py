@@ -63,14 +63,14 @@ def cached(
     """(the row, whether it was reused): root/key's row and samples copied to `samples` (the row
     retagged `tag`), else `run()`'s row (which wrote `samples`), then kept under root/key."""
     entry = root / key
-    if (entry / ROW).is_file():
-        row = json.loads((entry / ROW).read_text())
-        kept = entry / samples.name
-        if row.get("samples") and kept.is_file():
+    row = _kept(entry, samples.name)
+    if row is not None:
+        if row.get("samples"):
             samples.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(kept, samples)
+            shutil.copyfile(entry / samples.name, samples)
             row["samples"] = str(samples)
         return {**row, "tag": tag, "eval_reused": key}, True
+    shutil.rmtree(entry, ignore_errors=True)  # an entry missing a part is made again
     row = run()
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=root))
@@ -84,3 +84,15 @@ def cached(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return row, False
+
+
+def _kept(entry: Path, samples: str) -> dict | None:
+    """The entry's row when the entry is whole (its row reads, and the samples file it names is
+    there); None otherwise: a reused row never points at samples that are not beside it."""
+    try:
+        row = json.loads((entry / ROW).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(row, dict) or (row.get("samples") and not (entry / samples).is_file()):
+        return None
+    return row
