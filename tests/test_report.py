@@ -546,3 +546,33 @@ def test_the_training_table_has_a_line_per_seed():
     lines = [ln for ln in text.splitlines() if ln.startswith("| 1 | sft_grpo")]
     assert [ln.split(" | ")[2] for ln in lines] == ["0", "1"]
     assert ["2/10" in lines[0], "4/10" in lines[1]] == [True, True]
+
+
+def test_the_family_breakdown_pools_seeds_and_lists_each_seed():
+    """Two seeds of one cell: the family table (and its heat map) pools them (passes and tasks
+    summed over seeds, by hand), the per-seed table keeps a line per seed, and a later row of a
+    seed replaces that seed's; families come from the per-task records."""
+    from jacrl.report.families import family_seed_table, family_table
+    from jacrl.report.markdown import families_markdown
+
+    def seeded(seed, passes):
+        row = _graded_row("sft", ["exact" if p else "none" for p in passes], [1.0] * 4)
+        for t, fam in zip(row["per_task"], ["arch", "arch", "syn", "syn"], strict=True):
+            t["family"] = fam
+        row["train_seed"] = seed
+        return row
+
+    stale = seeded(1, [0, 0, 0, 0])
+    rows = [stale, seeded(0, [1, 0, 0, 0]), seeded(1, [1, 1, 1, 0])]
+    ft = family_table(rows)
+    assert list(zip(ft.family, ft.passed, ft.tasks, strict=True)) == [("arch", 3, 4), ("syn", 1, 4)]
+    st = family_seed_table(rows)
+    assert list(st.seed) == [0, 1]
+    assert st[["arch", "syn", "all"]].values.tolist() == [
+        ["1/2", "0/2", "1/4"],
+        ["2/2", "1/2", "3/4"],
+    ]
+    assert (
+        families_markdown(rows).splitlines()[0] == "| rung | condition | seed | arch | syn | all |"
+    )
+    assert family_seed_table(rows, kind="mem").empty

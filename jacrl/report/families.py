@@ -1,7 +1,8 @@
 """The per-family breakdown: greedy passes per task family for each ladder line (model, rung,
-condition label, kind), from the rows' per-task outcomes (`family_table`), and its figure, one
-heat map per model and kind (`plot_families`, written by `write_figures` as
-figures/ladder_families.png).
+condition label, kind), from the rows' per-task outcomes, pooled over the line's training seeds
+(`family_table`), its figure, one heat map per model and kind (`plot_families`, written by
+`write_figures` as figures/ladder_families.png), and a line per training seed
+(`family_seed_table`: where seeds of one condition agree and where they part).
 
 A task's family is what the row's evaluation recorded: its per-task `family` (the task's
 `meta.family`, else the task id's prefix before the first `_`: `jacrl.tasks.record.family_of`), or,
@@ -20,8 +21,8 @@ from jacrl.report.rows import (
     _order,
     _variant_rank,
     condition_label,
-    latest_rows,
 )
+from jacrl.report.seeds import seed_groups
 from jacrl.results import KINDS
 from jacrl.tasks.splits import RUNGS
 
@@ -44,10 +45,21 @@ def _family_counts(row: dict) -> dict[str, list[int]]:
     return {f: [int(p), int(n)] for f, (p, n) in (row.get("by_family") or {}).items()}
 
 
+def _pooled_counts(by_seed: dict[int, dict]) -> dict[str, list[int]]:
+    """{family: [passes, tasks]} summed over a line's seeds (each seed's last row)."""
+    out: dict[str, list[int]] = {}
+    for row in by_seed.values():
+        for fam, (p, n) in _family_counts(row).items():
+            c = out.setdefault(fam, [0, 0])
+            c[0], c[1] = c[0] + int(p), c[1] + int(n)
+    return out
+
+
 def family_table(rows: list[dict]) -> pd.DataFrame:
-    """One line per (model, rung, condition label, kind, family): greedy `passed` of `tasks`, the
-    last row of each cell winning (as `frame`); sorted model, kind, rung order, condition order,
-    family. Empty when no row has per-task or per-family outcomes."""
+    """One line per (model, rung, condition label, kind, family): greedy `passed` of `tasks`,
+    pooled over the line's training seeds (tasks x seeds, each seed's last row winning, as the
+    graded table pools them); sorted model, kind, rung order, condition order, family. Empty when
+    no row has per-task or per-family outcomes."""
     recs = [
         {
             "model": m,
@@ -60,8 +72,8 @@ def family_table(rows: list[dict]) -> pd.DataFrame:
             "_c": c,
             "_v": _variant_rank(fmt, paired),
         }
-        for (m, r, c, k, fmt, paired), row in latest_rows(rows).items()
-        for fam, (p, n) in sorted(_family_counts(row).items())
+        for (m, r, c, k, fmt, paired), by_seed in seed_groups(rows).items()
+        for fam, (p, n) in sorted(_pooled_counts(by_seed).items())
     ]
     df = pd.DataFrame(recs, columns=FAMILY_COLUMNS + ["_c", "_v"])
     if df.empty:
@@ -76,6 +88,40 @@ def family_table(rows: list[dict]) -> pd.DataFrame:
         .drop(columns=["_c", "_v", "_k", "_r", "_o"])
         .reset_index(drop=True)
     )
+
+
+def family_seed_table(rows: list[dict], kind: str = "gen") -> pd.DataFrame:
+    """A line per (model, rung, condition label, training seed) of `kind`'s rows, a column per
+    family and `all`: that seed's greedy passes/tasks; in `family_table`'s order, seeds
+    ascending. Empty when no row of `kind` has per-task or per-family outcomes."""
+    ft = family_table(rows)
+    order = list(dict.fromkeys(zip(ft.model, ft.rung, ft.condition, strict=True)))
+    fams = sorted(set(ft.family[ft.kind == kind])) if not ft.empty else []
+    labels = {  # the (model, rung, condition label) of a seed group, as family_table names it
+        key: (key[0], key[1], condition_label(key[2], key[4], key[5])) for key in seed_groups(rows)
+    }
+    recs = []
+    for key, by_seed in seed_groups(rows).items():
+        if key[3] != kind:
+            continue
+        for seed, row in by_seed.items():
+            counts = _family_counts(row)
+            if not counts:
+                continue
+            line = dict(zip(("model", "rung", "condition"), labels[key], strict=True))
+            line["seed"] = seed
+            for fam in fams:
+                p, n = counts.get(fam, (0, 0))
+                line[fam] = f"{p}/{n}" if n else "·"
+            line[ALL] = f"{sum(p for p, _ in counts.values())}/{sum(n for _, n in counts.values())}"
+            recs.append(line)
+    df = pd.DataFrame(recs, columns=["model", "rung", "condition", "seed", *fams, ALL])
+    if df.empty:
+        return df
+    rank = {k: i for i, k in enumerate(order)}
+    keys = zip(df.model, df.rung, df.condition, strict=True)
+    df = df.assign(_o=[rank.get(k, len(rank)) for k in keys])
+    return df.sort_values(["_o", "seed"], kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
 def _grid(sub: pd.DataFrame) -> tuple[list[str], list[str], dict]:

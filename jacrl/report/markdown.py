@@ -12,6 +12,7 @@ import pandas as pd
 from jacrl import jsonl
 from jacrl.conditions import CONDITIONS
 from jacrl.project import CELL_TIMES_FILE, ROWS_FILE
+from jacrl.report.families import family_seed_table
 from jacrl.report.graded import signal_mark, signal_marks
 from jacrl.report.rows import cell_of, latest_rows, load_rows, variant_of
 from jacrl.report.seeds import comparison_table, seed_comparisons, seed_summary, seed_table
@@ -147,9 +148,15 @@ def seeds_markdown(rows: list[dict]) -> str:
     return head + _frame_md(comparison_table(seed_comparisons(rows)))
 
 
+def families_markdown(rows: list[dict]) -> str:
+    """Greedy passes per task family on the holdout (gen), a line per training seed."""
+    t = family_seed_table(rows)
+    return _frame_md(t.drop(columns="model")) if not t.empty else "(no per-family outcomes)\n"
+
+
 def regions(results_dir: str | os.PathLike) -> dict[str, str]:
-    """{suffix: markdown} of a results folder: "pivot", "detail", "graded", "training" and
-    "seeds"."""
+    """{suffix: markdown} of a results folder: "pivot", "detail", "graded", "training", "seeds"
+    and "families"."""
     folder = Path(results_dir)
     rows = load_rows(folder / ROWS_FILE) if (folder / ROWS_FILE).is_file() else []
     return {
@@ -158,6 +165,7 @@ def regions(results_dir: str | os.PathLike) -> dict[str, str]:
         "graded": graded_markdown(rows),
         "training": training_markdown(rows),
         "seeds": seeds_markdown(rows),
+        "families": families_markdown(rows),
     }
 
 
