@@ -111,7 +111,8 @@ real-ladder: real-model
 	  --sft-iters-per-task 4 --set sft.keep_best=true --set sft.steps_per_eval=10 \
 	  --results results/smollm2
 	$(VENV)/bin/jacrl ladder show --results results/smollm2 --figures results/smollm2/figures
-	$(PY) -m jacrl.report.markdown docs/real-model.md smollm2 results/smollm2
+	$(PY) -m jacrl.report.markdown docs/real-model.md smollm2 results/smollm2 pivot detail graded \
+	  training seeds
 
 test: setup real-model
 	@# the house's style (pyproject.toml): pyflakes, errors, 100 columns, import order, bugbear;
