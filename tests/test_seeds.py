@@ -454,3 +454,19 @@ def test_bootstrap_draws_tasks_as_well_as_seeds():
     assert bootstrap_means(y, resamples=4000, rng_seed=1).std() == pytest.approx(
         y[:, 0].std() / np.sqrt(5), rel=0.1
     )
+
+
+def test_a_trained_one_seed_control_pairs_with_its_own_seed():
+    """An lr-0 control run at seed 0 only is its seed-0 parent's pair (equal rows: +0), not the
+    mean of the parent's three seeds (which would read as a loss); base, untrained, still stands
+    for every seed, and a one-seed group whose seed the other lacks is broadcast."""
+    n = 30
+    sft = [seeded(real("r3/jac-tiny/sft/gen"), s, k, n) for s, k in enumerate([3, 13, 23])]
+    lr0 = seeded(real("r3/jac-tiny/sft_grpo/gen"), 0, 3, n, condition="sft_grpo_lr0")
+    base = seeded(real("r3/jac-tiny/base/gen"), 0, 0, n)
+    a = {s: r for s, r in enumerate(sft)}
+    own = S.paired_stat(a, {0: lr0})
+    assert own.pairing == "seed" and own.seeds == 1 and (own.diff, own.lo, own.hi) == (0, 0, 0)
+    assert S.paired_stat({0: base}, a).pairing == "broadcast"
+    other = S.paired_stat(a, {7: dict(lr0, train_seed=7)})
+    assert other.pairing == "broadcast" and other.seeds == 3 and other.diff < 0

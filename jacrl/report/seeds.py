@@ -21,8 +21,9 @@ outcomes give no interval (NaN).
 
 Paired comparisons (`seed_comparisons`): b - a in points, paired by train seed and task id, the
 same bootstrap over the difference matrix giving the interval and `above0` (share of resamples
-above 0); a one-seed group (base) pairs its seed with each of the other's (`broadcast`). Pairs
-as `mcnemar_vs_base` (each condition vs base; each that continues the sft adapter vs sft) and
+above 0); a one-seed group of an untrained condition (base), or one whose seed the other lacks,
+pairs its seed with each of the other's (`broadcast`); a trained one's seed pairs with itself.
+Pairs as `mcnemar_vs_base` (each condition vs base; each that continues the sft adapter vs sft) and
 `format_comparison` (paired hole-fill vs conversion).
 """
 
@@ -383,12 +384,15 @@ def paired_stat(
 ) -> PairedStat | None:
     """b - a of two groups' rows ({train seed: row}), paired by train seed and task id: on the
     seeds both have, or, when one group has a single seed and the other several, that seed
-    against each of the other's. None when nothing pairs (no shared seed or task id, or a row
-    without per-task outcomes)."""
-    if len(a) == 1 and len(b) > 1:
+    against each of the other's (`broadcast`) where its row does not depend on a training seed
+    (an untrained condition: base) or the other has not got its seed. A trained one-seed group
+    whose seed the other has is paired on that seed alone: a control run at seed 0 is its seed-0
+    parent's pair, not the parents' mean. None when nothing pairs (no shared seed or task id, or
+    a row without per-task outcomes)."""
+    if len(a) == 1 and len(b) > 1 and _broadcasts(a, b):
         pairing, seeds = "broadcast", list(b)
         a = {s: next(iter(a.values())) for s in seeds}
-    elif len(b) == 1 and len(a) > 1:
+    elif len(b) == 1 and len(a) > 1 and _broadcasts(b, a):
         pairing, seeds = "broadcast", list(a)
         b = {s: next(iter(b.values())) for s in seeds}
     else:
@@ -418,6 +422,14 @@ def paired_stat(
         hi,
         float(np.mean(means > 0)),
     )
+
+
+def _broadcasts(one: Mapping[int, Mapping], other: Mapping[int, Mapping]) -> bool:
+    """Whether a one-seed group stands for every seed of `other` (see `paired_stat`)."""
+    ((seed, row),) = one.items()
+    name = str(row.get("condition", ""))
+    untrained = name in CONDITIONS and not CONDITIONS[name].stages
+    return untrained or seed not in other
 
 
 COMPARE_COLUMNS = [
