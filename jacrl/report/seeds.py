@@ -408,20 +408,9 @@ def paired_stat(
     xa, xb = x[: len(seeds)], x[len(seeds) :]
     d = xb - xa
     means = bootstrap_means(d, resamples, rng_seed)
-    lo, hi = interval(means)
-    return PairedStat(
-        na,
-        nb,
-        pairing,
-        len(seeds),
-        x.shape[1],
-        float(xa.mean()),
-        float(xb.mean()),
-        float(d.mean()),
-        lo,
-        hi,
-        float(np.mean(means > 0)),
-    )
+    sizes = (na, nb, pairing, len(seeds), x.shape[1])
+    rates = (float(xa.mean()), float(xb.mean()), float(d.mean()))
+    return PairedStat(*sizes, *rates, *interval(means), float(np.mean(means > 0)))
 
 
 def _broadcasts(one: Mapping[int, Mapping], other: Mapping[int, Mapping]) -> bool:
