@@ -97,19 +97,20 @@ def family_seed_table(rows: list[dict], kind: str = "gen") -> pd.DataFrame:
     ft = family_table(rows)
     order = list(dict.fromkeys(zip(ft.model, ft.rung, ft.condition, strict=True)))
     fams = sorted(set(ft.family[ft.kind == kind])) if not ft.empty else []
-    labels = {  # the (model, rung, condition label) of a seed group, as family_table names it
-        key: (key[0], key[1], condition_label(key[2], key[4], key[5])) for key in seed_groups(rows)
-    }
     recs = []
-    for key, by_seed in seed_groups(rows).items():
-        if key[3] != kind:
+    for (m, r, c, k, fmt, paired), by_seed in seed_groups(rows).items():
+        if k != kind:
             continue
         for seed, row in by_seed.items():
             counts = _family_counts(row)
             if not counts:
                 continue
-            line = dict(zip(("model", "rung", "condition"), labels[key], strict=True))
-            line["seed"] = seed
+            line = {
+                "model": m,
+                "rung": r,
+                "condition": condition_label(c, fmt, paired),
+                "seed": seed,
+            }
             for fam in fams:
                 p, n = counts.get(fam, (0, 0))
                 line[fam] = f"{p}/{n}" if n else "·"

@@ -14,8 +14,14 @@ from jacrl.conditions import CONDITIONS
 from jacrl.project import CELL_TIMES_FILE, ROWS_FILE
 from jacrl.report.families import family_seed_table
 from jacrl.report.graded import signal_mark, signal_marks
-from jacrl.report.rows import cell_of, latest_rows, load_rows, variant_of
-from jacrl.report.seeds import comparison_table, seed_comparisons, seed_summary, seed_table
+from jacrl.report.rows import latest_rows, load_rows
+from jacrl.report.seeds import (
+    comparison_table,
+    seed_comparisons,
+    seed_groups,
+    seed_summary,
+    seed_table,
+)
 from jacrl.report.tables import graded_table, ladder_table
 from jacrl.stages import STAGES
 
@@ -106,11 +112,8 @@ def training_markdown(rows: list[dict]) -> str:
     signal rate, steps with signal, the adapter's move, the rollouts' tiers — and its mark."""
     lines = []
     marks = signal_marks(rows)
-    per_seed: dict[tuple, dict] = {}  # the last row of each line under each training seed
-    for r in rows:
-        if r.get("kind") == "gen" and cell_of(r) is not None:
-            per_seed[(*cell_of(r), *variant_of(r), r.get("train_seed") or 0)] = r
-    for row in per_seed.values():
+    by_line = seed_groups(r for r in rows if r.get("kind") == "gen")
+    for row in (r for by_seed in by_line.values() for r in by_seed.values()):  # a line per seed
         if "training" not in row and marks[id(row)]:  # made before the record: its adapter says
             stage = next(s for s in CONDITIONS[row["condition"]].stages if STAGES[s].calibrates)
             cells = [row["rung"], row["condition"], row.get("train_seed", 0), stage, "·", "·"]
