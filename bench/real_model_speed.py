@@ -30,6 +30,7 @@ host is not a property of the code, so state the load with any figure taken from
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -163,9 +164,11 @@ def _per_chunk(model, tok, prompts, n, temperature, limits, seed, batch_size):
     return out
 
 
-def evaluation(model, tok, tasks: int, n: int) -> dict:
-    """An evaluation's generation (`tasks` tasks x (greedy + n samples)), the per-chunk baseline
-    and jacrl's batched path side by side on the same tasks, budgets, seed and batch size."""
+def evaluation(model, tok, tasks: int, n: int, path: str = "", workers: int = 2) -> dict:
+    """An evaluation's generation (`tasks` tasks x (greedy + n samples)), the per-chunk baseline,
+    jacrl's batched path in this process and (with `path`) the batched path split over `workers`
+    processes of one BLAS thread each (`jacrl.generate.decode_split`, as `decode_workers` runs
+    it), side by side on the same tasks, budgets, seed and batch size."""
     from jacrl.config import EvalConfig
     from jacrl.evaluate import complete
     from jacrl.tasks.record import prompt_answer, read_tasks
@@ -186,6 +189,26 @@ def evaluation(model, tok, tasks: int, n: int) -> dict:
     greedy, samples = complete(model, tok, prompts, cfg, timings, False, limits)
     new_s = timings["generate"]
     new_tokens = sum(s.tokens for s in greedy) + sum(s.tokens for row in samples for s in row)
+    split = {}
+    if path:
+        cfg_w = dataclasses.replace(cfg, decode_workers=workers)
+        greedy_w, samples_w = complete(
+            model, tok, prompts, cfg_w, timings, False, limits, (path, None)
+        )
+        w_s = timings["generate"]
+        w_tokens = sum(s.tokens for s in greedy_w) + sum(s.tokens for r in samples_w for s in r)
+        split = {
+            "split": {
+                "workers": workers,
+                "s": round(w_s, 2),
+                "tokens": w_tokens,
+                "tok_s": _rate(w_tokens, w_s),
+            },
+            "split_speedup": round(old_s / w_s, 2),
+            "split_greedy_same": sum(
+                g.text == o[0][1] for g, o in zip(greedy_w, old_greedy, strict=True)
+            ),
+        }
     return {
         "tasks": len(prompts),
         "n": n,
@@ -200,6 +223,7 @@ def evaluation(model, tok, tasks: int, n: int) -> dict:
         "batched": {"s": round(new_s, 2), "tokens": new_tokens, "tok_s": _rate(new_tokens, new_s)},
         "speedup": round(old_s / new_s, 2),
         "greedy_same": sum(g.text == o[0][1] for g, o in zip(greedy, old_greedy, strict=True)),
+        **split,
     }
 
 
@@ -267,7 +291,7 @@ def measure(
         _decode(model, prompt, b, 4)  # warm-up (too short to fill the batch: its rate is nan)
         rates = [_decode(model, prompt, b, new) for _ in range(max(1, repeats - 1))]
         out["decode_tok_s"][str(b)] = round(statistics.median(rates), 1)
-    out["evaluation"] = evaluation(model, tok, *ev)
+    out["evaluation"] = evaluation(model, tok, *ev, path=path)
     recs = gold_records(read_tasks(ROOT / "data" / "tasks.jsonl")[:2])
     texts = [tok.apply_chat_template(r["messages"], tokenize=True) for r in recs]
     width = min(len(x) for x in texts)

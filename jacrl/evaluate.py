@@ -64,7 +64,7 @@ from collections.abc import Iterable, Sequence
 
 from jacrl.blas import blas_record
 from jacrl.config import EvalConfig
-from jacrl.generate import Request, Sample, decode
+from jacrl.generate import Request, Sample, decode, decode_split
 from jacrl.models.registry import display_path, load, portable, resolve
 from jacrl.provenance import adapter_key, provenance
 from jacrl.results import format_row
@@ -299,21 +299,33 @@ def complete(
     timings: dict[str, float],
     progress: bool,
     limits: list[int],
+    source: tuple | None = None,
 ) -> tuple[list[Sample], list[list[Sample]]]:
     """The greedy completion and cfg.n samples of every prompt, each within its token budget
-    (`limits`), decoded together in one batch (each prompt prefilled once); the time goes in
-    `timings`."""
+    (`limits`), decoded together in one batch (each prompt prefilled once), or split over
+    cfg.decode_workers processes that load `source` (model, adapter) themselves; the time goes
+    in `timings`."""
     t = time.perf_counter()
     greedy = [Request(p, 1, 0.0, m) for p, m in zip(prompts, limits, strict=True)]
     sampled = [Request(p, cfg.n, cfg.temperature, m) for p, m in zip(prompts, limits, strict=True)]
-    out = decode(
-        lm,
-        tok,
-        greedy + (sampled if cfg.n > 0 else []),
-        seed=cfg.seed,
-        batch_size=cfg.batch_size,
-        progress="generate" if progress else "",
-    )
+    requests = greedy + (sampled if cfg.n > 0 else [])
+    bar = "generate" if progress else ""
+    if cfg.decode_workers > 1:
+        if source is None:
+            raise ValueError(
+                "decode_workers > 1 needs the model as a name or directory (each worker loads "
+                "it), not a loaded (model, tokenizer) pair"
+            )
+        out = decode_split(
+            *source,
+            requests,
+            workers=cfg.decode_workers,
+            seed=cfg.seed,
+            batch_size=cfg.batch_size,
+            progress=bar,
+        )
+    else:
+        out = decode(lm, tok, requests, seed=cfg.seed, batch_size=cfg.batch_size, progress=bar)
     timings["generate"] = time.perf_counter() - t
     samples = out[len(prompts) :] if cfg.n > 0 else [[] for _ in prompts]
     return [s[0] for s in out[: len(prompts)]], samples
@@ -369,7 +381,8 @@ def evaluate(
     timings["load"] = time.perf_counter() - t
     limits = budgets(tok, tasks, cfg.budget_factor, cfg.max_tokens)
     prompts = [tt["prompt"] for tt in tasks]
-    greedy, completions = complete(lm, tok, prompts, cfg, timings, progress, limits)
+    source = None if model_dir is None else (model_dir, adapter)
+    greedy, completions = complete(lm, tok, prompts, cfg, timings, progress, limits, source)
 
     t = time.perf_counter()
     if progress:

@@ -2,7 +2,8 @@
 
 `decode(model, tokenizer, requests)` decodes every `Request` (a prompt, n, temperature, budget)
 together in one continuous batch (mlx-lm's BatchGenerator), each distinct prompt prefilled once:
-an evaluation's greedy answers and samples of all its tasks in one call. `generate(model,
+an evaluation's greedy answers and samples of all its tasks in one call. `decode_split`
+runs it in worker processes of one BLAS thread each (faster on a CPU: see there). `generate(model,
 tokenizer, prompts, n=..., temperature=...)` is its one-setting form. Temperature 0 is greedy,
 and the same call with the same seed gives the same samples. `generate_best_of_k` returns the
 first of k samples the ruler accepts: for a task, one whose output is the task's expected output;
@@ -13,19 +14,25 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
+import subprocess
+import sys
+import tempfile
 from collections import deque
 from collections.abc import Sequence
+from pathlib import Path
 
 from tqdm.auto import tqdm
 
 from jacrl.config import MAX_TOKENS, EvalConfig
-from jacrl.models.registry import load
+from jacrl.models.registry import load, resolve
 from jacrl.prompts import SYSTEM_PROMPT, prompt_ids
 from jacrl.ruler.extract import code_blocks
 from jacrl.ruler.reward import clean_exit, default_executor, score_completions
 
 BEST_OF = 8  # samples generate_best_of_k draws by default
 PREFILL_STEP = 2048  # prompt tokens per forward pass when prefilling (mlx-lm's default)
+SEED_STRIDE = 7919  # worker w of `decode_split` seeds seed + w * SEED_STRIDE (w 0: `decode`'s)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +178,107 @@ def decode(
     return out  # type: ignore[return-value]
 
 
+def decode_split(
+    model,
+    adapter,
+    requests: Sequence[Request],
+    *,
+    workers: int,
+    seed: int = EvalConfig.seed,
+    batch_size: int = EvalConfig.batch_size,
+    system: str = SYSTEM_PROMPT,
+    progress: str = "",
+) -> list[list[Sample]]:
+    """`decode` of `requests` split over `workers` processes, each loading `model` (registry name
+    or dir) + `adapter` itself and decoding its share with one BLAS thread. Why: MLX's CPU ops
+    outside the matmuls (attention's softmax, SiLU, RoPE) run on one thread, so one process
+    leaves a core idle for a third of a decode step; on 2 cores two one-thread processes decode
+    ~1.7x the tokens of one two-thread process (bench/real_model_speed.py measures it in an
+    evaluation). A prompt's sequences stay in one worker (prefilled once there); prompts go to
+    the least-loaded share, the largest token budget first. Worker w draws from seed + w x
+    SEED_STRIDE, so the same call with the same `workers` gives the same samples; a greedy
+    completion is `decode`'s (it does not depend on its batch). workers 1: `decode` here."""
+    if workers < 1:
+        raise ValueError(f"decode workers must be >= 1, not {workers}")
+    if workers == 1:
+        lm, tok = load(model, adapter)
+        return decode(
+            lm, tok, requests, seed=seed, batch_size=batch_size, system=system, progress=progress
+        )
+    model = resolve(model)  # an unknown model: its one-line error here, before any worker
+    shares = _shares(requests, workers)
+    out: list[list[Sample] | None] = [None] * len(requests)
+    # Worker processes run `python -m jacrl.generate IN OUT` (not multiprocessing: its spawn
+    # re-runs the caller's main script, which a notebook or an unguarded script cannot take)
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    with tempfile.TemporaryDirectory(prefix="jacrl-decode-") as tmp:
+        procs = []
+        for w, share in enumerate(shares):
+            job, result = Path(tmp) / f"job-{w}.pkl", Path(tmp) / f"result-{w}.pkl"
+            job.write_bytes(
+                pickle.dumps(
+                    {
+                        "model": str(model),  # a directory
+                        "adapter": str(adapter) if adapter else None,
+                        "requests": [requests[i] for i in share],
+                        "seed": seed + w * SEED_STRIDE,
+                        "batch_size": batch_size,
+                        "system": system,
+                    }
+                )
+            )
+            cmd = [sys.executable, "-m", "jacrl.generate", str(job), str(result)]
+            procs.append((subprocess.Popen(cmd, env=env), result))
+        bar = tqdm(total=len(shares), desc=progress, unit="share", disable=not progress)
+        failed = []
+        try:
+            for w, (proc, _) in enumerate(procs):
+                if proc.wait() != 0:
+                    failed.append(f"worker {w} exited {proc.returncode}")
+                bar.update(1)
+        finally:  # interrupted: no worker outlives the call
+            for proc, _ in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            bar.close()
+        if failed:
+            raise RuntimeError(f"decode_split: {'; '.join(failed)} (the workers' errors are above)")
+        for share, (_, result) in zip(shares, procs, strict=True):
+            for i, got in zip(share, pickle.loads(result.read_bytes()), strict=True):
+                out[i] = got
+    return out  # type: ignore[return-value]
+
+
+def _decode_share(job: Path, result: Path) -> None:
+    """One worker of `decode_split` (its own process): the job's share decoded, the samples
+    pickled into `result`."""
+    j = pickle.loads(job.read_bytes())
+    lm, tok = load(j["model"], j["adapter"])
+    got = decode(
+        lm, tok, j["requests"], seed=j["seed"], batch_size=j["batch_size"], system=j["system"]
+    )
+    result.write_bytes(pickle.dumps(got))
+
+
+def _shares(requests: Sequence[Request], workers: int) -> list[list[int]]:
+    """Request indices per worker (the empty ones dropped): all requests of a prompt together;
+    prompts by decreasing work (sequences x budget), each to the share with the least so far."""
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(requests):
+        groups.setdefault(r.prompt, []).append(i)
+    work = {
+        p: sum(requests[i].n * requests[i].max_tokens for i in idx) for p, idx in groups.items()
+    }
+    shares: list[list[int]] = [[] for _ in range(workers)]
+    load_of = [0] * workers
+    for p in sorted(groups, key=lambda q: -work[q]):  # stable: ties keep the requests' order
+        w = min(range(workers), key=lambda j: load_of[j])
+        shares[w].extend(groups[p])
+        load_of[w] += work[p]
+    return [sorted(s) for s in shares if s]
+
+
 def _setting(r: Request) -> tuple:
     """The sampler a request decodes with (greedy ignores top-p and top-k)."""
     return (r.temperature, r.top_p, r.top_k) if r.temperature else (0.0, 0.0, 0)
@@ -269,3 +377,12 @@ def best_of(texts: Sequence[str], task_or_prompt, timeout: float = 20.0) -> dict
         "k": k,
         "check": "exact" if is_task else "clean exit",
     }
+
+
+if __name__ == "__main__":  # a `decode_split` worker: python -m jacrl.generate JOB RESULT
+    from jacrl.generate import _decode_share  # the module's own classes, not __main__'s copies
+
+    try:
+        _decode_share(Path(sys.argv[1]), Path(sys.argv[2]))
+    except Exception as e:  # noqa: BLE001  (one line on stderr; decode_split raises)
+        sys.exit(f"jacrl decode worker: {type(e).__name__}: {e}")

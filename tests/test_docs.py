@@ -211,17 +211,23 @@ def test_every_benchmark_figure_quoted_is_its_benchs_last_recorded_run(tmp_path)
     assert figures.write("grpo_step", tmp_path) == []  # nothing left to change
 
 
-def test_the_speed_figure_shows_an_evaluations_two_paths_and_the_goal_only_when_measured():
+def test_the_speed_figure_shows_an_evaluations_paths_and_the_goal_only_when_measured():
     """real_model_speed's figure: a record from before the evaluation was timed renders without
-    its rows; one with it lists each model's per-chunk and batched times and says MET only when
-    every real model is both >= 3x faster and >= 150 tok/s."""
+    its rows; one with it lists each model's per-chunk, batched and (when measured) split times
+    and says MET only when every real model's faster path is both >= 3x faster and >= 150
+    tok/s."""
     figures = _docs_figures()
     record = json.loads((ROOT / "bench/results/real_model_speed.json").read_text())
     for m in record["models"]:
         m.pop("evaluation", None)
     assert "An evaluation's generation" not in figures.FIGURES["real_model_speed"](record)
 
-    def evaluation(old_s: float, new_s: float, tokens: int) -> dict:
+    def evaluation(old_s: float, new_s: float, tokens: int, split_s: float = 0.0) -> dict:
+        split = split_s and {
+            "split": {"workers": 2, "s": split_s, "tokens": tokens, "tok_s": tokens / split_s},
+            "split_speedup": round(old_s / split_s, 2),
+            "split_greedy_same": 11,
+        }
         return {
             "tasks": 12,
             "n": 4,
@@ -232,12 +238,23 @@ def test_the_speed_figure_shows_an_evaluations_two_paths_and_the_goal_only_when_
             "batched": {"s": new_s, "tokens": tokens, "tok_s": round(tokens / new_s, 1)},
             "speedup": round(old_s / new_s, 2),
             "greedy_same": 12,
+            **(split or {}),
         }
 
     real = next(m for m in record["models"] if "decode_tok_s" in m and m["model"] != "jac-tiny")
     real["evaluation"] = evaluation(300.0, 60.0, 9600)  # 5x, 160 tok/s
     text = figures.FIGURES["real_model_speed"](record)
-    assert f"| {real['model']} | 300.0 | 60.0 | 5.0x | 32.0 | 160.0 | 12/12 |" in text
-    assert text.rstrip().endswith("on this host: MET.")
+    assert f"| {real['model']} | 300.0 | 60.0 | · | 5.0x / · | 32.0 | 160.0 | · | 12/12 |" in text
+    assert text.rstrip().endswith("on this host: MET (best path: 5.0x, 160.0 tok/s).")
+    real["evaluation"] = evaluation(300.0, 120.0, 9600, 60.0)  # split: 5x, 160 tok/s
+    text = figures.FIGURES["real_model_speed"](record)
+    assert "split (2 worker processes of one BLAS thread" in text
+    row = f"| {real['model']} | 300.0 | 120.0 | 60.0 | 2.5x / 5.0x | 32.0 | 80.0 | 160.0 |"
+    assert row + " 12/12, 11/12 |" in text
+    assert text.rstrip().endswith("MET (best path: 5.0x, 160.0 tok/s).")
     real["evaluation"] = evaluation(300.0, 120.0, 9600)  # 2.5x, 80 tok/s
-    assert figures.FIGURES["real_model_speed"](record).rstrip().endswith("NOT met.")
+    assert (
+        figures.FIGURES["real_model_speed"](record)
+        .rstrip()
+        .endswith("NOT met (best path: 2.5x, 80.0 tok/s).")
+    )

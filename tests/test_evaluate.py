@@ -17,8 +17,8 @@ from jacrl import code_graph, provenance, results
 from jacrl import evaluate as ev
 from jacrl.cli import evaluate as eval_cli
 from jacrl.config import EvalConfig
-from jacrl.generate import Request, decode, generate
-from jacrl.models.registry import load
+from jacrl.generate import Request, _shares, decode, decode_split, generate
+from jacrl.models.registry import ModelError, load
 from jacrl.results import (
     KINDS,
     RowsError,
@@ -180,6 +180,41 @@ def test_greedy_in_a_mixed_batch_is_a_lone_greedy_decode(tiny, harness_tasks):
     assert [[s.text for s in r] for r in shared] == [[t] * 3 for t in lone]
     with pytest.raises(ValueError, match="2 token budgets for 1 prompts"):
         generate(lm, tok, prompts[:1], n=1, max_tokens=[3, 4])
+
+
+def test_decode_split_over_worker_processes(tiny, harness_tasks, tmp_path):
+    """`decode_split` over 2 one-BLAS-thread worker processes: every greedy answer is `decode`'s
+    in one process, the same call gives the same samples, a prompt's sequences stay in one share
+    (prefilled once) and the shares balance the work; an evaluation asking for workers with a
+    loaded model, 0 workers, or a worker that fails are one-line errors."""
+    lm, tok = load(tiny)
+    prompts = [t["prompt"] for t in harness_tasks[:3]]
+    requests = [Request(p, 1, 0.0, 10) for p in prompts]
+    requests += [Request(p, 2, 1.0, 10) for p in prompts]
+    split = decode_split(tiny, None, requests, workers=2, seed=3)
+    assert [r[0].text for r in split[:3]] == [r[0].text for r in decode(lm, tok, requests[:3])]
+    assert [len(r) for r in split] == [r.n for r in requests]
+    assert decode_split(tiny, None, requests, workers=2, seed=3) == split  # seeded
+    shares = _shares(requests, 2)
+    assert sorted(i for s in shares for i in s) == list(range(6))
+    assert all(len({requests[i].prompt for i in s}) == len(s) // 2 for s in shares)
+    heavy = [Request("a", 4, 1.0, 100), Request("b", 1, 0.0, 100), Request("c", 1, 0.0, 100)]
+    heavy += [Request("d", 1, 0.0, 100), Request("e", 1, 0.0, 100)]
+    assert _shares(heavy, 2) == [[0], [1, 2, 3, 4]]  # 400 tokens of work each side
+    assert _shares(heavy[:1], 2) == [[0]]  # an empty share starts no worker
+    with pytest.raises(ValueError, match="decode workers must be >= 1, not 0"):
+        decode_split(tiny, None, requests, workers=0)
+    with pytest.raises(ModelError, match="unknown model"):  # before any worker starts
+        decode_split(tmp_path / "no-model", None, requests, workers=2)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.json").write_text("{}")
+    with pytest.raises(RuntimeError, match=r"^decode_split: worker 0 exited 1; worker 1 exited 1"):
+        decode_split(tmp_path / "broken", None, requests, workers=2)
+    cfg = EvalConfig(n=0, max_tokens=4, decode_workers=2)
+    with pytest.raises(ValueError, match="decode_workers > 1 needs the model as a name or dir"):
+        ev.evaluate((lm, tok), None, harness_tasks[:1], cfg)
+    with pytest.raises(ValueError, match="decode_workers must be >= 1, got 0"):
+        EvalConfig(decode_workers=0)
 
 
 def test_append_and_read_rows_roundtrip(tmp_path):

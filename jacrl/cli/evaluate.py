@@ -108,6 +108,7 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     _knob(p, ("--max-tokens",), "max_tokens")
     _knob(p, ("--budget-factor",), "budget_factor")
     _knob(p, ("--batch-size",), "batch_size")
+    _knob(p, ("--decode-workers",), "decode_workers")
     p.add_argument("--tag", default="", help="row label")
     p.add_argument("--kind", default="", help="row label, e.g. gen or mem")
     p.add_argument(
@@ -163,6 +164,7 @@ def run_eval(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         budget_factor=args.budget_factor,
         batch_size=args.batch_size,
+        decode_workers=args.decode_workers,
     )
     samples = _samples_out(args.log_samples, out, args.model, split, args.kind)
     row = evaluate(

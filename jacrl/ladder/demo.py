@@ -110,6 +110,7 @@ def real_demo_config(**over) -> LadderConfig:
         k=(1, 2, 4),
         temperature=0.7,
         budget_factor=1.5,
+        decode_workers=2,  # two one-thread decoders on the 2 cores (jacrl.generate.decode_split)
     )
     return dataclasses.replace(base, **over)
 

@@ -111,6 +111,12 @@ class LadderConfig:
         since=True,
     )
     batch_size: int = _f(EvalConfig.batch_size, "sequences decoded together (throughput only)")
+    decode_workers: int = _eval(
+        EvalConfig.decode_workers,
+        "processes decoding each evaluation, one BLAS thread each (2 on 2 cores: ~1.7x a real "
+        "model's decode); its samples depend on it",
+        since=True,
+    )
     data_dir: str = _f("", "tasks.jsonl + splits/ ('' = the project's data/)")
     results_dir: str = _f("", f"{RESULTS_FILE} and cells/ ('' = the project's results/)")
     figures_dir: str = _f("", "where show writes PNGs ('' = the project's figures/)")
