@@ -112,10 +112,23 @@ class SFTConfig(LoRATraining):
     steps_per_eval: int = _own("steps_per_eval", 50)
     keep_best: bool = _f(
         False,
-        "keep the adapter of the lowest validation loss seen (validated at iteration 0, every "
+        "keep the adapter of the best validation seen (validated at iteration 0, every "
         "steps_per_eval and before the last), not the last: early stopping by the valid split; "
-        "the manifest records best_iter and best_val_loss",
+        "the manifest records best_iter, best_val_loss (and best_val_reward)",
     )
+    best_by: str = _f(
+        "loss",
+        "what keep_best ranks validations by: loss (the valid gold's loss, lowest) or reward "
+        "(the mean tiered reward of greedy answers to the first graded_valid valid tasks, run "
+        "by the sandboxed reward; highest, ties to the lower loss)",
+    )
+    graded_valid: int = _f(8, "valid tasks best_by=reward answers and grades at each validation")
+
+    def __post_init__(self):
+        if self.best_by not in ("loss", "reward"):
+            raise ValueError(f"SFTConfig.best_by must be loss or reward, not {self.best_by!r}")
+        if self.graded_valid < 1:
+            raise ValueError(f"SFTConfig.graded_valid must be >= 1, not {self.graded_valid}")
 
 
 @dataclass(frozen=True)

@@ -158,6 +158,7 @@ LADDER_INPUTS = {
     "temperature": (0.5, ALL),
     "max_tokens": (100, ALL),
     "budget_factor": (1.5, ALL),
+    "decode_workers": (2, ALL),  # samples depend on the split (each worker its own stream)
     "grpo_prompts": ("pool", _stage_cells("grpo")),  # GRPO's prompts: only cells that run it
     "sets": None,  # every stage config's field, below
 }
@@ -168,6 +169,7 @@ CHOICES = {  # by stage.knob, else knob
     "dpo.loss_type": "hinge",
     "lora_keys": "self_attn.v_proj",
     "reward_formula": "tiered",
+    "best_by": "reward",
 }
 # a choice that is valid only with another knob moved too (DPO-Positive's penalty lives inside the
 # sigmoid loss, so another loss needs it off); both belong to the same stage's cells
@@ -330,6 +332,7 @@ EVAL_PERTURBED = {
     "temperature": 0.5,
     "max_tokens": 100,
     "budget_factor": 1.5,
+    "decode_workers": 2,
 }  # n 9: the default k (up to 8) still fits
 
 

@@ -524,6 +524,81 @@ def test_grpo_from_a_memorized_adapter_keeps_greedy_mem(tiny, memorized, one_tas
         assert score_completions([text], [one_task["answer"]])[0].exact, (adapter, text)
 
 
+def test_keep_best_by_reward_keeps_the_adapter_whose_greedy_answers_scored_best(
+    tiny, harness_tasks, tmp_path
+):
+    """sft.best_by=reward: every validation logs the mean tiered reward of the greedy answers to
+    the valid tasks; the adapter kept is the one of the highest (ties: the lower loss), the
+    summary names its iteration and reward, and the saved adapter, loaded afresh, scores that
+    reward again. Asking for it without keep_best, validations or valid tasks is one error."""
+    from jacrl.models.registry import load
+    from jacrl.train.sft import graded_reward
+
+    cfg = dataclasses.replace(
+        QUICK,
+        iters=6,
+        learning_rate=3e-2,
+        steps_per_eval=2,
+        keep_best=True,
+        best_by="reward",
+        graded_valid=2,
+        val_batches=-1,
+    )
+    tasks = harness_tasks[:2]
+    art = tr.sft(tiny, tasks, tasks, cfg, tmp_path, log=lambda _: None)
+    s = art.manifest["summary"]
+    vals = [json.loads(x) for x in (art.path / "metrics.jsonl").read_text().splitlines()]
+    vals = [v for v in vals if v["event"] == "val"]
+    assert len(vals) >= 3 and all("val_reward" in v for v in vals)
+    top = max(vals, key=lambda v: (v["val_reward"], -v["val_loss"]))
+    assert (s["best_by"], s["best_iter"], s["best_val_reward"]) == (
+        "reward",
+        top["iteration"],
+        top["val_reward"],
+    )
+    model, tok = load(tiny, str(art.adapter_path), fresh=True)
+    assert graded_reward(model, tok, tasks) == pytest.approx(s["best_val_reward"], abs=1e-6)
+    bad = dataclasses.replace(cfg, keep_best=False)
+    with pytest.raises(ValueError, match="best_by=reward needs keep_best, steps_per_eval > 0"):
+        tr.sft(tiny, tasks, tasks, bad, tmp_path / "bad", log=lambda _: None)
+    with pytest.raises(ValueError, match="best_by must be loss or reward, not 'val'"):
+        dataclasses.replace(cfg, best_by="val")
+
+
+def test_best_weights_ranks_by_reward_then_loss():
+    """BestWeights with a grader keeps the weights of the highest reward, a tie going to the
+    lower loss (here the loss rule would keep the first, the reward rule the second); without
+    one, the lowest loss. Each validation's reward goes into its log record."""
+    import mlx.core as mx
+    import mlx.nn as nn
+
+    from jacrl.train.sft import BestWeights
+
+    class Log:
+        def __init__(self):
+            self.val = []
+
+        def on_val_loss_report(self, info):
+            self.val.append(info)
+
+    def run(grade):
+        model, log = nn.Linear(2, 2), Log()
+        best = BestWeights(log, model, grade)
+        for it, loss in enumerate([1.0, 2.0, 3.0, 0.5]):
+            model.weight = mx.full((2, 2), float(it))
+            best.on_val_loss_report({"iteration": it, "val_loss": loss})
+        return best, log
+
+    rewards = iter([0.1, 0.5, 0.5, 0.2])
+    best, log = run(lambda m: next(rewards))
+    assert (best.iter, best.reward, best.loss) == (1, 0.5, 2.0)
+    assert best.weights["weight"].tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert [v["val_reward"] for v in log.val] == [0.1, 0.5, 0.5, 0.2]
+    best, log = run(None)
+    assert (best.iter, best.reward, best.loss) == (3, None, 0.5)
+    assert "val_reward" not in log.val[0]
+
+
 def test_keep_best_keeps_the_adapter_of_the_lowest_validation_loss(tiny, harness_tasks, tmp_path):
     """sft.keep_best: the adapter saved is the one whose validation loss was lowest — the
     summary names the iteration and loss the metrics log shows as the minimum, and the saved

@@ -160,7 +160,14 @@ def rollout_temperature(cell: Cell, arts: Mapping, tasks: list[dict]) -> float |
 
 
 SIGNAL_FIELDS = ("signal_rate", "signal_steps", "steps", "adapter_delta", "tier_mix")
-EARLY_STOP_FIELDS = ("keep_best", "best_iter", "best_val_loss", "final_val_loss")
+EARLY_STOP_FIELDS = (
+    "keep_best",
+    "best_by",
+    "best_iter",
+    "best_val_loss",
+    "best_val_reward",
+    "final_val_loss",
+)
 
 
 def training_record(arts: Mapping) -> dict:

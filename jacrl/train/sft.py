@@ -38,6 +38,7 @@ from jacrl.train.mlx_compat import (
 from jacrl.train.tracking import Tracking, metrics_log, tracking
 
 HEAD_SKIP = 64  # sft_loss skips the prompt's logits in multiples of this many positions
+GRADED_BUDGET_FACTOR = 1.5  # best_by=reward's answer budgets: the real-model ladder's eval factor
 
 
 def valid_records(
@@ -62,14 +63,32 @@ def _schedule(cfg: SFTConfig):
     return optim.join_schedules([warm, decay], [cfg.warmup])
 
 
-class BestWeights:
-    """The metrics callback, also keeping a copy of the trainable (LoRA) weights at the lowest
-    validation loss reported (mlx-lm validates before the step of the iteration it reports, so
-    the copy is the weights that loss was measured on)."""
+def graded_reward(model, tok, tasks: Sequence[dict]) -> float:
+    """The mean tiered reward of `model`'s greedy answers to `tasks` (each within the budget an
+    evaluation at factor GRADED_BUDGET_FACTOR gives it), run by the sandboxed reward: what
+    best_by=reward ranks validations by, where the loss on gold misleads (a rung whose valid loss
+    is lowest before the model has learned the answer's form)."""
+    from jacrl.config import MAX_TOKENS
+    from jacrl.generate import generate
+    from jacrl.ruler.reward import score_completions
+    from jacrl.token_budget import budgets
 
-    def __init__(self, metrics, model):
-        self.metrics, self.model = metrics, model
+    limits = budgets(tok, tasks, GRADED_BUDGET_FACTOR, MAX_TOKENS)
+    out = generate(model, tok, [t["prompt"] for t in tasks], max_tokens=limits)
+    scored = score_completions([s[0].text for s in out], [t["answer"] for t in tasks])
+    return round(sum(x.score for x in scored) / len(scored), 6)
+
+
+class BestWeights:
+    """The metrics callback, also keeping a copy of the trainable (LoRA) weights at the best
+    validation reported: the lowest loss, or with `grade` (model -> mean reward, also logged as
+    val_reward) the highest reward, ties to the lower loss. mlx-lm validates before the step of
+    the iteration it reports, so the copy is the weights the validation measured."""
+
+    def __init__(self, metrics, model, grade: Callable | None = None):
+        self.metrics, self.model, self.grade = metrics, model, grade
         self.loss: float | None = None
+        self.reward: float | None = None
         self.iter: int | None = None
         self.weights: dict | None = None
 
@@ -80,14 +99,21 @@ class BestWeights:
         import mlx.core as mx
         from mlx.utils import tree_flatten
 
+        loss = round(float(info["val_loss"]), 6)
+        reward = None
+        if self.grade is not None:
+            reward = self.grade(self.model)
+            info = {**info, "val_reward": reward}
         self.metrics.on_val_loss_report(info)
-        loss = float(info["val_loss"])
-        if self.loss is None or loss < self.loss:
-            self.loss, self.iter = round(loss, 6), int(info["iteration"])
+        if self.iter is None or self._rank(reward, loss) > self._rank(self.reward, self.loss):
+            self.loss, self.reward, self.iter = loss, reward, int(info["iteration"])
             self.weights = {
                 k: mx.array(v) for k, v in tree_flatten(self.model.trainable_parameters())
             }
             mx.eval(self.weights)
+
+    def _rank(self, reward: float | None, loss: float | None) -> tuple:
+        return (reward or 0.0, -loss) if self.grade is not None else (-loss,)
 
     def save(self, path: Path) -> None:
         """The kept weights, in place of the last (the adapter file mlx-lm wrote)."""
@@ -103,10 +129,11 @@ def train_sft(
     cfg: SFTConfig,
     out_dir: Path,
     track: Tracking | None = None,
+    graded_tasks: Sequence[dict] = (),
 ) -> dict:
     """LoRA SFT of `base` on chat records; writes adapters + adapter_config.json + metrics.jsonl
     into out_dir (and, with `track`, the same metrics to its runs); returns a summary for the
-    manifest."""
+    manifest. graded_tasks: the valid tasks (prompt, answer) best_by=reward grades."""
     import mlx.optimizers as optim  # heavy: loaded only when training
     from mlx_lm.tuner.datasets import CacheDataset, ChatDataset
     from mlx_lm.tuner.trainer import TrainingArgs, train
@@ -114,6 +141,10 @@ def train_sft(
     warn_slow_blas()
     if not train_records:
         raise ValueError("SFT needs at least one training example")
+    if cfg.best_by == "reward" and not (cfg.keep_best and cfg.steps_per_eval and graded_tasks):
+        raise ValueError(
+            "sft.best_by=reward needs keep_best, steps_per_eval > 0 and valid tasks to grade"
+        )
     seed_all(cfg.seed)
     model, tok, acfg = lora_model(base, cfg, out_dir)
     batch = max(1, min(cfg.batch_size, len(train_records), len(valid_records)))
@@ -145,7 +176,9 @@ def train_sft(
         )
 
     with metrics_log(out_dir / "metrics.jsonl", "sft", track) as metrics:
-        best = BestWeights(metrics, model)
+        graded = list(graded_tasks)[: cfg.graded_valid]
+        grade = (lambda m: graded_reward(m, tok, graded)) if cfg.best_by == "reward" else None
+        best = BestWeights(metrics, model, grade)
         train(
             model=model,
             optimizer=optim.Adam(learning_rate=_schedule(cfg)),
@@ -172,8 +205,10 @@ def train_sft(
         "final_train_loss": last_train.get("train_loss"),
         "final_val_loss": last_val.get("val_loss"),
         "keep_best": cfg.keep_best,
+        "best_by": cfg.best_by,
         "best_iter": best.iter,
         "best_val_loss": best.loss,
+        "best_val_reward": best.reward,
         "train_s": round(wall, 2),
         "s_per_iter": round(wall / max(1, cfg.iters), 4),
     }
@@ -210,7 +245,7 @@ def sft(
     def build(tmp: Path) -> dict:
         jsonl.write(tmp / "data" / "train.jsonl", train_records)
         jsonl.write(tmp / "data" / "valid.jsonl", valid)
-        summary = train_sft(base, train_records, valid, cfg, tmp, track)
+        summary = train_sft(base, train_records, valid, cfg, tmp, track, valid_tasks or ())
         return {
             "stage": "sft",
             "data": {
