@@ -42,6 +42,8 @@ Row fields (percentages are 0-100, 2 dp; counts are over the `tasks` evaluated):
     budget_factor, budget_tokens
                          per-task token budgets (`jacrl.token_budget`; 0 = max_tokens for all)
                          and their sum; each task's in per_task `budget`
+    decode_workers       processes the decoding was split over (`jacrl.generate.decode_split`;
+                         samples depend on it, greedy answers do not)
     artifact             the adapter's content key (from its manifest.json), "" otherwise
     isolation            the executor's isolation level when grading: sandbox, namespaces or
                          rlimits-only
@@ -404,6 +406,7 @@ def evaluate(
         "seed": cfg.seed,
         "max_tokens": cfg.max_tokens,
         "budget_factor": cfg.budget_factor,
+        "decode_workers": cfg.decode_workers,
         "budget_tokens": sum(limits),
         **{kk: metrics[kk] for kk in _OURS},
         "artifact": adapter_key(adapter),

@@ -210,7 +210,12 @@ def test_decode_split_over_worker_processes(tiny, harness_tasks, tmp_path):
     (tmp_path / "broken" / "config.json").write_text("{}")
     with pytest.raises(RuntimeError, match=r"^decode_split: worker 0 exited 1; worker 1 exited 1"):
         decode_split(tmp_path / "broken", None, requests, workers=2)
-    cfg = EvalConfig(n=0, max_tokens=4, decode_workers=2)
+    cfg = EvalConfig(n=1, max_tokens=8, decode_workers=2)
+    rows = [
+        ev.evaluate(tiny, None, harness_tasks[:2], c) for c in (cfg, EvalConfig(n=1, max_tokens=8))
+    ]
+    greedy = [[(p["greedy_tier"], p["greedy_reward"]) for p in r["per_task"]] for r in rows]
+    assert greedy[0] == greedy[1] and rows[0]["decode_workers"] == 2  # an evaluation's, split
     with pytest.raises(ValueError, match="decode_workers > 1 needs the model as a name or dir"):
         ev.evaluate((lm, tok), None, harness_tasks[:1], cfg)
     with pytest.raises(ValueError, match="decode_workers must be >= 1, got 0"):
