@@ -10,11 +10,15 @@ For each model (jac-tiny; smollm2-135m imported as f32; as bf16 into a temp dir,
   saving `jacrl.generate`'s shared prefill takes when n > 1 samples share a prompt);
 - an evaluation as a ladder cell runs it (`jacrl.evaluate.complete`): the first `--eval-tasks`
   tasks, each its greedy answer and `--eval-n` samples within the budget `jacrl.token_budget`
-  gives at budget factor 1.5, all decoded in one continuous batch of `batch_size` sequences;
-  beside it, in the same run, the per-chunk path jacrl used before (kept here only as the
-  baseline: greedy answers, then samples, in chunks of `batch_size` sequences, each chunk a new
-  generator that waits for its last sequence): wall time of each, the ratio, aggregate tok/s
-  (new tokens over generation wall, prefill included) and whether the greedy answers agree;
+  gives at budget factor 1.5, all decoded in one continuous batch of `batch_size` sequences
+  (with the decode attention jacrl's loader folds, `jacrl.models.attention`), in this process
+  and split over 2 worker processes of one BLAS thread each (`decode_workers 2`); beside them,
+  in the same run, the per-chunk path jacrl used before (kept here only as the baseline, on
+  mlx-lm's model as loaded: greedy answers, then samples, in chunks of `batch_size` sequences,
+  each chunk a new generator that waits for its last sequence): wall time of each, the ratios,
+  aggregate tok/s (new tokens over generation wall, prefill included) and whether the greedy
+  answers agree. The prefill and decode rows are mlx-lm's model as loaded (no fold); the steps
+  below run after the evaluation, folded as jacrl's are;
 - a LoRA step (SFT's shape: batch 2 of gold examples, the ladder's LoRA on 16 blocks, rank 16,
   no gradient checkpointing) and a GRPO-like step (4 rollouts of 64 tokens decoded together, then
   one LoRA value-and-grad over them).
@@ -171,6 +175,7 @@ def evaluation(model, tok, tasks: int, n: int, path: str = "", workers: int = 2)
     it), side by side on the same tasks, budgets, seed and batch size."""
     from jacrl.config import EvalConfig
     from jacrl.evaluate import complete
+    from jacrl.models.attention import fold_gqa
     from jacrl.tasks.record import prompt_answer, read_tasks
     from jacrl.token_budget import budgets
 
@@ -185,6 +190,7 @@ def evaluation(model, tok, tasks: int, n: int, path: str = "", workers: int = 2)
     )
     old_s = time.perf_counter() - t
     old_tokens = sum(c for row in old_greedy + old_samples for c, _ in row)
+    fold_gqa(model)  # jacrl's loader folds decode attention: the batched paths run as jacrl's do
     timings: dict[str, float] = {}
     greedy, samples = complete(model, tok, prompts, cfg, timings, False, limits)
     new_s = timings["generate"]

@@ -253,3 +253,37 @@ def test_cli_parser():
     assert (args.steps, args.seed, args.func) == (7, 3, run_tiny_model)
     assert args.out is None  # resolved to the project's models/jac-tiny when run
     assert TinyModelConfig().steps == build_parser().parse_args(["tiny-model"]).steps
+
+
+def test_folded_decode_attention_gives_the_same_logits():
+    """`fold_gqa`: the loader folds jac-tiny's attention (Qwen2, 4 query heads on 2 key/value
+    heads); one-token steps over a batch with a left-padded cache (as BatchGenerator keeps it)
+    give logits bit for bit equal to mlx-lm's own attention, and prefill and training shapes
+    take mlx-lm's path. Folding twice changes nothing; a module of another class is left as is."""
+    import mlx.nn as nn
+    from mlx_lm.models import qwen2
+    from mlx_lm.models.cache import BatchKVCache
+
+    from jacrl.models.attention import FOLDED, fold_gqa
+
+    model, _ = models.load("jac-tiny", fresh=True)
+    attn = [layer.self_attn for layer in model.model.layers]
+    assert all(type(a) is FOLDED[qwen2.Attention] for a in attn)
+    assert fold_gqa(model) == len(attn)  # idempotent
+    mx.random.seed(0)
+    prompt = mx.random.randint(0, 4000, (3, 9))
+
+    def logits(folded: bool) -> list:
+        for a in attn:
+            a.__class__ = FOLDED[qwen2.Attention] if folded else qwen2.Attention
+        cache = [BatchKVCache(left_padding=[0, 2, 4]) for _ in attn]
+        out = [model(prompt, cache=cache)]  # prefill: mlx-lm's path either way
+        for t in range(4):  # one-token steps: the folded path
+            out.append(model(mx.array([[5 + t], [6 + t], [7 + t]]), cache=cache))
+        mx.eval(out)
+        return out
+
+    plain, folded = logits(False), logits(True)
+    assert all(mx.array_equal(p, f).item() for p, f in zip(plain, folded, strict=True))
+    other = nn.Sequential(nn.Linear(2, 2))
+    assert fold_gqa(other) == 0 and type(other.layers[0]) is nn.Linear

@@ -10,6 +10,7 @@ import os
 import tomllib
 from pathlib import Path
 
+from jacrl.models.attention import fold_gqa
 from jacrl.models.chat_template import bound_rendering, template_source
 from jacrl.project import ProjectNotFound, find_root, project
 
@@ -137,6 +138,7 @@ def _mlx_load(path: Path, adapter: str | None):
     import mlx_lm  # heavy (MLX): only when a model is loaded
 
     model, tokenizer = mlx_lm.load(str(path), adapter_path=adapter)
+    fold_gqa(model)  # decode steps without a copy of the KV cache per layer (same logits)
     return model, bound_chat_template(tokenizer, path)
 
 
