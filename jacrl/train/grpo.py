@@ -13,9 +13,10 @@ on groups whose rewards differ (DAPO; `grpo_rollouts.fill_batch`), the groups pa
 view over the policy's own arrays (`reference.frozen_view`: no second copy of the weights). The
 completion budget equals the eval budget (`jacrl.config.MAX_TOKENS`). With `parent` (sft -> grpo)
 training continues the parent's adapter, so every artifact is "base + one adapter" and the
-reference model is base + parent adapter. `report_to` (W&B, SwanLab) sends what metrics.jsonl gets
-to a run (`jacrl.train.tracking`; it changes no key). The run's signal (`signal`: how many groups'
-rewards differed, so that the update had a gradient) and the adapter's movement
+reference model is base + parent adapter. A run stopped part way goes on from its last report
+when built again (`jacrl.train.checkpoint`). `report_to` (W&B, SwanLab) sends what metrics.jsonl
+gets to a run (`jacrl.train.tracking`; it changes no key). The run's signal (`signal`: how many
+groups' rewards differed, so that the update had a gradient) and the adapter's movement
 (`adapter_delta`) are in its manifest.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,9 +35,10 @@ from jacrl.models.registry import load
 from jacrl.prompts import SYSTEM_PROMPT, prompt_ids
 from jacrl.ruler.reward import reward_isolation
 from jacrl.tasks.record import prompt_answer
-from jacrl.train import grpo_loop
+from jacrl.train import checkpoint, grpo_loop
 from jacrl.train.artifacts import (
     Artifact,
+    artifact_key,
     build_artifact,
     hash_json,
     key_parts,
@@ -82,7 +85,11 @@ def grpo(
         jsonl.write(tmp / "data" / "train.jsonl", records)
         if val:
             jsonl.write(tmp / "data" / "valid.jsonl", val)
-        summary = train_grpo(base, records, val, cfg, tmp, parent, track=track)
+        resume = checkpoint.resume_dir(tmp)
+        summary = train_grpo(
+            base, records, val, cfg, tmp, parent, track=track, resume=(resume, artifact_key(parts))
+        )
+        shutil.rmtree(resume, ignore_errors=True)  # the run is whole: nothing to resume
         log(
             f"grpo ({cfg.reward_formula}): reward {summary['first_reward_mean']} -> "
             f"{summary['last_reward_mean']}, "
@@ -182,12 +189,15 @@ def train_grpo(
     parent: Artifact | None = None,
     reference: str = "shared",
     track: Tracking | None = None,
+    resume: tuple[Path, str] | None = None,
 ) -> dict:
     """GRPO of `base` (+ the parent's adapter, trained further) on {prompt, answer, system}
     records; writes adapters + adapter_config.json + metrics.jsonl + rollouts.jsonl into out_dir
     (and, with `track`, the same records to its runs); returns a summary for the manifest. With
     beta > 0 the KL reference is the starting policy: `reference` "shared" (a view over the
-    policy's own arrays) or "copy" (a second load of the weights; bench/grpo_step.py)."""
+    policy's own arrays) or "copy" (a second load of the weights; bench/grpo_step.py).
+    resume: (checkpoint dir, artifact key): checkpoints saved there after each report, and the
+    run goes on from the last one found for the key."""
     import mlx.optimizers as optim  # heavy: loaded only when training
 
     warn_slow_blas()
@@ -200,18 +210,35 @@ def train_grpo(
     # dynamic sampling decodes max_draws batches of prompts together
     draws = cfg.max_draws if cfg.dynamic_sampling else 1
     rollout = cfg.rollout_batch or batch * cfg.group_size * draws
+    ck = checkpoint.latest(*resume) if resume else None
     calibration = None
     if cfg.temperature <= 0:
-        temp, calibration = calibrate_temperature(policy, tok, records, cfg)
+        if ck is not None:
+            temp, calibration = ck.state["temperature"], ck.state["calibration"]
+        else:
+            temp, calibration = calibrate_temperature(policy, tok, records, cfg)
         seed_all(cfg.seed)  # training starts from the same random state either way
         cfg = dataclasses.replace(cfg, temperature=temp)
     start = _lora_weights(policy)
     t0 = time.time()
     optimizer = optim.Adam(learning_rate=cfg.learning_rate)
-    with metrics_log(out_dir / "metrics.jsonl", "grpo", track) as metrics:
+    logs = [out_dir / "metrics.jsonl", out_dir / "rollouts.jsonl"]
+    if ck is not None:
+        checkpoint.restore(ck, policy, optimizer, out_dir, logs)
+
+    def save(step: int) -> None:
+        checkpoint.save(
+            resume[0], resume[1], step, policy, optimizer, logs,
+            temperature=cfg.temperature, calibration=calibration,
+        )  # fmt: skip
+
+    with metrics_log(logs[0], "grpo", track) as metrics:
+        if ck is not None:
+            checkpoint.reload(metrics, logs[0])
         grpo_loop.run(
-            policy, ref, tok, records, val, prompts, cfg, batch, optimizer, metrics, out_dir
-        )
+            policy, ref, tok, records, val, prompts, cfg, batch, optimizer, metrics, out_dir,
+            start=ck.step if ck else 0, on_report=save if resume else None,
+        )  # fmt: skip
     grpo_loop.save_adapter(policy, out_dir / "adapters.safetensors")
     return _summary(
         cfg,
@@ -227,6 +254,7 @@ def train_grpo(
         policy,
         [len(p) for p in prompts],
         calibration,
+        ck.step if ck else None,
     )
 
 
@@ -244,6 +272,7 @@ def _summary(
     policy,
     prompt_tokens,
     calibration,
+    resumed_from,
 ) -> dict:
     """The manifest's summary of a GRPO run: its settings as resolved and its metrics' means."""
     tr, steps = metrics.train, metrics.steps
@@ -267,6 +296,7 @@ def _summary(
         "group_reward_std": _mean("group_reward_std", tr),
         "last_kl": tr[-1]["kl"] if tr else None,
         "truncated_mean": _mean("truncated", tr),
+        "resumed_from_step": resumed_from,  # train_s is then this process's part only
         "train_s": round(wall, 2),
         "s_per_iter": round(wall / max(1, cfg.iters), 3),
         "temperature": cfg.temperature,

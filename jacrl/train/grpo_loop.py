@@ -2,13 +2,15 @@
 `nn.value_and_grad`, the optimizer's update, callbacks for reports). Each step: draw the
 batch's rollouts (`grpo_rollouts.draw`: one batched decode, one reward call), their advantages,
 with dynamic sampling the groups with signal, then one update on them (`grpo_loss`), one
-`step` record and, every `steps_per_report` steps, a `train` record of the steps since the last.
+`step` record and, every `steps_per_report` steps, a `train` record of the steps since the last
+(and the run's checkpoint, `jacrl.train.checkpoint`, through `on_report`).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from jacrl.config import GRPOConfig
@@ -148,10 +150,13 @@ def run(
     optimizer,
     metrics: MetricsLog,
     out_dir: Path,
+    start: int = 0,
+    on_report: Callable[[int], None] | None = None,
 ) -> None:
     """cfg.iters steps of GRPO on `records` (prompts: their token ids), logging to `metrics`
     and out_dir/rollouts.jsonl; validation every steps_per_eval steps (and at the first and
-    last) when there are `val` records."""
+    last) when there are `val` records. start: the steps already made (a resumed run: the
+    prompt order is replayed past them); on_report(step) after every report but the last."""
     import numpy as np
     from tqdm.auto import tqdm
 
@@ -160,9 +165,13 @@ def run(
     )
     batches = prompt_batches(len(records), batch, cfg.seed)
     draws = cfg.max_draws if cfg.dynamic_sampling else 1
+    for _ in range(start * draws):
+        next(batches)
     report = _Report()
     policy.train()
-    bar = tqdm(range(1, cfg.iters + 1), desc="grpo", unit="step")
+    bar = tqdm(
+        range(start + 1, cfg.iters + 1), desc="grpo", unit="step", initial=start, total=cfg.iters
+    )
     for it in bar:
         if (
             val
@@ -207,6 +216,8 @@ def run(
         bar.set_postfix(reward=f"{step['reward_mean']:.3f}", kl=f"{m['kl']:.4f}")
         if it % cfg.steps_per_report == 0 or it == cfg.iters:
             metrics.on_train_loss_report(report.record(it, float(optimizer.learning_rate)))
+            if on_report is not None and it < cfg.iters:
+                on_report(it)
 
 
 def save_adapter(policy, path: Path) -> None:
