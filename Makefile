@@ -11,7 +11,7 @@ STAMP := $(VENV)/.jacrl-installed
 T0 := $(shell date +%s)  # when make started: set-up's time is printed apart from the demo's
 UV := uv==0.13.9
 
-.PHONY: setup test demo demo-tiny demo-reference ladder lab tasks mutation clean real-model \
+.PHONY: real-grpo-main setup test demo demo-tiny demo-reference ladder lab tasks mutation clean real-model \
 	real-ladder real-grpo
 
 setup: $(STAMP)
@@ -95,6 +95,30 @@ real-grpo: real-model
 	$(VENV)/bin/jacrl ladder run $(REAL_GRPO) --conditions sft_grpo_lr0,raw_grpo --train-seeds 1,2
 	$(VENV)/bin/jacrl ladder show --results results/smollm2-grpo --figures results/smollm2-grpo/figures
 	$(PY) -m jacrl.report.markdown docs/real-model.md smollm2-grpo results/smollm2-grpo
+
+# The main tasks' GRPO experiment (issue 56): rung 3, 24 holdout tasks; SFT kept at its best graded
+# validation (the loss rises from iteration 0 on the main tasks, so best-by-loss keeps the base);
+# 100 GRPO steps on the pool beyond the rung with 256-token rollouts. Resumable: a stopped run
+# goes on from its last cell and, inside a GRPO cell, from its last report (jacrl.train.checkpoint)
+REAL_GRPO_MAIN := --models smollm2-135m --rungs 3 --gen-limit 24 -n 4 -k 1,2,4 --temperature 0.7 \
+	--budget-factor 1.5 --sft-iters 40 --set sft.learning_rate=1e-4 --set sft.warmup=4 \
+	--set sft.decay_steps=200 --set sft.grad_checkpoint=false --set sft.val_batches=2 \
+	--set sft.steps_per_eval=10 --set sft.keep_best=true --set sft.best_by=reward \
+	--grpo-iters 100 --grpo-prompts beyond --set grpo.batch_size=1 --set grpo.group_size=4 \
+	--set grpo.temperature=0.7 --set grpo.max_completion_length=256 --set grpo.learning_rate=1e-5 \
+	--set grpo.grad_checkpoint=false --set grpo.steps_per_report=10 \
+	--results results/smollm2-main-grpo
+
+real-grpo-main: real-model
+	$(VENV)/bin/jacrl ladder run $(REAL_GRPO_MAIN) --conditions base,sft,sft_grpo --train-seeds 0
+	$(VENV)/bin/jacrl ladder run $(REAL_GRPO_MAIN) --conditions raw_grpo --train-seeds 0
+	$(VENV)/bin/jacrl ladder run $(REAL_GRPO_MAIN) --conditions sft_grpo_lr0 --train-seeds 0
+	$(VENV)/bin/jacrl ladder run $(REAL_GRPO_MAIN) --conditions sft,sft_grpo --train-seeds 1,2
+	$(VENV)/bin/jacrl ladder run $(REAL_GRPO_MAIN) --conditions raw_grpo,sft_grpo_lr0 --train-seeds 1,2
+	$(VENV)/bin/jacrl ladder show --results results/smollm2-main-grpo \
+	  --figures results/smollm2-main-grpo/figures
+	$(PY) -m jacrl.report.markdown docs/real-model.md smollm2-main-grpo results/smollm2-main-grpo \
+	  pivot graded training detail
 
 real-ladder: real-model
 	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 1,3,10 --conditions base,sft,sft_grpo,sft_dpo \
