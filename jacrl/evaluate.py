@@ -67,7 +67,7 @@ from collections.abc import Iterable, Sequence
 from jacrl.blas import blas_record
 from jacrl.config import EvalConfig
 from jacrl.generate import Request, Sample, decode, decode_split
-from jacrl.models.registry import display_path, load, portable, resolve
+from jacrl.models.registry import display_path, load, load_tokenizer, portable, resolve
 from jacrl.provenance import adapter_key, provenance
 from jacrl.results import format_row
 from jacrl.ruler.jacsyntax import idiom_count
@@ -379,7 +379,10 @@ def evaluate(
         (lm, tok), model_dir = model, None
     else:
         model_dir = resolve(model)
-        lm, tok = load(model, adapter)
+        if cfg.decode_workers > 1:  # the workers load the weights; here only the tokenizer
+            lm, tok = None, load_tokenizer(model)
+        else:
+            lm, tok = load(model, adapter)
     timings["load"] = time.perf_counter() - t
     limits = budgets(tok, tasks, cfg.budget_factor, cfg.max_tokens)
     prompts = [tt["prompt"] for tt in tasks]

@@ -18,6 +18,7 @@ from jacrl import evaluate as ev
 from jacrl.cli import evaluate as eval_cli
 from jacrl.config import EvalConfig
 from jacrl.generate import Request, _shares, decode, decode_split, generate
+from jacrl.models import registry
 from jacrl.models.registry import ModelError, load
 from jacrl.results import (
     KINDS,
@@ -182,7 +183,7 @@ def test_greedy_in_a_mixed_batch_is_a_lone_greedy_decode(tiny, harness_tasks):
         generate(lm, tok, prompts[:1], n=1, max_tokens=[3, 4])
 
 
-def test_decode_split_over_worker_processes(tiny, harness_tasks, tmp_path):
+def test_decode_split_over_worker_processes(tiny, harness_tasks, tmp_path, monkeypatch):
     """`decode_split` over 2 one-BLAS-thread worker processes: every greedy answer is `decode`'s
     in one process, the same call gives the same samples, a prompt's sequences stay in one share
     (prefilled once) and the shares balance the work; an evaluation asking for workers with a
@@ -211,9 +212,13 @@ def test_decode_split_over_worker_processes(tiny, harness_tasks, tmp_path):
     with pytest.raises(RuntimeError, match=r"^decode_split: worker 0 exited 1; worker 1 exited 1"):
         decode_split(tmp_path / "broken", None, requests, workers=2)
     cfg = EvalConfig(n=1, max_tokens=8, decode_workers=2)
-    rows = [
-        ev.evaluate(tiny, None, harness_tasks[:2], c) for c in (cfg, EvalConfig(n=1, max_tokens=8))
-    ]
+    with monkeypatch.context() as m:  # the workers load the weights; the parent, the tokenizer
+        m.setattr(registry, "_LOADED", {})  # no cached copy to hide a load
+        m.setattr(registry, "_mlx_load", lambda *a: pytest.fail("the parent loaded the weights"))
+        rows = [ev.evaluate(tiny, None, harness_tasks[:2], cfg)]
+    rows.append(ev.evaluate(tiny, None, harness_tasks[:2], EvalConfig(n=1, max_tokens=8)))
+    tok, (_, loaded) = registry.load_tokenizer(tiny), load(tiny)
+    assert tok.eos_token_ids == loaded.eos_token_ids and tok.encode("x") == loaded.encode("x")
     greedy = [[(p["greedy_tier"], p["greedy_reward"]) for p in r["per_task"]] for r in rows]
     assert greedy[0] == greedy[1] and rows[0]["decode_workers"] == 2  # an evaluation's, split
     with pytest.raises(ValueError, match="decode_workers > 1 needs the model as a name or dir"):

@@ -6,6 +6,7 @@ one loader, strictly offline and cached.
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from pathlib import Path
@@ -131,6 +132,19 @@ def load(model, adapter_path: str | os.PathLike | None = None, *, fresh: bool = 
             _LOADED.pop(next(iter(_LOADED)))
         _LOADED[key] = _mlx_load(path, adapter)
     return _LOADED[key]
+
+
+def load_tokenizer(model):
+    """The tokenizer `load` gives with the model, without loading the weights: what a caller
+    needs whose decoding runs in worker processes that load the model themselves."""
+    if isinstance(model, tuple):
+        return model[1]
+    path = resolve(model)
+    set_offline()
+    from mlx_lm.utils import load_tokenizer as _load
+
+    config = json.loads((path / "config.json").read_text())
+    return bound_chat_template(_load(path, eos_token_ids=config.get("eos_token_id")), path)
 
 
 def _mlx_load(path: Path, adapter: str | None):
