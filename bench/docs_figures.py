@@ -183,12 +183,33 @@ def _lora_cost(d: dict) -> str:
 
 
 # NAME (bench/results/NAME.json) -> its figure's text
+def _job_cost(d: dict) -> str:
+    """bench/job_cost.py's table: each part's CPU and what the bounds leave a job."""
+    parts, total, budget = d["parts_ms"], d["sum_ms"], d["bounds_budget_ms"]
+    lines = [
+        f"{d['measured']} of {d['programs']} programs, a process warmed as the zygote is "
+        f"({d['warmed_rss_mb']} MB), {d['cpus']} cores, load {d['load_start'][0]} at the start.",
+        "",
+        "| part | CPU, child (ms) | CPU, forking side (ms) |",
+        "|---|---|---|",
+        *(f"| {k} | {v['child_ms']} | {v['parent_ms']} |" for k, v in parts.items()),
+        "",
+        "| a sandboxed job | ms of CPU |",
+        "|---|---|",
+        *(f"| {k} | {v} |" for k, v in total.items()),
+        f"| what 20x with the looping programs leaves a job | {budget['with_loops_20x_ms']} |",
+        f"| what 35x without them leaves a job | {budget['without_loops_35x_ms']} |",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 FIGURES: dict[str, Callable[[dict], str]] = {
     "reward_throughput": _reward_throughput,
     "grpo_step": _grpo_step_reward,
     "real_model_speed": _real_model_speed,
     "learnable_baseline": _learnable_baseline,
     "lora_cost": _lora_cost,
+    "job_cost": _job_cost,
 }
 
 
