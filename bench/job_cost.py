@@ -15,9 +15,10 @@ parent's own times for what fork costs the forking side):
 Programs: `bench/reward_throughput.py`'s set without the looping ones (per harness driver the gold
 body, every drop-one-line variant and the garbage body); the mutants are left out, some of them
 loop, and so are the programs still running after CHILD_LIMIT_S (three drop-one-line variants of
-collatz, which loop for ever). Then the arithmetic of the bounds from `bench/results/reward_throughput.json`: the CPU a job
-may cost for 20x with the looping programs and 35x without them, beside what these parts add up
-to. Run on an idle machine (the load is recorded):
+collatz, which loop for ever). Then the arithmetic of the bounds from
+`bench/results/reward_throughput.json`: the CPU a job may cost for 20x with the looping programs
+and 35x without them, beside what these parts add up to. Run on an idle machine (the load is
+recorded):
 
     .venv/bin/python bench/job_cost.py [--json bench/results/job_cost.json]
 """
