@@ -203,6 +203,30 @@ def _job_cost(d: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _grpo_signal_formulas(d: dict) -> str:
+    """bench/grpo_signal_formulas.py's table: a run's groups with signal under each formula."""
+    own = d.get("run")
+    lines = [
+        f"{d['n_rollouts']} rollouts of `{d['rollouts']}`"
+        + (
+            f"; the run trained on `{own['formula']}` at span {own['min_group_span']} and "
+            f"recorded {own['signal_steps']} steps with signal"
+            if own
+            else " (a run in progress: no manifest yet)"
+        )
+        + ".",
+        "",
+        "| formula | min_group_span | steps with signal | mean group span | mean reward |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {r['formula']} | {r['min_group_span']} | {r['steps_with_signal']}/{r['steps']} "
+            f"| {r['mean_span']} | {r['mean_reward']} |"
+            for r in d["table"]
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 FIGURES: dict[str, Callable[[dict], str]] = {
     "reward_throughput": _reward_throughput,
     "grpo_step": _grpo_step_reward,
@@ -210,6 +234,8 @@ FIGURES: dict[str, Callable[[dict], str]] = {
     "learnable_baseline": _learnable_baseline,
     "lora_cost": _lora_cost,
     "job_cost": _job_cost,
+    "grpo_signal_formulas": _grpo_signal_formulas,
+    "grpo_signal_formulas_learnable": _grpo_signal_formulas,
 }
 
 
