@@ -152,6 +152,7 @@ def test_generated_regions_match_their_recorded_runs(tmp_path):
         "smollm2": "smollm2",
         "smollm2-learnable": "smollm2-learnable",
         "smollm2-grpo": "smollm2-grpo",
+        "smollm2-main-grpo": "smollm2-main-grpo",
         "grpo-probe-rung": "smollm2-grpo-probe/rung",
         "grpo-probe-beyond": "smollm2-grpo-probe/beyond",
         "demo-smollm2-135m": "demo-smollm2-135m",
