@@ -33,7 +33,7 @@ from jacrl.tasks.record import prompt_answer, read_tasks, task_id  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("rollouts", type=Path)
     ap.add_argument("--spans", default="0.1,0.02")
     ap.add_argument("--tasks", type=Path, default=ROOT / "data" / "tasks.jsonl")

@@ -86,7 +86,7 @@ def _ms(xs: list[float]) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "job_cost.json"))
     args = ap.parse_args()
 

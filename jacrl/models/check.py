@@ -32,13 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jacrl.config import EvalConfig
-from jacrl.models.registry import (
-    ModelError,
-    bound_chat_template,
-    display_path,
-    resolve,
-    set_offline,
-)
+from jacrl.models.registry import display_path, load_tokenizer, resolve
 from jacrl.prompts import SYSTEM_PROMPT, chat_messages, prompt_ids
 from jacrl.stages import LIMIT_KINDS, STAGES
 from jacrl.tasks.record import meta, prompt_answer, read_tasks
@@ -91,30 +85,6 @@ def default_tasks() -> tuple[list[dict], str]:
         tasks += more
         what += f" + {len(more)} conversion"
     return tasks, f"{what} tasks ({display_path(proj.data)})"
-
-
-def load_tokenizer(path: Path):
-    """The tokenizer exactly as `mlx_lm.load` builds it (its wrapper, config.json's end tokens),
-    without the weights; (tokenizer, config)."""
-    set_offline()
-    from mlx_lm.utils import load_tokenizer as _load
-
-    try:
-        config = json.loads((path / "config.json").read_text())
-    except ValueError as e:
-        raise ModelError(f"{display_path(path / 'config.json')}: not JSON ({e})") from None
-    from transformers.utils import logging as hf_logging
-
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # its warnings about the config are the checks' to report
-    try:
-        tok = _load(path, eos_token_ids=config.get("eos_token_id"))
-    except Exception as e:  # noqa: BLE001 - transformers raises many kinds; all mean "cannot load"
-        msg = " ".join(str(e).split()) or type(e).__name__
-        raise ModelError(f"{display_path(path)}: cannot load its tokenizer: {msg}") from None
-    finally:
-        hf_logging.set_verbosity(level)
-    return bound_chat_template(tok, path), config
 
 
 def _token_names(tok, ids) -> str:
@@ -438,7 +408,8 @@ def check_model(
         if not found:
             raise ValueError(f"no task {task_id!r} in the task set")
         one = found[0]
-    tok, config = load_tokenizer(path)
+    tok = load_tokenizer(path)  # a config.json that is not JSON: its one line here
+    config = json.loads((path / "config.json").read_text())
     c = _Checker(tok, config, path, limits, ev)
     summary = [
         f"model {model} ({display_path(path)}): {config.get('model_type')}, vocabulary "

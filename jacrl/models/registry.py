@@ -135,16 +135,31 @@ def load(model, adapter_path: str | os.PathLike | None = None, *, fresh: bool = 
 
 
 def load_tokenizer(model):
-    """The tokenizer `load` gives with the model, without loading the weights: what a caller
-    needs whose decoding runs in worker processes that load the model themselves."""
+    """The tokenizer `load` gives with the model (mlx-lm's wrapper, config.json's end tokens),
+    without loading the weights: for a caller whose decoding runs in worker processes that load
+    the model themselves, and for `jacrl models check`. A config or tokenizer that cannot be read
+    is one ModelError line naming the file."""
     if isinstance(model, tuple):
         return model[1]
     path = resolve(model)
     set_offline()
     from mlx_lm.utils import load_tokenizer as _load
+    from transformers.utils import logging as hf_logging
 
-    config = json.loads((path / "config.json").read_text())
-    return bound_chat_template(_load(path, eos_token_ids=config.get("eos_token_id")), path)
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except ValueError as e:
+        raise ModelError(f"{display_path(path / 'config.json')}: not JSON ({e})") from None
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # its warnings about the config are `models check`'s to say
+    try:
+        tok = _load(path, eos_token_ids=config.get("eos_token_id"))
+    except Exception as e:  # noqa: BLE001 - transformers raises many kinds; all mean "cannot load"
+        msg = " ".join(str(e).split()) or type(e).__name__
+        raise ModelError(f"{display_path(path)}: cannot load its tokenizer: {msg}") from None
+    finally:
+        hf_logging.set_verbosity(level)
+    return bound_chat_template(tok, path)
 
 
 def _mlx_load(path: Path, adapter: str | None):
