@@ -132,7 +132,7 @@ def training_markdown(rows: list[dict]) -> str:
                     f"{rec['signal_rate']:.3f}" if rec["signal_rate"] is not None else "·",
                     f"{rec['adapter_delta']:.4g}" if rec["adapter_delta"] is not None else "·",
                     tiers or "·",
-                    signal_mark(row) or "learned",
+                    signal_mark(row) or "updated",
                 ]
             )
     if not lines:
