@@ -14,7 +14,7 @@ import pytest
 from jacrl.cli import main
 from jacrl.config import EvalConfig, GRPOConfig, SFTConfig
 from jacrl.models.check import check_model
-from jacrl.models.registry import ModelError
+from jacrl.models.registry import ModelError, load_tokenizer
 from jacrl.tasks.record import read_tasks
 
 TINY_DIR = Path(__file__).resolve().parent.parent / "models" / "jac-tiny"
@@ -259,6 +259,13 @@ def test_unusable_models_are_one_line_errors(tmp_path, tasks, capsys):
     (broken / "tokenizer.json").write_text("{")
     with pytest.raises(ModelError, match="cannot load its tokenizer"):
         check_model(broken, tasks)
+    with pytest.raises(ModelError, match="cannot load its tokenizer"):  # the loader evaluation uses
+        load_tokenizer(broken)
+    garbled = make_model(tmp_path, "garbled", CHATML)
+    (garbled / "config.json").write_text('{"model_type": "qwen2",')
+    with pytest.raises(ModelError, match=r"garbled/config.json: not JSON \(") as e:
+        check_model(garbled, tasks)
+    assert "\n" not in str(e.value)
     nowhere = tmp_path / "nowhere"
     capsys.readouterr()
     assert main(["models", "check", str(nowhere)]) == 2
