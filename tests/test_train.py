@@ -628,3 +628,48 @@ def test_keep_best_keeps_the_adapter_of_the_lowest_validation_loss(tiny, harness
         model, ds, batch_size=1, num_batches=-1, loss=mlx_compat.sft_loss, max_seq_length=2048
     )
     assert float(mx.array(again)) == pytest.approx(loss, rel=1e-4)
+
+
+def _refresh_threads(join: bool = False) -> int:
+    """rich's redraw threads alive (join: once those stopped have ended)."""
+    import threading
+
+    from rich.live import _RefreshThread
+
+    threads = [t for t in threading.enumerate() if isinstance(t, _RefreshThread)]
+    for t in threads if join else ():
+        t.join(timeout=5)
+    return sum(t.is_alive() for t in threads)
+
+
+def test_mlx_lm_training_draws_no_live_bar_in_a_kernel(monkeypatch):
+    """In a Jupyter kernel rich redraws mlx-lm's training bar as a widget ten times a second (a
+    ladder cell's papermill once stopped reading that flood and hung); inside
+    `no_live_bar_in_a_kernel` there it runs no redraw thread, while its report lines still
+    print, and outside a kernel the bar is drawn as before."""
+    import io
+
+    from mlx_lm import cli_ui
+    from mlx_lm.tuner import trainer
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=80)
+    monkeypatch.setattr(cli_ui, "make_console", lambda: console)
+    drawn = trainer.TrainUI
+    with mlx_compat.no_live_bar_in_a_kernel(kernel=False), trainer.TrainUI(4) as ui:
+        assert _refresh_threads() == 1  # the bar mlx-lm draws: the control
+        ui.advance()
+    assert _refresh_threads(join=True) == 0
+    with mlx_compat.no_live_bar_in_a_kernel(kernel=True), trainer.TrainUI(4) as ui:
+        assert _refresh_threads() == 0
+        ui.advance()
+        ui.report_train(1, 0.5, 100.0, 2000)
+        with ui.val_task(2) as step:
+            step()
+    assert "0.500" in out.getvalue()  # the report line
+    assert trainer.TrainUI is drawn  # put back
+    # rich's own test decides when none is given: a console it deems a kernel's
+    monkeypatch.setattr(cli_ui, "make_console", lambda: Console(file=out, force_jupyter=True))
+    with mlx_compat.no_live_bar_in_a_kernel():
+        assert trainer.TrainUI is not drawn

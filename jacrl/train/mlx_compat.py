@@ -6,6 +6,8 @@ iterator that trains every example every epoch, the SFT loss, the metrics callba
 * `iterate_all` is mlx-lm's batch iterator, except that the len % batch_size remainder is
   trained too (mlx-lm drops it).
 * GRPO is jacrl's own: `grpo_loop`, `grpo_rollouts`, `grpo_loss`.
+* `no_live_bar_in_a_kernel`: mlx-lm's trainer without its live progress bar inside a Jupyter
+  kernel (the report lines stay).
 * `MetricsLog` writes metrics.jsonl: one JSON object per report, `{"event": "train"|"val",
   "stage", "time", ...}`. SFT train events: `train_loss`, `learning_rate`,
   `iterations_per_second`, `tokens_per_second`, `trained_tokens`, `peak_memory` (GB); val events:
@@ -30,6 +32,7 @@ importing `jacrl.train` (for `Artifact`, the CLI's help, ...) must not load them
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -52,6 +55,36 @@ def warn_slow_blas() -> None:
             "which re-execs with it.",
             stacklevel=3,
         )
+
+
+@contextlib.contextmanager
+def no_live_bar_in_a_kernel(kernel: bool | None = None):
+    """Within it, mlx-lm's trainer draws no live progress bar when it runs in a Jupyter kernel
+    (`kernel` None: rich's own test, the one that would make the bar a widget). The bar is a rich
+    `Live` redrawn ten times a second, as a widget in a kernel: a 12-minute SFT sends thousands
+    of iopub messages, and a ladder cell's papermill, reading them slowly on a loaded host,
+    stopped reading at all and waited for ever behind a finished cell (seen: 2.8 MB queued in
+    the kernel, 0.7 MB unread at papermill). The train and val report lines still print; in a
+    terminal the bar is drawn as before."""
+    from mlx_lm import cli_ui
+    from mlx_lm.tuner import trainer
+
+    if not (cli_ui.make_console().is_jupyter if kernel is None else kernel):
+        yield
+        return
+    drawn = trainer.TrainUI
+
+    class Quiet(drawn):
+        def __init__(self, total_iters: int, rank: int = 0):
+            super().__init__(total_iters, rank=rank)
+            self._progress = cli_ui.make_train_progress(self._console, disable=True)
+            self._task = self._progress.add_task("train", total=total_iters)
+
+    trainer.TrainUI = Quiet
+    try:
+        yield
+    finally:
+        trainer.TrainUI = drawn
 
 
 def seed_all(value: int) -> None:

@@ -29,6 +29,7 @@ from jacrl.train.artifacts import (
 from jacrl.train.mlx_compat import (
     iterate_all,
     lora_model,
+    no_live_bar_in_a_kernel,
     seed_all,
     sft_loss,
     sliced_head_ok,
@@ -179,16 +180,17 @@ def train_sft(
         graded = list(graded_tasks)[: cfg.graded_valid]
         grade = (lambda m: graded_reward(m, tok, graded)) if cfg.best_by == "reward" else None
         best = BestWeights(metrics, model, grade)
-        train(
-            model=model,
-            optimizer=optim.Adam(learning_rate=_schedule(cfg)),
-            train_dataset=train_ds,
-            val_dataset=valid_ds,
-            args=args,
-            loss=sft_loss,
-            iterate_batches=batches,
-            training_callback=best,
-        )
+        with no_live_bar_in_a_kernel():
+            train(
+                model=model,
+                optimizer=optim.Adam(learning_rate=_schedule(cfg)),
+                train_dataset=train_ds,
+                val_dataset=valid_ds,
+                args=args,
+                loss=sft_loss,
+                iterate_batches=batches,
+                training_callback=best,
+            )
     if cfg.keep_best and best.weights is not None:
         best.save(out_dir / "adapters.safetensors")
     wall = time.time() - t0
