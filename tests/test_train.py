@@ -656,7 +656,7 @@ def test_mlx_lm_training_draws_no_live_bar_in_a_kernel(monkeypatch):
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=80)
     monkeypatch.setattr(cli_ui, "make_console", lambda: console)
-    drawn = trainer.TrainUI
+    drawn = cli_ui.make_train_progress
     with mlx_compat.no_live_bar_in_a_kernel(kernel=False), trainer.TrainUI(4) as ui:
         assert _refresh_threads() == 1  # the bar mlx-lm draws: the control
         ui.advance()
@@ -668,8 +668,11 @@ def test_mlx_lm_training_draws_no_live_bar_in_a_kernel(monkeypatch):
         with ui.val_task(2) as step:
             step()
     assert "0.500" in out.getvalue()  # the report line
-    assert trainer.TrainUI is drawn  # put back
+    assert cli_ui.make_train_progress is drawn  # put back
     # rich's own test decides when none is given: a console it deems a kernel's
     monkeypatch.setattr(cli_ui, "make_console", lambda: Console(file=out, force_jupyter=True))
     with mlx_compat.no_live_bar_in_a_kernel():
-        assert trainer.TrainUI is not drawn
+        assert cli_ui.make_train_progress is not drawn
+        with trainer.TrainUI(4) as ui:
+            assert _refresh_threads() == 0
+            ui.advance()

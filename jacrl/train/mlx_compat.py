@@ -67,24 +67,20 @@ def no_live_bar_in_a_kernel(kernel: bool | None = None):
     the kernel, 0.7 MB unread at papermill). The train and val report lines still print; in a
     terminal the bar is drawn as before."""
     from mlx_lm import cli_ui
-    from mlx_lm.tuner import trainer
 
     if not (cli_ui.make_console().is_jupyter if kernel is None else kernel):
         yield
         return
-    drawn = trainer.TrainUI
+    drawn = cli_ui.make_train_progress  # what mlx-lm's TrainUI makes its bar with
 
-    class Quiet(drawn):
-        def __init__(self, total_iters: int, rank: int = 0):
-            super().__init__(total_iters, rank=rank)
-            self._progress = cli_ui.make_train_progress(self._console, disable=True)
-            self._task = self._progress.add_task("train", total=total_iters)
+    def disabled(console, *, disable: bool = False):
+        return drawn(console, disable=True)
 
-    trainer.TrainUI = Quiet
+    cli_ui.make_train_progress = disabled
     try:
         yield
     finally:
-        trainer.TrainUI = drawn
+        cli_ui.make_train_progress = drawn
 
 
 def seed_all(value: int) -> None:
