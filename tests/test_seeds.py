@@ -470,3 +470,81 @@ def test_a_trained_one_seed_control_pairs_with_its_own_seed():
     assert S.paired_stat({0: base}, a).pairing == "broadcast"
     other = S.paired_stat(a, {7: dict(lr0, train_seed=7)})
     assert other.pairing == "broadcast" and other.seeds == 3 and other.diff < 0
+
+
+# -------------------------------------------------------------------------------------------
+# paired comparisons on the graded measures (where pass@1 sits at its floor)
+# -------------------------------------------------------------------------------------------
+
+
+def graded_seed(row: dict, seed: int, tiers: list[str], rewards: list[float] | None) -> dict:
+    """`row` under train seed `seed` with no exact pass, each task's greedy tier (and reward,
+    unless None: a row made before rewards were kept) as given."""
+    x = seeded(row, seed, [t == "exact" for t in tiers])
+    for i, t in enumerate(x["per_task"]):
+        t["greedy_tier"] = tiers[i]
+        t.pop("greedy_reward", None)
+        if rewards is not None:
+            t["greedy_reward"] = rewards[i]
+    return x
+
+
+def test_graded_comparisons_pair_seeds_and_tasks_where_pass1_is_zero():
+    """sft_grpo makes 6 more of 30 answers compile and 2 of them run on every seed, with no exact
+    pass anywhere: the pass@1 comparison is 0, the graded ones see the gain, paired by seed and
+    task; rows without rewards give no reward line, and an unknown measure is refused."""
+    n, rows = 30, []
+    for s, k in enumerate([3, 9, 15]):  # sft: k tasks compile, the rest none
+        sft = ["compiles"] * k + ["none"] * (n - k)
+        grpo = ["runs"] * 2 + ["compiles"] * (k + 4) + ["none"] * (n - k - 6)
+        rows.append(graded_seed(real("r3/jac-tiny/sft/gen"), s, sft, [0.1] * k + [0.0] * (n - k)))
+        reward = [0.3] * 2 + [0.1] * (k + 4) + [0.0] * (n - k - 6)
+        rows.append(graded_seed(real("r3/jac-tiny/sft_grpo/gen"), s, grpo, reward))
+    df = S.seed_comparisons(rows, pairs=[("sft", "sft_grpo")], measures=S.MEASURES)
+    got = df.set_index("measure")
+    assert list(got.index) == ["exact", "compile", "run", "reward"]
+    assert (got.loc["exact", "diff_pct"], got.loc["exact", "hi"]) == (0.0, 0.0)
+    assert got.loc["compile", "diff_pct"] == pytest.approx(100 * 6 / 30, abs=0.01)
+    assert got.loc["run", "diff_pct"] == pytest.approx(100 * 2 / 30, abs=0.01)
+    assert got.loc["reward", "diff_pct"] == pytest.approx(100 * (2 * 0.3 + 4 * 0.1) / 30, abs=0.01)
+    assert (
+        (got.seeds == 3).all() and (got.n == n).all() and (got.lo[["compile", "reward"]] > 0).all()
+    )
+    # two tasks gained: a resample of tasks can miss both, so run's interval reaches 0
+    assert got.loc["run", "lo"] == 0 and 0.5 < got.loc["run", "above0"] < 1
+    table = S.graded_comparison_table(df)
+    assert list(table.measure) == ["compile", "run", "reward"]
+    assert table["b - a [95% CI]"].iloc[2].startswith("+0.033 [+0.0")  # reward in its units
+    assert (
+        list(S.comparison_table(df).columns).count("a %") == 1 and len(S.comparison_table(df)) == 1
+    )
+    # rows made before the reward was kept: no reward line, the tiers still compare
+    old = [
+        graded_seed(r, r["train_seed"], [t["greedy_tier"] for t in r["per_task"]], None)
+        for r in rows
+    ]
+    got_old = S.seed_comparisons(old, pairs=[("sft", "sft_grpo")], measures=S.GRADED)
+    assert list(got_old.measure) == ["compile", "run"]
+    with pytest.raises(ValueError, match="unknown measure pass2"):
+        S.seed_comparisons(rows, measures=("pass2",))
+
+
+def test_show_prints_the_graded_comparisons_of_seeded_cells():
+    rows = [
+        r
+        for r in copy.deepcopy(ROWS)
+        if r["tag"] not in ("r1/jac-tiny/sft/gen", "r1/jac-tiny/sft/mem")
+    ]
+    sft = real("r1/jac-tiny/sft/gen")
+    n = len(sft["per_task"])
+    rows += [
+        graded_seed(sft, s, ["compiles"] * k + ["none"] * (n - k), [0.1] * k + [0.0] * (n - k))
+        for s, k in enumerate([1, 2, 3])
+    ]
+    text = report.show_text(rows)
+    head = "the same pairs on gen's graded measures"
+    assert head in text
+    block = text.split(head)[1]
+    assert "compile" in block and "sft" in block
+    # the committed jac-tiny base rows kept no reward: its pairs have compile and run lines only
+    assert " reward " not in block.split("\n\n")[0]

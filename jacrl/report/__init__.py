@@ -42,7 +42,8 @@ that has no such record (`ladder show` lists them).
                 `figures_note`
     seeds.py    aggregation over training seeds (`train_seed`): `seed_summary` (mean pass@1, each
                 seed's, a seeds x tasks bootstrap interval; Wilson with one seed),
-                `seed_comparisons` (paired by seed and task id), `seed_table`, `comparison_table`
+                `seed_comparisons` (paired by seed and task id, on pass@1 or a graded measure),
+                `seed_table`, `comparison_table`, `graded_comparison_table`
     settings.py the settings a row was made with (`settings_of`), rows picked by them
                 (`where_rows`: `ladder show --where n=8`), mixed settings flagged (`mixed_lines`)
     tables.py   `frame`, `pivot`, `ladder_table`, `mcnemar_vs_base`, `format_comparison`,
@@ -86,6 +87,7 @@ from jacrl.report.seeds import (
     SEED_COLUMNS,
     bootstrap_means,
     comparison_table,
+    graded_comparison_table,
     paired_stat,
     seed_comparisons,
     seed_stat,
@@ -167,6 +169,7 @@ __all__ = [
     "SEED_COLUMNS",
     "bootstrap_means",
     "comparison_table",
+    "graded_comparison_table",
     "paired_stat",
     "seed_comparisons",
     "seed_stat",

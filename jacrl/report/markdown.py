@@ -16,7 +16,9 @@ from jacrl.report.families import family_seed_table
 from jacrl.report.graded import signal_mark, signal_marks
 from jacrl.report.rows import latest_rows, load_rows
 from jacrl.report.seeds import (
+    GRADED,
     comparison_table,
+    graded_comparison_table,
     seed_comparisons,
     seed_groups,
     seed_summary,
@@ -144,11 +146,21 @@ def training_markdown(rows: list[dict]) -> str:
 def seeds_markdown(rows: list[dict]) -> str:
     """Across training seeds: each condition's mean with its seeds x tasks interval (when a cell
     has several seeds), then the paired comparisons (each condition against base and against
-    the condition it continues, paired over seeds x tasks; with one seed, over tasks)."""
+    the condition it continues, paired over seeds x tasks; with one seed, over tasks) on greedy
+    pass@1, then on the graded measures of the holdout (gen) where the rows recorded them."""
     summary = seed_summary(rows)
     seeded = not summary.empty and bool((summary.seeds > 1).any())
     head = _frame_md(seed_table(summary)) + "\n" if seeded else "(one training seed per cell)\n\n"
-    return head + _frame_md(comparison_table(seed_comparisons(rows)))
+    comparisons = seed_comparisons(rows, measures=("exact", *GRADED))
+    out = head + _frame_md(comparison_table(comparisons))
+    graded = graded_comparison_table(comparisons[comparisons.kind == "gen"])
+    if graded.empty:
+        return out
+    note = (
+        "\nThe same pairs on the holdout's graded measures (greedy; compile, run: % of tasks; "
+        "reward: the mean tiered reward):\n\n"
+    )
+    return out + note + _frame_md(graded.drop(columns="kind"))
 
 
 def families_markdown(rows: list[dict]) -> str:

@@ -47,6 +47,7 @@ from jacrl.report.rows import (
     line_fields,
     variant_of,
 )
+from jacrl.samples import COMPILED, TIERS
 from jacrl.stats import wilson
 from jacrl.tasks.splits import RUNGS
 
@@ -55,6 +56,26 @@ RNG_SEED = 0  # the bootstrap's fixed seed: the report is deterministic
 BOOTSTRAP = "seeds x tasks bootstrap"
 WILSON = "wilson (1 seed)"
 NO_OUTCOMES = "none (no per-task outcomes)"
+RAN = TIERS[:2]  # the greedy tiers whose program ran to a clean exit (right output or not)
+# what a task's greedy answer scores under each measure the comparisons can pair on: where
+# pass@1 sits at its floor, the graded ones (compiles, runs, mean tiered reward) still rank
+MEASURES = ("exact", "compile", "run", "reward")
+GRADED = MEASURES[1:]
+
+
+def task_value(task: Mapping, measure: str = "exact") -> float | None:
+    """A task's greedy outcome under `measure`: 1/0 for exact, compile and run, the tiered reward
+    for reward; None when the row did not record what it needs (rows made before the tier or
+    the reward was kept)."""
+    if measure == "exact":
+        return float(bool(task["greedy_exact"]))
+    if measure == "reward":
+        r = task.get("greedy_reward")
+        return None if r is None else float(r)
+    tier = task.get("greedy_tier")
+    if measure not in ("compile", "run"):
+        raise ValueError(f"unknown measure {measure!r} (measures: {', '.join(MEASURES)})")
+    return None if tier is None else float(tier in (COMPILED if measure == "compile" else RAN))
 
 
 def default_pairs() -> tuple[tuple[str, str], ...]:
@@ -122,14 +143,20 @@ def interval(means: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def outcomes(by_seed: Mapping[int, Mapping]) -> tuple[list[str], np.ndarray] | None:
-    """(task ids every seed graded, sorted; seeds x tasks matrix of greedy exact outcomes, rows
-    in the mapping's order), or None when a row has no per-task outcomes or no id is shared."""
+def outcomes(
+    by_seed: Mapping[int, Mapping], measure: str = "exact"
+) -> tuple[list[str], np.ndarray] | None:
+    """(task ids every seed graded, sorted; seeds x tasks matrix of greedy outcomes under
+    `measure` (`task_value`), rows in the mapping's order), or None when a row has no per-task
+    outcomes, a task lacks the measure, or no id is shared."""
     per = []
     for row in by_seed.values():
         if not row.get("per_task"):
             return None
-        per.append({t["id"]: float(bool(t["greedy_exact"])) for t in row["per_task"]})
+        vals = {t["id"]: task_value(t, measure) for t in row["per_task"]}
+        if None in vals.values():
+            return None
+        per.append(vals)
     ids = sorted(set.intersection(*(set(p) for p in per))) if per else []
     if not ids:
         return None
@@ -381,8 +408,10 @@ def paired_stat(
     b: Mapping[int, Mapping],
     resamples: int = RESAMPLES,
     rng_seed: int = RNG_SEED,
+    measure: str = "exact",
 ) -> PairedStat | None:
-    """b - a of two groups' rows ({train seed: row}), paired by train seed and task id: on the
+    """b - a of two groups' rows ({train seed: row}) under `measure` (`task_value`; exact: greedy
+    pass@1), paired by train seed and task id: on the
     seeds both have, or, when one group has a single seed and the other several, that seed
     against each of the other's (`broadcast`) where its row does not depend on a training seed
     (an untrained condition: base) or the other has not got its seed. A trained one-seed group
@@ -401,7 +430,7 @@ def paired_stat(
         return None
     na, nb = len({id(r) for r in a.values()}), len({id(r) for r in b.values()})
     both = {("a", s): a[s] for s in seeds} | {("b", s): b[s] for s in seeds}
-    got = outcomes(both)
+    got = outcomes(both, measure)
     if got is None:
         return None
     _, x = got
@@ -425,6 +454,7 @@ COMPARE_COLUMNS = [
     "model",
     "rung",
     "kind",
+    "measure",
     "vs",
     "a",
     "b",
@@ -442,11 +472,14 @@ COMPARE_COLUMNS = [
 ]
 
 
-def _rec(model, rung, kind, vs, a_label, b_label, st: PairedStat, cond, fmt, paired) -> dict:
+def _rec(
+    model, rung, kind, measure, vs, a_label, b_label, st: PairedStat, cond, fmt, paired
+) -> dict:
     return {
         "model": model,
         "rung": rung,
         "kind": kind,
+        "measure": measure,
         "vs": vs,
         "a": a_label,
         "b": b_label,
@@ -472,13 +505,19 @@ def seed_comparisons(
     pairs: Sequence[tuple[str, str]] | None = None,
     resamples: int = RESAMPLES,
     rng_seed: int = RNG_SEED,
+    measures: Sequence[str] = ("exact",),
 ) -> pd.DataFrame:
     """Paired comparisons over seeds x tasks, b - a in percentage points (`diff_pct`, its 95 %
-    interval `lo`-`hi`, `above0` the share of resamples above 0): `vs` `condition` for each
+    interval `lo`-`hi`, `above0` the share of resamples above 0; for `reward` the mean reward x
+    100), a line for each of `measures` (`task_value`; exact: greedy pass@1; a pair without what a
+    measure needs has no line for it): `vs` `condition` for each
     (a, b) of `pairs` at the same model, rung, kind, format and paired (None: `default_pairs`);
     `vs` `format` for paired hole-fill (a) against conversion (b) of the same condition.
     `a_seeds`/`b_seeds` each side's seeds, `seeds` the seed pairs, `n` the paired task ids.
     Sorted model, rung, then b's condition order."""
+    bad = [m for m in measures if m not in MEASURES]
+    if bad:
+        raise ValueError(f"unknown measure {', '.join(bad)} (measures: {', '.join(MEASURES)})")
     groups = seed_groups(rows)
     recs = []
     for (model, rung, cond, kind, fmt, paired), b in groups.items():
@@ -486,13 +525,16 @@ def seed_comparisons(
             a = groups.get((model, rung, a_cond, kind, fmt, paired))
             if b_cond != cond or a is None:
                 continue
-            st = paired_stat(a, b, resamples, rng_seed)
-            if st is not None:
+            for measure in measures:
+                st = paired_stat(a, b, resamples, rng_seed, measure)
+                if st is None:
+                    continue
                 recs.append(
                     _rec(
                         model,
                         rung,
                         kind,
+                        measure,
                         "condition",
                         condition_label(a_cond, fmt, paired),
                         condition_label(b_cond, fmt, paired),
@@ -503,14 +545,15 @@ def seed_comparisons(
                     )
                 )
         hole = groups.get((model, rung, cond, kind, "hole", True))
-        if fmt == "conversion" and hole is not None:
-            st = paired_stat(hole, b, resamples, rng_seed)
+        for measure in measures if fmt == "conversion" and hole is not None else ():
+            st = paired_stat(hole, b, resamples, rng_seed, measure)
             if st is not None:
                 recs.append(
                     _rec(
                         model,
                         rung,
                         kind,
+                        measure,
                         "format",
                         condition_label(cond, "hole", True),
                         condition_label(cond, fmt, paired),
@@ -531,17 +574,20 @@ def seed_comparisons(
         _c=df.condition.map(cr),
         _v=[_variant_rank(f, p) for f, p in zip(df.format, df.paired, strict=True)],
         _k=df.kind.map({"gen": 0, "mem": 1}),
+        _m=df.measure.map({m: i for i, m in enumerate(MEASURES)}),
     )
-    df = df.sort_values(["model", "_k", "_r", "_vs", "_c", "_v", "a"])
+    df = df.sort_values(["model", "_k", "_r", "_vs", "_c", "_v", "a", "_m"])
     return df[COMPARE_COLUMNS].reset_index(drop=True)
 
 
 def comparison_table(comparisons: pd.DataFrame, min_seeds: int = 1) -> pd.DataFrame:
-    """`seed_comparisons` for printing (those with a side of at least `min_seeds` seeds): each
-    side's pass@1, the difference as `diff [lo, hi]` and `P(>0)`."""
+    """`seed_comparisons` for printing (those with a side of at least `min_seeds` seeds; greedy
+    pass@1 only, `graded_comparison_table` prints the rest): each side's pass@1, the difference
+    as `diff [lo, hi]` and `P(>0)`."""
     if comparisons.empty:
         return comparisons
     c = comparisons[comparisons[["a_seeds", "b_seeds"]].max(axis=1) >= min_seeds]
+    c = c[c.measure == "exact"]
     return pd.DataFrame(
         {
             "model": c.model,
@@ -556,6 +602,41 @@ def comparison_table(comparisons: pd.DataFrame, min_seeds: int = 1) -> pd.DataFr
             "b - a [95% CI]": [
                 f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]"
                 for d, lo, hi in zip(c.diff_pct, c.lo, c.hi, strict=True)
+            ],
+            "P(>0)": c.above0,
+        }
+    ).reset_index(drop=True)
+
+
+def graded_comparison_table(comparisons: pd.DataFrame, min_seeds: int = 1) -> pd.DataFrame:
+    """The graded lines of `seed_comparisons` (compile, run: % of tasks; reward: the mean tiered
+    reward) for printing, those with a side of at least `min_seeds` seeds: each side's value, the
+    difference `b - a [lo, hi]` (points; reward in its own units) and `P(>0)`."""
+    if comparisons.empty:
+        return comparisons
+    c = comparisons[comparisons[["a_seeds", "b_seeds"]].max(axis=1) >= min_seeds]
+    c = c[c.measure.isin(GRADED)]
+    scale = [0.01 if m == "reward" else 1.0 for m in c.measure]
+    digits = [3 if m == "reward" else 1 for m in c.measure]
+
+    def fmt(v: float, k: float, d: int, sign: str = "") -> str:
+        return f"{v * k:{sign}.{d}f}"
+
+    return pd.DataFrame(
+        {
+            "model": c.model,
+            "rung": c.rung,
+            "kind": c.kind,
+            "measure": c.measure,
+            "a": c.a,
+            "b": c.b,
+            "seeds": [f"{x}/{y}" for x, y in zip(c.a_seeds, c.b_seeds, strict=True)],
+            "n": c.n,
+            "a value": [fmt(v, k, d) for v, k, d in zip(c.a_pct, scale, digits, strict=True)],
+            "b value": [fmt(v, k, d) for v, k, d in zip(c.b_pct, scale, digits, strict=True)],
+            "b - a [95% CI]": [
+                f"{fmt(x, k, d, '+')} [{fmt(lo, k, d, '+')}, {fmt(hi, k, d, '+')}]"
+                for x, lo, hi, k, d in zip(c.diff_pct, c.lo, c.hi, scale, digits, strict=True)
             ],
             "P(>0)": c.above0,
         }

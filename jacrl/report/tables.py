@@ -24,7 +24,9 @@ from jacrl.report.rows import (
     variant_of,
 )
 from jacrl.report.seeds import (
+    GRADED,
     comparison_table,
+    graded_comparison_table,
     seed_comparisons,
     seed_lines,
     seed_summary,
@@ -508,7 +510,8 @@ def show_text(rows: list[dict], include_stale: bool = False, where: Sequence[str
                 "bootstrap CI], each seed's value (train seed: %), their sd",
                 seed_table(summary, min_seeds=2).to_string(index=False),
             ]
-            ct = comparison_table(seed_comparisons(rows), min_seeds=2)
+            comparisons = seed_comparisons(rows, measures=("exact", *GRADED))
+            ct = comparison_table(comparisons, min_seeds=2)
             if not ct.empty:
                 parts += [
                     "",
@@ -516,6 +519,14 @@ def show_text(rows: list[dict], include_stale: bool = False, where: Sequence[str
                     "bootstrap CI], P(>0) = share of resamples above 0 (seeds a/b: a "
                     "single seed is paired with each of the other's)",
                     ct.to_string(index=False),
+                ]
+            gt = graded_comparison_table(comparisons[comparisons.kind == "gen"], min_seeds=2)
+            if not gt.empty:
+                parts += [
+                    "",
+                    "the same pairs on gen's graded measures (greedy; compile, run: % of tasks, "
+                    "b - a in points; reward: the mean tiered reward)",
+                    gt.drop(columns="kind").to_string(index=False),
                 ]
     parts += settings_parts(rows, where, total)
     if note:
