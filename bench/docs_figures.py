@@ -98,19 +98,33 @@ def _evaluation(record: dict) -> list[str]:
         f"at factor {e['budget_factor']}, batch {e['batch_size']}; per-chunk (before issue 57), "
         "batched (one continuous batch, one process)"
         + (f" and split ({w} worker processes of one BLAS thread, `decode_workers`)" if w else "")
-        + " in the same run; tok/s = new tokens over generation wall, prefill included.",
+        + " in the same run; tok/s = new tokens over generation wall, prefill included; decode "
+        "tok/s = tokens decoded over the decode phase (after prefill; split: the workers' rates "
+        "added, and all tokens over the slowest worker's phase); prefill / decode s: the batched "
+        "path's, and each split worker's (after loading the model).",
         "",
         "| model | per-chunk s | batched s | split s | speedup batched / split | per-chunk tok/s "
-        "| batched tok/s | split tok/s | greedy answers equal |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| batched tok/s | split tok/s | prefill / decode s | decode tok/s batched / split "
+        "| greedy answers equal |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, e in evs:
-        sp = e.get("split")
+        sp, b = e.get("split"), e["batched"]
+        phases = f"{b['prefill_s']} / {b['decode_s']}" if "decode_s" in b else "·"
+        if sp and "per_worker" in sp:
+            phases += "; " + ", ".join(
+                f"{w['prefill_s']} / {w['decode_s']}" for w in sp["per_worker"]
+            )
+        rates = f"{b.get('decode_tok_s', '·')} / " + (
+            f"{sp['decode_tok_s']} ({sp['decode_tok_s_slowest']})"
+            if sp and "decode_tok_s" in sp
+            else "·"
+        )
         lines.append(
-            f"| {name} | {e['per_chunk']['s']} | {e['batched']['s']} | "
+            f"| {name} | {e['per_chunk']['s']} | {b['s']} | "
             f"{sp['s'] if sp else '·'} | {e['speedup']}x / "
             f"{str(e['split_speedup']) + 'x' if sp else '·'} | {e['per_chunk']['tok_s']} | "
-            f"{e['batched']['tok_s']} | {sp['tok_s'] if sp else '·'} | "
+            f"{b['tok_s']} | {sp['tok_s'] if sp else '·'} | {phases} | {rates} | "
             f"{e['greedy_same']}/{e['tasks']}"
             + (f", {e['split_greedy_same']}/{e['tasks']}" if sp else "")
             + " |"
@@ -118,17 +132,22 @@ def _evaluation(record: dict) -> list[str]:
     real = [e for name, e in evs if name != "jac-tiny"]
     if real:
 
-        def best(e: dict) -> tuple[float, float]:  # (speedup, tok/s) of its faster path
+        def best(e: dict) -> tuple[float, float]:  # (speedup, decode tok/s) of its faster path
             if "split" in e and e["split"]["s"] < e["batched"]["s"]:
-                return e["split_speedup"], e["split"]["tok_s"]
-            return e["speedup"], e["batched"]["tok_s"]
+                sp = e["split"]
+                return e["split_speedup"], sp.get("decode_tok_s_slowest", sp["tok_s"])
+            return e["speedup"], e["batched"].get("decode_tok_s", e["batched"]["tok_s"])
 
-        met = all(best(e)[0] >= EVAL_SPEEDUP_GOAL and best(e)[1] >= DECODE_GOAL for e in real)
+        fast = all(best(e)[0] >= EVAL_SPEEDUP_GOAL for e in real)
+        decode = all(best(e)[1] >= DECODE_GOAL for e in real)
         lines += [
             "",
-            f"Goal, an evaluation >= {EVAL_SPEEDUP_GOAL}x faster than per-chunk and >= "
-            f"{DECODE_GOAL} tok/s inside it on this host: {'MET' if met else 'NOT met'} "
-            f"(best path: {', '.join(f'{x}x, {y} tok/s' for x, y in map(best, real))}).",
+            f"Goals on this host: an evaluation >= {EVAL_SPEEDUP_GOAL}x faster than per-chunk: "
+            f"{'MET' if fast else 'NOT met'} (best path: "
+            f"{', '.join(f'{x}x' for x, _ in map(best, real))}); decode inside it >= "
+            f"{DECODE_GOAL} tok/s: {'MET' if decode else 'NOT met'} (the conservative figure, "
+            f"all tokens over the slowest worker's decode phase: "
+            f"{', '.join(f'{y} tok/s' for _, y in map(best, real))}).",
         ]
     return lines
 

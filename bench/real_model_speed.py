@@ -16,9 +16,11 @@ For each model (jac-tiny; smollm2-135m imported as f32; as bf16 into a temp dir,
   in the same run, the per-chunk path jacrl used before (kept here only as the baseline, on
   mlx-lm's model as loaded: greedy answers, then samples, in chunks of `batch_size` sequences,
   each chunk a new generator that waits for its last sequence): wall time of each, the ratios,
-  aggregate tok/s (new tokens over generation wall, prefill included) and whether the greedy
-  answers agree. The prefill and decode rows are mlx-lm's model as loaded (no fold); the steps
-  below run after the evaluation, folded as jacrl's are;
+  aggregate tok/s (new tokens over generation wall, prefill included), the decode phase's own
+  tok/s (tokens decoded over the time after prefill, `jacrl.generate.decode`'s timing; split:
+  the workers' rates added, they decode side by side, and all tokens over the slowest worker's
+  decode phase) and whether the greedy answers agree. The prefill and decode rows are mlx-lm's
+  model as loaded (no fold); the steps below run after the evaluation, folded as jacrl's are;
 - a LoRA step (SFT's shape: batch 2 of gold examples, the ladder's LoRA on 16 blocks, rank 16,
   no gradient checkpointing) and a GRPO-like step (4 rollouts of 64 tokens decoded together, then
   one LoRA value-and-grad over them).
@@ -192,23 +194,33 @@ def evaluation(model, tok, tasks: int, n: int, path: str = "", workers: int = 2)
     old_tokens = sum(c for row in old_greedy + old_samples for c, _ in row)
     fold_gqa(model)  # jacrl's loader folds decode attention: the batched paths run as jacrl's do
     timings: dict[str, float] = {}
-    greedy, samples = complete(model, tok, prompts, cfg, timings, False, limits)
+    one: dict = {}
+    greedy, samples = complete(model, tok, prompts, cfg, timings, False, limits, None, one)
     new_s = timings["generate"]
     new_tokens = sum(s.tokens for s in greedy) + sum(s.tokens for row in samples for s in row)
     split = {}
     if path:
         cfg_w = dataclasses.replace(cfg, decode_workers=workers)
+        parts: dict = {}
         greedy_w, samples_w = complete(
-            model, tok, prompts, cfg_w, timings, False, limits, (path, None)
+            model, tok, prompts, cfg_w, timings, False, limits, (path, None), parts
         )
         w_s = timings["generate"]
         w_tokens = sum(s.tokens for s in greedy_w) + sum(s.tokens for r in samples_w for s in r)
+        per = parts["workers"]
         split = {
             "split": {
                 "workers": workers,
                 "s": round(w_s, 2),
                 "tokens": w_tokens,
                 "tok_s": _rate(w_tokens, w_s),
+                "per_worker": [{k: round(v, 2) for k, v in w.items()} for w in per],
+                # the workers decode side by side: their decode-phase rates add up; the
+                # conservative figure spreads every token over the slowest worker's phase
+                "decode_tok_s": round(sum(w["tokens"] / w["decode_s"] for w in per), 1),
+                "decode_tok_s_slowest": _rate(
+                    sum(w["tokens"] for w in per), max(w["decode_s"] for w in per)
+                ),
             },
             "split_speedup": round(old_s / w_s, 2),
             "split_greedy_same": sum(
@@ -226,7 +238,14 @@ def evaluation(model, tok, tasks: int, n: int, path: str = "", workers: int = 2)
             "tokens": old_tokens,
             "tok_s": _rate(old_tokens, old_s),
         },
-        "batched": {"s": round(new_s, 2), "tokens": new_tokens, "tok_s": _rate(new_tokens, new_s)},
+        "batched": {
+            "s": round(new_s, 2),
+            "tokens": new_tokens,
+            "tok_s": _rate(new_tokens, new_s),
+            "prefill_s": round(one["prefill_s"], 2),
+            "decode_s": round(one["decode_s"], 2),
+            "decode_tok_s": _rate(one["tokens"], one["decode_s"]),
+        },
         "speedup": round(old_s / new_s, 2),
         "greedy_same": sum(g.text == o[0][1] for g, o in zip(greedy, old_greedy, strict=True)),
         **split,

@@ -302,11 +302,13 @@ def complete(
     progress: bool,
     limits: list[int],
     source: tuple | None = None,
+    decode_timing: dict | None = None,
 ) -> tuple[list[Sample], list[list[Sample]]]:
     """The greedy completion and cfg.n samples of every prompt, each within its token budget
     (`limits`), decoded together in one batch (each prompt prefilled once), or split over
     cfg.decode_workers processes that load `source` (model, adapter) themselves; the time goes
-    in `timings`."""
+    in `timings`, the decode's own split of it in `decode_timing` (`decode`'s `timing`; split:
+    `decode_split`'s)."""
     t = time.perf_counter()
     greedy = [Request(p, 1, 0.0, m) for p, m in zip(prompts, limits, strict=True)]
     sampled = [Request(p, cfg.n, cfg.temperature, m) for p, m in zip(prompts, limits, strict=True)]
@@ -325,9 +327,18 @@ def complete(
             seed=cfg.seed,
             batch_size=cfg.batch_size,
             progress=bar,
+            timing=decode_timing,
         )
     else:
-        out = decode(lm, tok, requests, seed=cfg.seed, batch_size=cfg.batch_size, progress=bar)
+        out = decode(
+            lm,
+            tok,
+            requests,
+            seed=cfg.seed,
+            batch_size=cfg.batch_size,
+            progress=bar,
+            timing=decode_timing,
+        )
     timings["generate"] = time.perf_counter() - t
     samples = out[len(prompts) :] if cfg.n > 0 else [[] for _ in prompts]
     return [s[0] for s in out[: len(prompts)]], samples

@@ -18,6 +18,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import time
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
@@ -104,6 +105,7 @@ def decode(
     batch_size: int = EvalConfig.batch_size,
     system: str = SYSTEM_PROMPT,
     progress: str = "",
+    timing: dict | None = None,
 ) -> list[list[Sample]]:
     """Every request's completions, decoded together: one mlx-lm BatchGenerator keeps up to
     `batch_size` sequences of any prompts and settings decoding at once (continuous batching: a
@@ -111,7 +113,9 @@ def decode(
     sequences are about to enter, and its cache serves all of them (greedy and samples alike), so
     at most about one batch of prompt caches is alive at a time. Seeded: the same call gives the
     same samples; another mix of requests draws other random numbers, but a greedy completion
-    does not depend on its batch (tests/test_evaluate.py). Returns one list per request."""
+    does not depend on its batch (tests/test_evaluate.py). Returns one list per request.
+    timing: a dict given is filled with `prefill_s` (prefilling the prompts), `decode_s` (the
+    rest of the call: the decode steps), `tokens` (tokens decoded, end tokens included)."""
     # mlx is heavy and absent where only the executor or the reward is used: imported on use
     import mlx.core as mx
     from mlx_lm.generate import BatchGenerator
@@ -144,12 +148,15 @@ def decode(
     bar = tqdm(total=total, desc=progress, unit="seq", disable=not progress)
     live: dict[int, tuple[int, int]] = {}  # uid -> (request, sample)
     toks: dict[int, list[int]] = {}
+    start, prefill_s, decoded = time.perf_counter(), 0.0, 0
     try:
         while pending or live:
             while pending and len(live) < batch_size:  # room: the next prompt's sequences
                 prompt, seqs = pending.popleft()
                 ids = prompt_ids(tokenizer, prompt, system)
+                t = time.perf_counter()
                 cache = _prefilled(model, ids)
+                prefill_s += time.perf_counter() - t
                 uids = gen.insert(
                     [ids[-1:]] * len(seqs),
                     [requests[i].max_tokens for i, _ in seqs],
@@ -162,6 +169,7 @@ def decode(
             responses = gen.next_generated()
             if not responses:
                 raise RuntimeError(f"the generator stopped with {len(live)} sequences unfinished")
+            decoded += len(responses)
             for r in responses:
                 toks[r.uid].append(r.token)
                 if r.finish_reason is not None:
@@ -175,6 +183,9 @@ def decode(
     finally:
         gen.close()
         bar.close()
+    if timing is not None:
+        total = time.perf_counter() - start
+        timing.update(prefill_s=prefill_s, decode_s=total - prefill_s, tokens=decoded)
     return out  # type: ignore[return-value]
 
 
@@ -188,6 +199,7 @@ def decode_split(
     batch_size: int = EvalConfig.batch_size,
     system: str = SYSTEM_PROMPT,
     progress: str = "",
+    timing: dict | None = None,
 ) -> list[list[Sample]]:
     """`decode` of `requests` split over `workers` processes, each loading `model` (registry name
     or dir) + `adapter` itself and decoding its share with one BLAS thread. Why: MLX's CPU ops
@@ -197,14 +209,28 @@ def decode_split(
     evaluation). A prompt's sequences stay in one worker (prefilled once there); prompts go to
     the least-loaded share, the largest token budget first. Worker w draws from seed + w x
     SEED_STRIDE, so the same call with the same `workers` gives the same samples; a greedy
-    completion is `decode`'s (it does not depend on its batch). workers 1: `decode` here."""
+    completion is `decode`'s (it does not depend on its batch). workers 1: `decode` here.
+    timing: a dict given gets `workers`, each worker's `decode` timing with its `load_s`
+    (loading the model and adapter), in share order."""
     if workers < 1:
         raise ValueError(f"decode workers must be >= 1, not {workers}")
     if workers == 1:
+        t = time.perf_counter()
         lm, tok = load(model, adapter)
-        return decode(
-            lm, tok, requests, seed=seed, batch_size=batch_size, system=system, progress=progress
+        one = {"load_s": time.perf_counter() - t}
+        out = decode(
+            lm,
+            tok,
+            requests,
+            seed=seed,
+            batch_size=batch_size,
+            system=system,
+            progress=progress,
+            timing=one,
         )
+        if timing is not None:
+            timing["workers"] = [one]
+        return out
     model = resolve(model)  # an unknown model: its one-line error here, before any worker
     shares = _shares(requests, workers)
     out: list[list[Sample] | None] = [None] * len(requests)
@@ -244,21 +270,34 @@ def decode_split(
             bar.close()
         if failed:
             raise RuntimeError(f"decode_split: {'; '.join(failed)} (the workers' errors are above)")
+        worker_timing = []
         for share, (_, result) in zip(shares, procs, strict=True):
-            for i, got in zip(share, pickle.loads(result.read_bytes()), strict=True):
-                out[i] = got
+            got, spent = pickle.loads(result.read_bytes())
+            for i, samples in zip(share, got, strict=True):
+                out[i] = samples
+            worker_timing.append(spent)
+    if timing is not None:
+        timing["workers"] = worker_timing
     return out  # type: ignore[return-value]
 
 
 def _decode_share(job: Path, result: Path) -> None:
-    """One worker of `decode_split` (its own process): the job's share decoded, the samples
-    pickled into `result`."""
+    """One worker of `decode_split` (its own process): the job's share decoded, the samples and
+    the worker's timing pickled into `result`."""
     j = pickle.loads(job.read_bytes())
+    t = time.perf_counter()
     lm, tok = load(j["model"], j["adapter"])
+    spent = {"load_s": time.perf_counter() - t}
     got = decode(
-        lm, tok, j["requests"], seed=j["seed"], batch_size=j["batch_size"], system=j["system"]
+        lm,
+        tok,
+        j["requests"],
+        seed=j["seed"],
+        batch_size=j["batch_size"],
+        system=j["system"],
+        timing=spent,
     )
-    result.write_bytes(pickle.dumps(got))
+    result.write_bytes(pickle.dumps((got, spent)))
 
 
 def _shares(requests: Sequence[Request], workers: int) -> list[list[int]]:

@@ -171,8 +171,12 @@ def test_greedy_in_a_mixed_batch_is_a_lone_greedy_decode(tiny, harness_tasks):
     lone = [_lone_greedy(lm, tok, p, b) for p, b in zip(prompts, budgets, strict=True)]
     requests = [Request(p, 1, 0.0, b) for p, b in zip(prompts, budgets, strict=True)]
     requests += [Request(p, 3, 1.0, b) for p, b in zip(prompts, budgets, strict=True)]
-    mixed = decode(lm, tok, requests, seed=3, batch_size=4)
+    timing = {}
+    mixed = decode(lm, tok, requests, seed=3, batch_size=4, timing=timing)
     assert [r[0].text for r in mixed[:3]] == lone
+    # every decoded token counted (a finished sequence's end token too), each part timed
+    drawn = sum(len(s.ids) for r in mixed for s in r)
+    assert timing["tokens"] == drawn and timing["prefill_s"] > 0 and timing["decode_s"] > 0
     for r, req in zip(mixed, requests, strict=True):
         assert len(r) == req.n and all(s.tokens <= req.max_tokens for s in r)
         assert all(s.truncated == (s.tokens == req.max_tokens) for s in r)
@@ -192,9 +196,13 @@ def test_decode_split_over_worker_processes(tiny, harness_tasks, tmp_path, monke
     prompts = [t["prompt"] for t in harness_tasks[:3]]
     requests = [Request(p, 1, 0.0, 10) for p in prompts]
     requests += [Request(p, 2, 1.0, 10) for p in prompts]
-    split = decode_split(tiny, None, requests, workers=2, seed=3)
+    timing = {}
+    split = decode_split(tiny, None, requests, workers=2, seed=3, timing=timing)
     assert [r[0].text for r in split[:3]] == [r[0].text for r in decode(lm, tok, requests[:3])]
     assert [len(r) for r in split] == [r.n for r in requests]
+    workers = timing["workers"]  # each worker's own: its load, prefill, decode and tokens
+    assert len(workers) == 2 and all(w["load_s"] > 0 and w["decode_s"] > 0 for w in workers)
+    assert sum(w["tokens"] for w in workers) == sum(len(s.ids) for r in split for s in r)
     assert decode_split(tiny, None, requests, workers=2, seed=3) == split  # seeded
     shares = _shares(requests, 2)
     assert sorted(i for s in shares for i in s) == list(range(6))
