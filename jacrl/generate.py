@@ -23,7 +23,6 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 from tqdm.auto import tqdm
 
 from jacrl.config import MAX_TOKENS, EvalConfig
@@ -114,8 +113,7 @@ def decode(
     sequences are about to enter, and its cache serves all of them (greedy and samples alike), so
     at most about one batch of prompt caches is alive at a time. Seeded: the same call gives the
     same samples; another mix of requests draws other random numbers, but a greedy completion
-    does not depend on its batch (tests/test_evaluate.py). Plain temperature sampling draws with
-    `TemperatureSampler`, top-p / top-k with mlx-lm's sampler. Returns one list per request.
+    does not depend on its batch (tests/test_evaluate.py). Returns one list per request.
     timing: a dict given is filled with `prefill_s` (prefilling the prompts), `decode_s` (the
     rest of the call: the decode steps), `tokens` (tokens decoded, end tokens included)."""
     # mlx is heavy and absent where only the executor or the reward is used: imported on use
@@ -124,17 +122,12 @@ def decode(
     from mlx_lm.sample_utils import make_sampler
 
     samplers: dict[tuple, object] = {}  # one per setting: a batch of one setting samples at once
-    rng = np.random.default_rng(seed)  # the temperature samplers' draws, in batch order
     groups: dict[str, list[tuple[int, int]]] = {}  # prompt -> its (request, sample) sequences
     for i, r in enumerate(requests):
         if r.max_tokens < 1:
             raise ValueError(f"request {i}: max_tokens must be >= 1, not {r.max_tokens}")
         groups.setdefault(r.prompt, []).extend((i, j) for j in range(r.n))
-        if _setting(r) in samplers:
-            continue
-        if r.temperature and not (r.top_p or r.top_k):
-            samplers[_setting(r)] = TemperatureSampler(r.temperature, rng)
-        else:
+        if _setting(r) not in samplers:
             samplers[_setting(r)] = make_sampler(temp=r.temperature, top_p=r.top_p, top_k=r.top_k)
     out: list[list[Sample | None]] = [[None] * r.n for r in requests]
     # the longest budgets enter first: the batch's tail, when nothing waits, is the short ones
@@ -194,45 +187,6 @@ def decode(
         total = time.perf_counter() - start
         timing.update(prefill_s=prefill_s, decode_s=total - prefill_s, tokens=decoded)
     return out  # type: ignore[return-value]
-
-
-class TemperatureSampler:
-    """An mlx-lm sampler: a token per row of `logprobs` (rows x vocabulary) drawn from
-    softmax(logprobs / temperature) by inverse CDF, in numpy, with `rng`'s uniforms. mlx-lm's own
-    (`mx.random.categorical`, Gumbel-max) draws random bits and takes two logarithms for every
-    vocabulary entry of every row, on one core without vector code in the mlx-cpu wheel: about a
-    tenth of a SmolLM2 decode step at 30 sequences. Here a row costs one vectorised exp over the
-    vocabulary and one uniform. The CDF is found block by block (sums in float64), so no entry's
-    share is rounded away by a running sum over 49 k entries; an entry of probability 0 is never
-    drawn. Same distribution as mlx-lm's, other random numbers (tests/test_evaluate.py)."""
-
-    BLOCK = 1024
-
-    def __init__(self, temperature: float, rng: np.random.Generator):
-        if temperature <= 0:
-            raise ValueError(f"TemperatureSampler needs a temperature > 0, not {temperature}")
-        self.inv_t = 1.0 / temperature
-        self.rng = rng
-
-    def __call__(self, logprobs):
-        import mlx.core as mx
-
-        rows = np.asarray(logprobs.astype(mx.float32))
-        return mx.array([self._draw(r) for r in rows.reshape(-1, rows.shape[-1])], dtype=mx.uint32)
-
-    def _draw(self, row: np.ndarray) -> int:
-        weights = np.exp((row - row.max()) * np.float32(self.inv_t))
-        pad = -len(weights) % self.BLOCK
-        blocks = np.pad(weights, (0, pad)).reshape(-1, self.BLOCK).sum(axis=1, dtype=np.float64)
-        upto = np.cumsum(blocks)
-        u = self.rng.random() * upto[-1]
-        b = min(int(np.searchsorted(upto, u, side="right")), len(upto) - 1)
-        block = weights[b * self.BLOCK : (b + 1) * self.BLOCK]
-        within = np.cumsum(block, dtype=np.float64)
-        i = int(np.searchsorted(within, u - (upto[b - 1] if b else 0.0), side="right"))
-        if i >= len(block):  # the block's sum and its running sum rounded apart: its last entry
-            i = int(np.flatnonzero(block)[-1])
-        return b * self.BLOCK + i
 
 
 def decode_split(

@@ -17,7 +17,7 @@ from jacrl import code_graph, provenance, results
 from jacrl import evaluate as ev
 from jacrl.cli import evaluate as eval_cli
 from jacrl.config import EvalConfig
-from jacrl.generate import Request, TemperatureSampler, _shares, decode, decode_split, generate
+from jacrl.generate import Request, _shares, decode, decode_split, generate
 from jacrl.models import registry
 from jacrl.models.registry import ModelError, load
 from jacrl.results import (
@@ -612,36 +612,3 @@ def test_a_rows_summary_names_each_figure_and_best_of_k():
     text = format_row(_row(bestofk=b))
     assert "  avg osim " in text and "  truncated " in text
     assert "best-of-4 deploy" in text and "50.0%  (coverage 75.0%, oracle 75.0%)" in text
-
-
-def test_the_temperature_sampler_draws_softmax_over_t():
-    """`TemperatureSampler` draws token i with probability softmax(logprobs / T)_i: 20 000 draws
-    over a 3000-token vocabulary (three blocks, the last one partial), mass on entries at block
-    edges, agree with it by a chi-square test at T = 0.7 and T = 1.5 (fixed seeds: a verdict, not
-    a coin flip); an entry at -inf is never drawn; rows of one call draw independently; the same
-    seed draws the same tokens."""
-    import mlx.core as mx
-    import numpy as np
-
-    vocab, hot = 3000, [0, 1023, 1024, 2047, 2048, 2999]
-    lp = np.full(vocab, -40.0, dtype=np.float32)
-    lp[hot] = [0.0, -0.5, -1.0, -1.5, -2.0, -0.2]
-    lp[5] = -np.inf
-    for t in (0.7, 1.5):
-        draw = TemperatureSampler(t, np.random.default_rng(7))
-        got = np.array(draw(mx.array(np.tile(lp, (20_000, 1)))))
-        p = np.exp(lp[hot] / t) / np.exp(lp / t).sum()
-        seen = np.array([(got == h).sum() for h in hot])
-        assert seen.sum() == len(got)  # nothing outside the hot entries (they hold ~all mass)
-        chi2 = float((((seen - len(got) * p) ** 2) / (len(got) * p)).sum())
-        assert chi2 < 20.5, (t, seen, len(got) * p)  # 5 degrees of freedom, p = 0.001
-    rows = mx.array(np.stack([lp, np.roll(lp, 1)] * 50))  # odd rows: every entry one to the right
-    first = np.array(TemperatureSampler(1.0, np.random.default_rng(3))(rows))
-    assert first.shape == (100,) and set((first[1::2].astype(int) - 1) % vocab) <= set(hot)
-    assert len(set(first[::2])) > 1  # rows draw on their own
-    again = np.array(TemperatureSampler(1.0, np.random.default_rng(3))(rows))
-    assert again.tolist() == first.tolist()  # seeded
-    other = np.array(TemperatureSampler(1.0, np.random.default_rng(4))(rows))
-    assert other.tolist() != first.tolist()
-    with pytest.raises(ValueError, match="temperature > 0"):
-        TemperatureSampler(0.0, np.random.default_rng(0))
