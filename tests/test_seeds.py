@@ -18,6 +18,7 @@ import pytest
 from jacrl import recipe as R
 from jacrl import report
 from jacrl.recipe import decide
+from jacrl.report import compare as C
 from jacrl.report import seeds as S
 from jacrl.stats import wilson
 
@@ -158,10 +159,10 @@ def test_several_seeds_without_per_task_outcomes_have_no_interval():
 def test_a_condition_against_itself_is_zero_with_a_tight_interval():
     rows = group(real("r1/jac-tiny/sft/gen"), [3, 15, 27], n=30)
     g = S.seed_groups(rows)[("jac-tiny", "1", "sft", "gen", "hole", False)]
-    st = S.paired_stat(g, g)
+    st = C.paired_stat(g, g)
     assert (st.diff, st.lo, st.hi, st.above0) == (0.0, 0.0, 0.0, 0.0)
     assert st.pairing == "seed" and st.seeds == 3 and st.tasks == 30
-    df = S.seed_comparisons(rows, pairs=[("sft", "sft")])
+    df = C.seed_comparisons(rows, pairs=[("sft", "sft")])
     assert len(df) == 1 and (df.diff_pct[0], df.lo[0], df.hi[0]) == (0.0, 0.0, 0.0)
 
 
@@ -177,7 +178,7 @@ def test_pairing_by_seed_sees_a_gain_the_seeds_spread_hides():
     rows = base + sft + grpo
     summary = S.seed_summary(rows).set_index("condition")
     assert summary.loc["sft_grpo", "ci_lo"] < summary.loc["sft", "ci_hi"]  # overlap
-    df = S.seed_comparisons(rows)
+    df = C.seed_comparisons(rows)
     got = df[(df.a == "sft") & (df.b == "sft_grpo")].iloc[0]
     assert got.pairing == "seed" and got.seeds == 3 and got.n == n
     # above0 < 1 only where a draw of seed 0 alone misses its three gained tasks
@@ -191,12 +192,12 @@ def test_format_comparison_over_seeds_pairs_hole_and_conversion_of_one_condition
     row = real("r1/jac-tiny/sft/gen")
     hole = group(row, [2, 3, 4], paired=True, format="hole")
     conv = group(row, [3, 4, 5], paired=True, format="conversion")
-    df = S.seed_comparisons(hole + conv)
+    df = C.seed_comparisons(hole + conv)
     f = df[df.vs == "format"]
     assert list(zip(f.a, f.b, strict=True)) == [("sft/hole", "sft/conversion")]
     assert f.diff_pct.iloc[0] == pytest.approx(100 / 6, abs=0.01) and f.seeds.iloc[0] == 3
     unpaired = group(row, [2, 3, 4])  # hole-fill of an unpaired plan: not compared
-    assert S.seed_comparisons(unpaired + conv).query("vs == 'format'").empty
+    assert C.seed_comparisons(unpaired + conv).query("vs == 'format'").empty
 
 
 # -------------------------------------------------------------------------------------------
@@ -323,13 +324,13 @@ def test_a_format_comparison_names_its_model_and_is_seeded():
     """seed_comparisons (vs format): the record names its model, and its bootstrap uses the
     seed given (the same figures as paired_stat's with it); above0 is a share, to 4 places."""
     hole, conv = _format_pair()
-    f = S.seed_comparisons(hole + conv, resamples=500, rng_seed=7).query("vs == 'format'")
+    f = C.seed_comparisons(hole + conv, resamples=500, rng_seed=7).query("vs == 'format'")
     assert list(f.model) == ["jac-tiny"] and list(f.kind) == ["gen"]
-    st = S.paired_stat(dict(enumerate(hole)), dict(enumerate(conv)), 500, 7)
+    st = C.paired_stat(dict(enumerate(hole)), dict(enumerate(conv)), 500, 7)
     assert f.above0.iloc[0] == round(st.above0, 4)
     assert (f.lo.iloc[0], f.hi.iloc[0]) == (round(100 * st.lo, 2), round(100 * st.hi, 2))
     assert 0 < st.above0 < 1
-    table = S.comparison_table(S.seed_comparisons(hole + conv))
+    table = C.comparison_table(C.seed_comparisons(hole + conv))
     assert list(table.seeds) == ["3/3"] and list(table.columns)[5] == "seeds"
 
 
@@ -374,11 +375,11 @@ def _base_and_sft(**fields):
 
 def test_a_condition_comparison_uses_the_seed_given():
     base, sft = _base_and_sft()
-    c = S.seed_comparisons(base + sft, pairs=[("base", "sft")], resamples=500, rng_seed=7)
-    st = S.paired_stat(dict(enumerate(base)), dict(enumerate(sft)), 500, 7)
+    c = C.seed_comparisons(base + sft, pairs=[("base", "sft")], resamples=500, rng_seed=7)
+    st = C.paired_stat(dict(enumerate(base)), dict(enumerate(sft)), 500, 7)
     assert list(c.vs) == ["condition"] and c.above0.iloc[0] == round(st.above0, 4)
     assert (c.lo.iloc[0], c.hi.iloc[0]) == (round(100 * st.lo, 2), round(100 * st.hi, 2))
-    other = S.paired_stat(dict(enumerate(base)), dict(enumerate(sft)), 500, 0)
+    other = C.paired_stat(dict(enumerate(base)), dict(enumerate(sft)), 500, 0)
     assert (st.lo, st.hi, st.above0) != (other.lo, other.hi, other.above0)
 
 
@@ -387,7 +388,7 @@ def test_comparisons_list_hole_fill_before_conversion():
     (the table's format order), though "base/conversion" sorts before "base/hole" as text."""
     hole = _base_and_sft(paired=True, format="hole")
     conv = _base_and_sft(paired=True, format="conversion")
-    c = S.seed_comparisons([*hole[0], *hole[1], *conv[0], *conv[1]], pairs=[("base", "sft")])
+    c = C.seed_comparisons([*hole[0], *hole[1], *conv[0], *conv[1]], pairs=[("base", "sft")])
     cond = c[c.vs == "condition"]
     assert list(cond.a) == ["base/hole", "base/conversion"]
     assert list(cond.b) == ["sft/hole", "sft/conversion"]
@@ -465,10 +466,10 @@ def test_a_trained_one_seed_control_pairs_with_its_own_seed():
     lr0 = seeded(real("r3/jac-tiny/sft_grpo/gen"), 0, 3, n, condition="sft_grpo_lr0")
     base = seeded(real("r3/jac-tiny/base/gen"), 0, 0, n)
     a = {s: r for s, r in enumerate(sft)}
-    own = S.paired_stat(a, {0: lr0})
+    own = C.paired_stat(a, {0: lr0})
     assert own.pairing == "seed" and own.seeds == 1 and (own.diff, own.lo, own.hi) == (0, 0, 0)
-    assert S.paired_stat({0: base}, a).pairing == "broadcast"
-    other = S.paired_stat(a, {7: dict(lr0, train_seed=7)})
+    assert C.paired_stat({0: base}, a).pairing == "broadcast"
+    other = C.paired_stat(a, {7: dict(lr0, train_seed=7)})
     assert other.pairing == "broadcast" and other.seeds == 3 and other.diff < 0
 
 
@@ -500,7 +501,7 @@ def test_graded_comparisons_pair_seeds_and_tasks_where_pass1_is_zero():
         rows.append(graded_seed(real("r3/jac-tiny/sft/gen"), s, sft, [0.1] * k + [0.0] * (n - k)))
         reward = [0.3] * 2 + [0.1] * (k + 4) + [0.0] * (n - k - 6)
         rows.append(graded_seed(real("r3/jac-tiny/sft_grpo/gen"), s, grpo, reward))
-    df = S.seed_comparisons(rows, pairs=[("sft", "sft_grpo")], measures=S.MEASURES)
+    df = C.seed_comparisons(rows, pairs=[("sft", "sft_grpo")], measures=S.MEASURES)
     got = df.set_index("measure")
     assert list(got.index) == ["exact", "compile", "run", "reward"]
     assert (got.loc["exact", "diff_pct"], got.loc["exact", "hi"]) == (0.0, 0.0)
@@ -512,21 +513,21 @@ def test_graded_comparisons_pair_seeds_and_tasks_where_pass1_is_zero():
     )
     # two tasks gained: a resample of tasks can miss both, so run's interval reaches 0
     assert got.loc["run", "lo"] == 0 and 0.5 < got.loc["run", "above0"] < 1
-    table = S.graded_comparison_table(df)
+    table = C.graded_comparison_table(df)
     assert list(table.measure) == ["compile", "run", "reward"]
     assert table["b - a [95% CI]"].iloc[2].startswith("+0.033 [+0.0")  # reward in its units
     assert (
-        list(S.comparison_table(df).columns).count("a %") == 1 and len(S.comparison_table(df)) == 1
+        list(C.comparison_table(df).columns).count("a %") == 1 and len(C.comparison_table(df)) == 1
     )
     # rows made before the reward was kept: no reward line, the tiers still compare
     old = [
         graded_seed(r, r["train_seed"], [t["greedy_tier"] for t in r["per_task"]], None)
         for r in rows
     ]
-    got_old = S.seed_comparisons(old, pairs=[("sft", "sft_grpo")], measures=S.GRADED)
+    got_old = C.seed_comparisons(old, pairs=[("sft", "sft_grpo")], measures=S.GRADED)
     assert list(got_old.measure) == ["compile", "run"]
     with pytest.raises(ValueError, match="unknown measure pass2"):
-        S.seed_comparisons(rows, measures=("pass2",))
+        C.seed_comparisons(rows, measures=("pass2",))
 
 
 def test_show_prints_the_graded_comparisons_of_seeded_cells():

@@ -381,12 +381,13 @@ def grpo_vs_sft(
 ) -> dict[str, list[dict]]:
     """{model label: per arm with rows at the model's E, the arm against sft there}: greedy
     pass@1 `arm - sft` (fractions) paired by train seed and task id with its 95 % seeds x tasks
-    bootstrap interval `lo`-`hi` and `above0` (`jacrl.report.seeds.paired_stat`; with one seed a
+    bootstrap interval `lo`-`hi` and `above0` (`jacrl.report.compare.paired_stat`; with one seed a
     side, the bootstrap over tasks alone, and `mcnemar_p` as `ladder show`'s McNemar);
     `better` = lo > 0, `worse` = hi < 0. Each item: condition, rung, sft_seeds, arm_seeds,
     pairing, seeds, n, sft, arm, diff, lo, hi, above0, better, worse, mcnemar_p (None with
     several seeds)."""
-    from jacrl.report.seeds import outcomes, paired_stat
+    from jacrl.report.compare import paired_stat
+    from jacrl.report.seeds import outcomes
 
     seeded = rows_by_seed(rows)
     out: dict[str, list[dict]] = {}

@@ -41,9 +41,9 @@ that has no such record (`ladder show` lists them).
     stale.py    `stale_reasons`, `mark_stale`; `figure_stale_reasons`, `stale_figures`,
                 `figures_note`
     seeds.py    aggregation over training seeds (`train_seed`): `seed_summary` (mean pass@1, each
-                seed's, a seeds x tasks bootstrap interval; Wilson with one seed),
-                `seed_comparisons` (paired by seed and task id, on pass@1 or a graded measure),
-                `seed_table`, `comparison_table`, `graded_comparison_table`
+                seed's, a seeds x tasks bootstrap interval; Wilson with one seed), `seed_table`
+    compare.py  `seed_comparisons` (paired by seed and task id, on pass@1 or a graded measure),
+                `comparison_table`, `graded_comparison_table`
     settings.py the settings a row was made with (`settings_of`), rows picked by them
                 (`where_rows`: `ladder show --where n=8`), mixed settings flagged (`mixed_lines`)
     tables.py   `frame`, `pivot`, `ladder_table`, `mcnemar_vs_base`, `format_comparison`,
@@ -55,6 +55,13 @@ that has no such record (`ladder show` lists them).
                 PDF), the training curves (matplotlib)
 """
 
+from jacrl.report.compare import (
+    COMPARE_COLUMNS,
+    comparison_table,
+    graded_comparison_table,
+    paired_stat,
+    seed_comparisons,
+)
 from jacrl.report.families import family_table, plot_families
 from jacrl.report.figures import (
     plot_curves,
@@ -83,13 +90,8 @@ from jacrl.report.rows import (
     variant_of,
 )
 from jacrl.report.seeds import (
-    COMPARE_COLUMNS,
     SEED_COLUMNS,
     bootstrap_means,
-    comparison_table,
-    graded_comparison_table,
-    paired_stat,
-    seed_comparisons,
     seed_stat,
     seed_summary,
     seed_table,

@@ -12,14 +12,16 @@ import pandas as pd
 from jacrl import jsonl
 from jacrl.conditions import CONDITIONS
 from jacrl.project import CELL_TIMES_FILE, ROWS_FILE
+from jacrl.report.compare import (
+    comparison_table,
+    graded_comparison_table,
+    seed_comparisons,
+)
 from jacrl.report.families import family_seed_table
 from jacrl.report.graded import signal_mark, signal_marks
 from jacrl.report.rows import latest_rows, load_rows
 from jacrl.report.seeds import (
     GRADED,
-    comparison_table,
-    graded_comparison_table,
-    seed_comparisons,
     seed_groups,
     seed_summary,
     seed_table,

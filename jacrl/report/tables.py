@@ -10,6 +10,11 @@ import pandas as pd
 
 from jacrl.conditions import baseline
 from jacrl.config import DEFAULT_FORMULA
+from jacrl.report.compare import (
+    comparison_table,
+    graded_comparison_table,
+    seed_comparisons,
+)
 from jacrl.report.graded import NO_SIGNAL, NO_UPDATE, fmt_graded, graded, signal_marks
 from jacrl.report.rows import (
     COND_ORDER,
@@ -25,9 +30,6 @@ from jacrl.report.rows import (
 )
 from jacrl.report.seeds import (
     GRADED,
-    comparison_table,
-    graded_comparison_table,
-    seed_comparisons,
     seed_lines,
     seed_summary,
     seed_table,
@@ -430,11 +432,41 @@ def _fresh_rows(rows: list[dict], include_stale: bool) -> tuple[list[dict], str]
     return rows, note
 
 
+def _seed_parts(rows: list[dict], summary: pd.DataFrame) -> list[str]:
+    """`show_text`'s lines about cells of several train seeds: each seed's value, then the
+    paired comparisons over seeds x task ids on pass@1 and on gen's graded measures."""
+    parts = [
+        "",
+        "across training seeds: mean greedy pass@1 % [95% seeds x tasks "
+        "bootstrap CI], each seed's value (train seed: %), their sd",
+        seed_table(summary, min_seeds=2).to_string(index=False),
+    ]
+    comparisons = seed_comparisons(rows, measures=("exact", *GRADED))
+    ct = comparison_table(comparisons, min_seeds=2)
+    if not ct.empty:
+        parts += [
+            "",
+            "paired over train seeds x task ids: b - a in points [95% "
+            "bootstrap CI], P(>0) = share of resamples above 0 (seeds a/b: a "
+            "single seed is paired with each of the other's)",
+            ct.to_string(index=False),
+        ]
+    gt = graded_comparison_table(comparisons[comparisons.kind == "gen"], min_seeds=2)
+    if not gt.empty:
+        parts += [
+            "",
+            "the same pairs on gen's graded measures (greedy; compile, run: % of tasks, "
+            "b - a in points; reward: the mean tiered reward)",
+            gt.drop(columns="kind").to_string(index=False),
+        ]
+    return parts
+
+
 def show_text(rows: list[dict], include_stale: bool = False, where: Sequence[str] = ()) -> str:
     """What `jacrl ladder show` prints: the pivot, McNemar vs base and, when there are rows of
     both formats, hole-fill vs conversion (`format_comparison`); when a cell has rows of several
     train seeds, each seed's value with the across-seed interval (`seeds.seed_table`) and the
-    paired comparisons over seeds x tasks (`seeds.comparison_table`). Stale rows (see
+    paired comparisons over seeds x tasks (`compare.comparison_table`). Stale rows (see
     `stale_reasons`) are left out and counted, unless include_stale. `where` (KEY=VALUE): only
     the rows made with those settings; rows of a cell made with other settings are flagged."""
     total = len(rows)
@@ -504,30 +536,7 @@ def show_text(rows: list[dict], include_stale: bool = False, where: Sequence[str
                 fc.to_string(index=False),
             ]
         if seeded:
-            parts += [
-                "",
-                "across training seeds: mean greedy pass@1 % [95% seeds x tasks "
-                "bootstrap CI], each seed's value (train seed: %), their sd",
-                seed_table(summary, min_seeds=2).to_string(index=False),
-            ]
-            comparisons = seed_comparisons(rows, measures=("exact", *GRADED))
-            ct = comparison_table(comparisons, min_seeds=2)
-            if not ct.empty:
-                parts += [
-                    "",
-                    "paired over train seeds x task ids: b - a in points [95% "
-                    "bootstrap CI], P(>0) = share of resamples above 0 (seeds a/b: a "
-                    "single seed is paired with each of the other's)",
-                    ct.to_string(index=False),
-                ]
-            gt = graded_comparison_table(comparisons[comparisons.kind == "gen"], min_seeds=2)
-            if not gt.empty:
-                parts += [
-                    "",
-                    "the same pairs on gen's graded measures (greedy; compile, run: % of tasks, "
-                    "b - a in points; reward: the mean tiered reward)",
-                    gt.drop(columns="kind").to_string(index=False),
-                ]
+            parts += _seed_parts(rows, summary)
     parts += settings_parts(rows, where, total)
     if note:
         parts += ["", note]
