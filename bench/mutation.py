@@ -152,6 +152,7 @@ MODULES = {
     "tasks/splits": selection("tests/test_splits.py", CONTRACTS, MORE),
     "jsonl": selection("tests/test_jsonl.py", CONTRACTS, MORE),
     "report/seeds": selection("tests/test_seeds.py", CONTRACTS),
+    "report/compare": selection("tests/test_seeds.py", CONTRACTS),
     "train/grpo_rollouts": [
         "tests/test_train.py::test_advantage_variants_on_hand_made_groups",
         *CONTRACTS,
