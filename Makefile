@@ -130,10 +130,12 @@ real-ladder: real-model
 	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 3 --conditions sft_grpo,sft_dpo --results results/smollm2
 	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 10 --conditions base,sft --results results/smollm2
 	@# rung 20: SFT scaled to the rung (4 iterations a task: 80, each task 8 times in batches of
-	@# 2) and chosen by validation (the best of a check every 10 iterations), not a fixed 40
+	@# 2) and chosen by validation (the best of a check every 10 iterations), not a fixed 40; by
+	@# the graded validation (best_by=reward): the valid loss rises from iteration 10 on, so
+	@# keeping the lowest loss keeps a barely trained adapter (docs/real-model.md)
 	$(VENV)/bin/jacrl ladder run $(REAL) --rungs 20 --conditions base,sft --sft-iters 200 \
 	  --sft-iters-per-task 4 --set sft.keep_best=true --set sft.steps_per_eval=10 \
-	  --results results/smollm2
+	  --set sft.best_by=reward --results results/smollm2
 	$(VENV)/bin/jacrl ladder show --results results/smollm2 --figures results/smollm2/figures
 	$(PY) -m jacrl.report.markdown docs/real-model.md smollm2 results/smollm2 pivot detail graded \
 	  training seeds
