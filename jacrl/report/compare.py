@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from jacrl.conditions import CONDITIONS, alone, baseline
-from jacrl.report.rows import COND_ORDER, _order, _variant_rank, condition_label
+from jacrl.report.rows import condition_label, ranked
 from jacrl.report.seeds import (
     GRADED,
     MEASURES,
@@ -29,7 +29,6 @@ from jacrl.report.seeds import (
     outcomes,
     seed_groups,
 )
-from jacrl.tasks.splits import RUNGS
 
 
 def default_pairs() -> tuple[tuple[str, str], ...]:
@@ -177,58 +176,39 @@ def seed_comparisons(
     groups = seed_groups(rows)
     recs = []
     for (model, rung, cond, kind, fmt, paired), b in groups.items():
-        for a_cond, b_cond in default_pairs() if pairs is None else pairs:
-            a = groups.get((model, rung, a_cond, kind, fmt, paired))
-            if b_cond != cond or a is None:
-                continue
-            for measure in measures:
+        sides = [  # (vs, a's label, a's group) for each a this group b is compared with
+            (
+                "condition",
+                condition_label(a_cond, fmt, paired),
+                (model, rung, a_cond, kind, fmt, paired),
+            )
+            for a_cond, b_cond in (default_pairs() if pairs is None else pairs)
+            if b_cond == cond
+        ]
+        if fmt == "conversion":  # paired hole-fill of the same condition against it
+            sides.append(
+                (
+                    "format",
+                    condition_label(cond, "hole", True),
+                    (model, rung, cond, kind, "hole", True),
+                )
+            )
+        b_label = condition_label(cond, fmt, paired)
+        for vs, a_label, a_key in sides:
+            a = groups.get(a_key)
+            for measure in measures if a is not None else ():
                 st = paired_stat(a, b, resamples, rng_seed, measure)
-                if st is None:
-                    continue
-                recs.append(
-                    _rec(
-                        model,
-                        rung,
-                        kind,
-                        measure,
-                        "condition",
-                        condition_label(a_cond, fmt, paired),
-                        condition_label(b_cond, fmt, paired),
-                        st,
-                        cond,
-                        fmt,
-                        paired,
+                if st is not None:
+                    recs.append(
+                        _rec(
+                            model, rung, kind, measure, vs, a_label, b_label, st, cond, fmt, paired
+                        )
                     )
-                )
-        hole = groups.get((model, rung, cond, kind, "hole", True))
-        for measure in measures if fmt == "conversion" and hole is not None else ():
-            st = paired_stat(hole, b, resamples, rng_seed, measure)
-            if st is not None:
-                recs.append(
-                    _rec(
-                        model,
-                        rung,
-                        kind,
-                        measure,
-                        "format",
-                        condition_label(cond, "hole", True),
-                        condition_label(cond, fmt, paired),
-                        st,
-                        cond,
-                        fmt,
-                        paired,
-                    )
-                )
     df = pd.DataFrame(recs, columns=COMPARE_COLUMNS + ["condition", "format", "paired"])
     if df.empty:
         return df[COMPARE_COLUMNS]
-    df = df.assign(_vs=df.vs.map({"condition": 0, "format": 1}).astype(int))
-    rr = {r: i for i, r in enumerate(_order(set(df.rung), RUNGS))}
-    cr = {c: i for i, c in enumerate(_order(set(df.condition), COND_ORDER))}
-    df = df.assign(
-        _r=df.rung.map(rr),
-        _c=df.condition.map(cr),
-        _v=[_variant_rank(f, p) for f, p in zip(df.format, df.paired, strict=True)],
+    df = ranked(df).assign(
+        _vs=df.vs.map({"condition": 0, "format": 1}).astype(int),
         _k=df.kind.map({"gen": 0, "mem": 1}),
         _m=df.measure.map({m: i for i, m in enumerate(MEASURES)}),
     )

@@ -72,20 +72,26 @@ def latest_rows(rows) -> dict[tuple, dict]:
     return latest
 
 
+def ranked(df):
+    """`df` (rung, condition, format, paired columns) with the sort keys of the table order: `_r`
+    the rung's, `_c` the condition's, `_v` the variant's (hole, paired hole, conversion)."""
+    rr = {r: i for i, r in enumerate(_order(set(df.rung), RUNGS))}
+    cr = {c: i for i, c in enumerate(_order(set(df.condition), COND_ORDER))}
+    return df.assign(
+        _r=df.rung.map(rr),
+        _c=df.condition.map(cr),
+        _v=[_variant_rank(f, p) for f, p in zip(df.format, df.paired, strict=True)],
+    )
+
+
 def in_table_order(df):
     """A frame of ladder lines sorted model, rung order, condition order, format (hole, paired
     hole, conversion), kind: the order `frame` and the seed tables print in."""
     if df.empty:
         return df
-    rr = {r: i for i, r in enumerate(_order(set(df.rung), RUNGS))}
-    cr = {c: i for i, c in enumerate(_order(set(df.condition), COND_ORDER))}
-    df = df.assign(
-        _r=df.rung.map(rr),
-        _c=df.condition.map(cr),
-        _v=[_variant_rank(f, p) for f, p in zip(df.format, df.paired, strict=True)],
-    )
     return (
-        df.sort_values(["model", "_r", "_c", "_v", "kind"])
+        ranked(df)
+        .sort_values(["model", "_r", "_c", "_v", "kind"])
         .drop(columns=["_r", "_c", "_v"])
         .reset_index(drop=True)
     )
