@@ -21,7 +21,7 @@ from jacrl.report.families import family_seed_table
 from jacrl.report.graded import signal_mark, signal_marks
 from jacrl.report.rows import latest_rows, load_rows
 from jacrl.report.seeds import (
-    GRADED,
+    MEASURES,
     seed_groups,
     seed_summary,
     seed_table,
@@ -153,7 +153,7 @@ def seeds_markdown(rows: list[dict]) -> str:
     summary = seed_summary(rows)
     seeded = not summary.empty and bool((summary.seeds > 1).any())
     head = _frame_md(seed_table(summary)) + "\n" if seeded else "(one training seed per cell)\n\n"
-    comparisons = seed_comparisons(rows, measures=("exact", *GRADED))
+    comparisons = seed_comparisons(rows, measures=MEASURES)
     out = head + _frame_md(comparison_table(comparisons))
     graded = graded_comparison_table(comparisons[comparisons.kind == "gen"])
     if graded.empty:

@@ -29,7 +29,7 @@ from jacrl.report.rows import (
     variant_of,
 )
 from jacrl.report.seeds import (
-    GRADED,
+    MEASURES,
     seed_lines,
     seed_summary,
     seed_table,
@@ -441,7 +441,7 @@ def _seed_parts(rows: list[dict], summary: pd.DataFrame) -> list[str]:
         "bootstrap CI], each seed's value (train seed: %), their sd",
         seed_table(summary, min_seeds=2).to_string(index=False),
     ]
-    comparisons = seed_comparisons(rows, measures=("exact", *GRADED))
+    comparisons = seed_comparisons(rows, measures=MEASURES)
     ct = comparison_table(comparisons, min_seeds=2)
     if not ct.empty:
         parts += [
