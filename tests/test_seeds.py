@@ -471,6 +471,9 @@ def test_a_trained_one_seed_control_pairs_with_its_own_seed():
     assert C.paired_stat({0: base}, a).pairing == "broadcast"
     other = C.paired_stat(a, {7: dict(lr0, train_seed=7)})
     assert other.pairing == "broadcast" and other.seeds == 3 and other.diff < 0
+    # the same with the one-seed trained group on the left: its seed 7 stands for each of a's
+    left = C.paired_stat({7: dict(lr0, train_seed=7)}, a)
+    assert left.pairing == "broadcast" and left.seeds == 3 and left.diff == -other.diff
 
 
 # -------------------------------------------------------------------------------------------
@@ -513,8 +516,17 @@ def test_graded_comparisons_pair_seeds_and_tasks_where_pass1_is_zero():
     )
     # two tasks gained: a resample of tasks can miss both, so run's interval reaches 0
     assert got.loc["run", "lo"] == 0 and 0.5 < got.loc["run", "above0"] < 1
+    # each side's value, in percent (reward x 100), and the line's rung
+    assert got.loc["compile", "a_pct"] == pytest.approx(100 * 27 / 90, abs=0.01)
+    assert got.loc["compile", "b_pct"] == pytest.approx(100 * 45 / 90, abs=0.01)
+    assert (got.rung == "3").all() and (got.kind == "gen").all()
     table = C.graded_comparison_table(df)
     assert list(table.measure) == ["compile", "run", "reward"]
+    assert list(table.columns) == [
+        "model", "rung", "kind", "measure", "a", "b", "seeds", "n",
+        "a value", "b value", "b - a [95% CI]", "P(>0)",
+    ]  # fmt: skip
+    assert list(table["b value"]) == ["50.0", "6.7", "0.063"]
     assert table["b - a [95% CI]"].iloc[2].startswith("+0.033 [+0.0")  # reward in its units
     assert (
         list(C.comparison_table(df).columns).count("a %") == 1 and len(C.comparison_table(df)) == 1
