@@ -134,6 +134,8 @@ GRPO = tests_in(
     "tests/test_grpo.py",
     "test_a_steps_rollout_rows_and_record",
     "test_a_draw_decodes_every_prompt_and_scores_its_rollouts",
+    "test_a_draw_is_decode_of_its_requests_all_in_one_batch",
+    "test_a_steps_signal_share_keeps_four_places",
     "test_prompt_batches_are_seeded_epochs_of_whole_batches",
     "test_fill_batch_keeps_groups_with_signal_and_fills_from_the_latest",
     "test_fill_batch_keeps_groups_with_signal_and_caps_the_draws",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,6 +24,7 @@ from mlx.utils import tree_flatten, tree_map, tree_unflatten
 
 from jacrl import prompts
 from jacrl.config import GRPOConfig, configure
+from jacrl.generate import Request, decode
 from jacrl.ladder.cell import training_record
 from jacrl.models import registry as models
 from jacrl.models.registry import resolve
@@ -323,8 +325,11 @@ def test_a_draw_decodes_every_prompt_and_scores_its_rollouts(tiny, harness_tasks
     policy, tok = models.load(tiny)
     records = [prompt_answer(t) for t in harness_tasks[:2]]
     how = Rollouts(3, 1.0, 0.95, 20, 12, "dependent")
+    t0 = time.perf_counter()
     groups, gen_s, reward_s = draw(policy, tok, records, [1, 0], how, seed=5)
+    wall = time.perf_counter() - t0
     assert [g.task for g in groups] == [1, 0] and gen_s > 0 and reward_s > 0
+    assert gen_s + reward_s <= wall  # the two timings are parts of the call
     eos = set(tok.eos_token_ids)
     for g, t in zip(groups, (harness_tasks[1], harness_tasks[0]), strict=True):
         assert len(g.ids) == len(g.texts) == len(g.scored) == 3
@@ -335,6 +340,31 @@ def test_a_draw_decodes_every_prompt_and_scores_its_rollouts(tiny, harness_tasks
             assert s.task_id == task_id(t)
     again, _, _ = draw(policy, tok, records, [1, 0], how, seed=5)
     assert [g.ids for g in again] == [g.ids for g in groups]
+
+
+def test_a_draw_is_decode_of_its_requests_all_in_one_batch(tiny, harness_tasks):
+    """A step's rollouts are `decode`'s of one request per task at the rollout settings (top-p
+    and top-k included), every sequence of the step in one batch (batch 0): 2 x 17 = 34
+    sequences, more than evaluation's default batch of 32, whose later entries would draw other
+    random numbers."""
+    policy, tok = models.load(tiny)
+    records = [prompt_answer(t) for t in harness_tasks[:2]]
+    how = Rollouts(17, 1.0, 0.95, 20, 8, "dependent")
+    groups, _, _ = draw(policy, tok, records, [1, 0], how, seed=3)
+    reqs = [Request(records[t]["prompt"], 17, 1.0, 8, 0.95, 20) for t in (1, 0)]
+    want = decode(policy, tok, reqs, seed=3, batch_size=34)
+    assert [g.ids for g in groups] == [[s.ids for s in row] for row in want]
+    assert [g.texts for g in groups] == [[s.text for s in row] for row in want]
+
+
+def test_a_steps_signal_share_keeps_four_places(tmp_path):
+    """signal_frac and groups_skipped are shares rounded to 4 places: 1 of 3 groups."""
+    metrics = MetricsLog(tmp_path / "metrics.jsonl", "grpo")
+    log = StepLog(tmp_path / "rollouts.jsonl", metrics.step, max_tokens=3, eos={0})
+    kept = [_group("a", [1.0, 0.2]), _group("b", [0.5, 0.5]), _group("c", [0.3, 0.3])]
+    rec = log.step(2, kept, [], [0.4, -0.4, 0, 0, 0, 0], skipped=2 / 3, draws=1)
+    assert (rec["groups_kept"], rec["groups_trained"]) == (1, 3)
+    assert (rec["signal_frac"], rec["groups_skipped"]) == (0.3333, 0.6667)
 
 
 def test_prompt_batches_are_seeded_epochs_of_whole_batches():
