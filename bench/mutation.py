@@ -155,6 +155,18 @@ MODULES = {
     "jsonl": selection("tests/test_jsonl.py", CONTRACTS, MORE),
     "report/seeds": selection("tests/test_seeds.py", CONTRACTS),
     "report/compare": selection("tests/test_seeds.py", CONTRACTS),
+    "report/graded": selection(
+        tests_in(
+            "tests/test_report.py",
+            "test_graded_measures_and_their_intervals",
+            "test_graded_table_pools_a_lines_training_seeds",
+            "test_show_marks_a_grpo_cell_without_signal_or_update",
+            "test_rows_made_before_the_signal_record_are_marked_by_their_adapter",
+            "test_the_training_table_has_a_line_per_seed",
+        ),
+        "tests/test_seeds.py::test_graded_comparisons_pair_seeds_and_tasks_where_pass1_is_zero",
+        CONTRACTS,
+    ),
     "train/grpo_rollouts": [
         "tests/test_train.py::test_advantage_variants_on_hand_made_groups",
         *CONTRACTS,

@@ -3,6 +3,7 @@ flagged stale by `report` and left out of `ladder show` unless asked for."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -467,7 +468,11 @@ def test_graded_measures_and_their_intervals():
     old = _graded_row("sft", tiers, rewards)
     for p in old["per_task"]:
         del p["greedy_reward"]  # a row made before the reward was recorded: no mean, no guess
-    assert math.isnan(graded(old)["reward_mean"])
+    got = graded(old)
+    assert all(math.isnan(got[k]) for k in ("reward_mean", "reward_lo", "reward_hi"))
+    # a row without per-task outcomes: nothing to count, every measure missing, no error
+    empty = graded({"runs": 0})
+    assert len(empty) == 9 and all(math.isnan(v) for v in empty.values())
 
 
 def test_graded_table_pools_a_lines_training_seeds():
@@ -524,6 +529,9 @@ def test_rows_made_before_the_signal_record_are_marked_by_their_adapter():
     for r in rows:
         by_cond.setdefault(r["condition"], set()).add(marks[id(r)])
     assert by_cond["sft_grpo"] == {NO_UPDATE} and by_cond["sft_dpo"] == {""}
+    moved = copy.deepcopy(next(r for r in rows if r["condition"] == "sft_grpo"))
+    moved["provenance"]["adapter_weights_hash"] = "another"  # GRPO moved this one: no mark
+    assert signal_marks([*rows, moved])[id(moved)] == ""
     sft = {(r["rung"], r["kind"]): r for r in rows if r["condition"] == "sft"}
     for r in rows:  # the premise, checked by hand: equal hashes, parent by parent
         if r["condition"] == "sft_grpo":
