@@ -379,6 +379,31 @@ def test_prompt_batches_are_seeded_epochs_of_whole_batches():
     assert [next(again) for _ in range(6)] == [b for e in epochs for b in e]
 
 
+def test_a_runs_signal_counts_groups_over_every_step():
+    """jacrl.train.grpo.signal: the signal rate is the groups with signal over the groups trained, across all
+    steps (not a mean of the steps' shares); a signal step has at least one; the tier mix adds the
+    steps' rollouts up; no step, no rate."""
+    steps = [
+        {"groups_trained": 4, "groups_kept": 1, "tiers": {"none": 6, "compiles": 2}},
+        {"groups_trained": 4, "groups_kept": 0, "tiers": {"none": 8}},
+        {"groups_trained": 2, "groups_kept": 2, "tiers": {"runs": 1, "none": 3}},
+    ]
+    got = grpo_mod.signal(steps)
+    # 3 of 10 groups; the steps' own shares (0.25, 0, 1) would average 0.4167
+    assert got == {
+        "signal_rate": 0.3,
+        "signal_steps": 2,
+        "steps": 3,
+        "tier_mix": {"compiles": 2, "none": 17, "runs": 1},
+    }
+    assert grpo_mod.signal([]) == {
+        "signal_rate": None,
+        "signal_steps": 0,
+        "steps": 0,
+        "tier_mix": {},
+    }
+
+
 def test_fill_batch_keeps_groups_with_signal_and_fills_from_the_latest():
     """fill_batch: groups with signal are kept up to `need`, the rest passed over; short at
     the cap, the latest groups drawn fill the batch."""
