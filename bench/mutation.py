@@ -155,6 +155,7 @@ MODULES = {
     "jsonl": selection("tests/test_jsonl.py", CONTRACTS, MORE),
     "report/seeds": selection("tests/test_seeds.py", CONTRACTS),
     "report/compare": selection("tests/test_seeds.py", CONTRACTS),
+    "ladder/eval_cache": ["tests/test_eval_cache.py"],
     "report/graded": selection(
         tests_in(
             "tests/test_report.py",

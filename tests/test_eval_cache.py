@@ -128,3 +128,48 @@ def test_an_entry_missing_its_samples_is_made_again(tmp_path):
     row, reused = cached(root, "k", target("d"), run("d"), "d/gen")
     assert not reused and runs == ["a", "c", "d"]
     assert json.loads((root / "k" / "row.json").read_text())["samples"] == str(target("d"))
+
+
+def test_the_blas_library_preloaded_is_in_the_key(tiny, data_dir, monkeypatch):
+    """Sampled rows differ between BLAS kernels: another preloaded library is another key."""
+    from jacrl.tasks.splits import load_split
+
+    tasks = load_split("holdout", data_dir)[:2]
+    cfg = EvalConfig(n=2, k=(1, 2), max_tokens=12)
+    keys = set()
+    for blas in ("", "/usr/lib/a/libopenblas.so", "/usr/lib/b/libopenblas.so"):
+        monkeypatch.setenv("LD_PRELOAD", blas)
+        keys.add(eval_key(tiny, None, tasks, cfg, "gen", "holdout"))
+    assert len(keys) == 3
+
+
+def test_an_entry_is_made_under_the_cache_root_and_reused_into_an_existing_folder(
+    tmp_path, monkeypatch
+):
+    """The entry is built in a temporary folder under the cache's own root and renamed into
+    place (a folder in the system's temp dir could sit on another filesystem, where the rename
+    fails and nothing would ever be kept: here the system temp dir does not exist at all); a
+    reuse copies the samples into a cell folder that already exists."""
+    import tempfile
+
+    from jacrl.ladder.eval_cache import cached
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-temp-dir"))
+    root = tmp_path / "evals"
+    first = tmp_path / "a" / "samples-gen.jsonl.gz"
+
+    def make():
+        first.parent.mkdir(parents=True)
+        first.write_bytes(gzip.compress(b"a"))
+        return {"pass1": 1, "samples": str(first)}
+
+    _, reused = cached(root, "k", first, make, "a/gen")
+    assert not reused and (root / "k" / "row.json").is_file()
+    assert [p.name for p in root.iterdir()] == ["k"]  # no temporary folder left beside it
+    second = tmp_path / "b" / "samples-gen.jsonl.gz"
+    second.parent.mkdir()
+    (second.parent / "log.txt").write_text("the cell's own files")
+    row, reused = cached(root, "k", second, make, "b/gen")
+    assert reused and row["samples"] == str(second) and row["tag"] == "b/gen"
+    assert gzip.decompress(second.read_bytes()) == b"a"
+    assert (second.parent / "log.txt").read_text() == "the cell's own files"
