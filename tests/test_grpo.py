@@ -380,9 +380,9 @@ def test_prompt_batches_are_seeded_epochs_of_whole_batches():
 
 
 def test_a_runs_signal_counts_groups_over_every_step():
-    """jacrl.train.grpo.signal: the signal rate is the groups with signal over the groups trained, across all
-    steps (not a mean of the steps' shares); a signal step has at least one; the tier mix adds the
-    steps' rollouts up; no step, no rate."""
+    """jacrl.train.grpo.signal: the signal rate is the groups with signal over the groups
+    trained, across all steps (not a mean of the steps' shares); a signal step has at least one;
+    the tier mix adds the steps' rollouts up; no step, no rate."""
     steps = [
         {"groups_trained": 4, "groups_kept": 1, "tiers": {"none": 6, "compiles": 2}},
         {"groups_trained": 4, "groups_kept": 0, "tiers": {"none": 8}},
