@@ -279,24 +279,39 @@ def test_an_entry_marked_builtin_is_refused_even_with_force(smollm2_gguf, tmp_pa
 
 
 def test_sigterm_mid_import_leaves_no_staging(smollm2_gguf, tmp_path):
+    """SIGTERM while the converted model waits in its staging folder: exit 143, nothing left. The
+    child's convert (the real one) then waits for the signal, so the test cannot race an import
+    that finishes first (CI, stop 65: the whole import took less than a loaded runner's stall)."""
     models = tmp_path / "models"
     models.mkdir()
+    ready = tmp_path / "converted"
     code = (
-        "import sys; from pathlib import Path; from jacrl.models.gguf_import import import_gguf; "
-        "m = Path(sys.argv[2]); import_gguf(sys.argv[1], 'm', models_dir=m, "
-        "registry=m / 'registry.toml')"
+        "import sys, time; from pathlib import Path; import jacrl.models.gguf_import as gi\n"
+        "real = gi.convert\n"
+        "def convert(*a, **k):\n"
+        "    config = real(*a, **k)\n"
+        "    Path(sys.argv[3]).touch()\n"
+        "    time.sleep(600)\n"
+        "    return config\n"
+        "gi.convert = convert\n"
+        "m = Path(sys.argv[2]); gi.import_gguf(sys.argv[1], 'm', models_dir=m, "
+        "registry=m / 'registry.toml')\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     log = tmp_path / "stderr.txt"
     with open(log, "w") as err:
         p = subprocess.Popen(
-            [sys.executable, "-c", code, str(smollm2_gguf), str(models)], env=env, stderr=err
+            [sys.executable, "-c", code, str(smollm2_gguf), str(models), str(ready)],
+            env=env,
+            stderr=err,
         )
-    deadline = time.monotonic() + 120
-    while not list(models.glob(".import-*")) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 300
+    while not ready.exists() and time.monotonic() < deadline:
         assert p.poll() is None, f"the import ended first: {log.read_text()[-2000:]}"
         time.sleep(0.05)
-    assert list(models.glob(".import-*"))
+    assert ready.exists(), "the import did not convert within 300 s"
+    staged = list(models.glob(".import-*"))
+    assert len(staged) == 1 and (staged[0] / "model" / "model.safetensors").is_file()
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=60) == 128 + signal.SIGTERM, log.read_text()[-2000:]
     assert list(models.iterdir()) == []
