@@ -156,6 +156,7 @@ MODULES = {
     "report/seeds": selection("tests/test_seeds.py", CONTRACTS),
     "report/compare": selection("tests/test_seeds.py", CONTRACTS),
     "ladder/eval_cache": ["tests/test_eval_cache.py"],
+    "train/checkpoint": ["tests/test_checkpoint.py"],  # the resumed GRPO cells rest on it
     "report/graded": selection(
         tests_in(
             "tests/test_report.py",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import shutil
 
 import pytest
 
@@ -100,3 +101,113 @@ def test_the_resume_dir_is_named_for_the_artifact(tmp_path):
     assert checkpoint.resume_dir(tmp_path / ".grpo-ab12.tmp-77") == tmp_path / ".grpo-ab12.resume"
     with pytest.raises(ValueError, match="not a build's temp dir"):
         checkpoint.resume_dir(tmp_path / "grpo-ab12")
+
+
+# --- the module's parts on a two-layer MLX model (mutation testing found them untested) --------
+
+
+def _policy():
+    """A two-layer model (its optimizer state holds a list, as a LoRA model's layers do), Adam,
+    and a function that trains it n steps."""
+    import mlx.core as mx
+    import mlx.nn as nn
+    import mlx.optimizers as optim
+
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = [nn.Linear(3, 3), nn.Linear(3, 2)]
+
+        def __call__(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    mx.random.seed(0)
+    model, opt = Two(), optim.Adam(learning_rate=0.1)
+    step = nn.value_and_grad(model, lambda m: (m(mx.ones((1, 3))) ** 2).sum())
+
+    def train(n):
+        for _ in range(n):
+            _, grads = step(model)
+            opt.update(model, grads)
+            mx.eval(model.parameters(), opt.state)
+
+    return model, opt, train
+
+
+def _flat(tree):
+    import numpy as np
+    from mlx.utils import tree_flatten
+
+    return {k: np.array(v) for k, v in tree_flatten(tree)}
+
+
+def _same(a, b):
+    import numpy as np
+
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_save_keeps_the_last_checkpoint_only_and_restore_puts_the_run_back(tmp_path):
+    model, opt, train = _policy()
+    out, root = tmp_path / "run", tmp_path / ".grpo-ab.resume"
+    out.mkdir()
+    metrics, rollouts = out / "metrics.jsonl", out / "rollouts.jsonl"
+    train(2)
+    metrics.write_text('{"event": "step", "step": 2}\n')
+    checkpoint.save(root, "k", 2, model, opt, [metrics, rollouts], temperature=0.7)
+    weights, state = _flat(model.trainable_parameters()), _flat(opt.state)
+    assert "layers.1.weight.m" in state  # Adam's moments, under the list of layers
+    train(1)
+    checkpoint.save(root, "k", 3, model, opt, [metrics, rollouts])
+    assert sorted(p.name for p in root.iterdir()) == ["latest", "step-000003"]  # older ones go
+
+    # a kill between a checkpoint's rename and its `latest`: the step is saved again, over it
+    (root / "latest").write_text("step-000002\n")
+    shutil.copytree(root / "step-000003", root / "step-000002")
+    model, opt, train = _policy()
+    train(2)
+    checkpoint.save(root, "k", 2, model, opt, [metrics, rollouts], temperature=0.7)
+    ck = checkpoint.latest(root, "k")
+    assert (ck.step, ck.state["temperature"]) == (2, 0.7)
+    assert sorted(p.name for p in ck.path.iterdir()) == [
+        "adapters.safetensors",
+        "metrics.jsonl",
+        "optimizer.safetensors",
+        "state.json",
+    ]  # no rollouts.jsonl: the run had written none
+
+    train(3)  # the killed run went on, and left logs the checkpoint does not hold
+    metrics.write_text('{"event": "step", "step": 5}\n')
+    rollouts.write_text("{}\n")
+    fresh, fresh_opt, _ = _policy()
+    checkpoint.restore(ck, fresh, fresh_opt, out, [metrics, rollouts])
+    assert _same(_flat(fresh.trainable_parameters()), weights)
+    assert _same(_flat(fresh_opt.state), state)
+    assert metrics.read_text() == '{"event": "step", "step": 2}\n'
+    assert not rollouts.exists()
+    checkpoint.restore(ck, fresh, fresh_opt, out, [metrics, rollouts])  # nothing to remove: fine
+    assert not rollouts.exists()
+
+
+def test_reload_gives_the_callback_each_kind_of_record(tmp_path):
+    from types import SimpleNamespace
+
+    metrics = SimpleNamespace(train=[], val=[], steps=[])
+    path = tmp_path / "metrics.jsonl"
+    recs = [{"event": "train", "iteration": 2}, {"event": "val", "iteration": 2}]
+    recs.append({"event": "step", "step": 2})
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    checkpoint.reload(metrics, path)
+    assert (metrics.train, metrics.val, metrics.steps) == ([recs[0]], [recs[1]], [recs[2]])
+    checkpoint.reload(metrics, tmp_path / "none.jsonl")  # a run that had logged nothing yet
+    assert len(metrics.train) + len(metrics.val) + len(metrics.steps) == 3
+
+
+def test_assign_walks_dicts_by_key_and_lists_by_index():
+    tree = {"a": [{"b": 1}, 2], "c": 3}
+    checkpoint._assign(tree, ["a", "0", "b"], 10)
+    checkpoint._assign(tree, ["a", "1"], 20)
+    checkpoint._assign(tree, ["c"], 30)
+    assert tree == {"a": [{"b": 10}, 20], "c": 30}
