@@ -305,15 +305,20 @@ def test_sigterm_mid_import_leaves_no_staging(smollm2_gguf, tmp_path):
             env=env,
             stderr=err,
         )
-    deadline = time.monotonic() + 300
-    while not ready.exists() and time.monotonic() < deadline:
-        assert p.poll() is None, f"the import ended first: {log.read_text()[-2000:]}"
-        time.sleep(0.05)
-    assert ready.exists(), "the import did not convert within 300 s"
-    staged = list(models.glob(".import-*"))
-    assert len(staged) == 1 and (staged[0] / "model" / "model.safetensors").is_file()
-    p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=60) == 128 + signal.SIGTERM, log.read_text()[-2000:]
+    try:
+        deadline = time.monotonic() + 300
+        while not ready.exists() and time.monotonic() < deadline:
+            assert p.poll() is None, f"the import ended first: {log.read_text()[-2000:]}"
+            time.sleep(0.05)
+        assert ready.exists(), "the import did not convert within 300 s"
+        staged = list(models.glob(".import-*"))
+        assert len(staged) == 1 and (staged[0] / "model" / "model.safetensors").is_file()
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=60) == 128 + signal.SIGTERM, log.read_text()[-2000:]
+    finally:  # a failed check leaves no child sleeping out its 600 s
+        if p.poll() is None:
+            p.kill()
+            p.wait()
     assert list(models.iterdir()) == []
 
 
